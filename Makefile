@@ -1,0 +1,143 @@
+# hvdlab — one Makefile for the runtime, tools, tests and benchmarks.
+# `make help` lists the targets. Flavours: CUDA=1 (nvcc from /usr/local/cuda), SANITIZE=1 (ASan+UBSan).
+# Each flavour keeps its objects in its own build directory so they never mix.
+
+CUDA ?= 0
+SANITIZE ?= 0
+CUDA_HOME ?= /usr/local/cuda
+NVCC ?= $(CUDA_HOME)/bin/nvcc
+
+ifeq ($(CUDA),1)
+BUILD ?= build/cuda
+else ifeq ($(SANITIZE),1)
+BUILD ?= build/asan
+else
+BUILD ?= build
+endif
+
+CC := mpicc
+# Lazy (=) so that pkg-config is only asked once `make setup` has had its chance to install it.
+PKG_CFLAGS = $(shell pkg-config --cflags openblas zlib 2>/dev/null)
+PKG_LIBS = $(shell pkg-config --libs openblas zlib 2>/dev/null)
+CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
+
+OPT ?= -O2
+CFLAGS := -std=c11 $(OPT) -g -Wall -Wextra -Werror -MMD -MP
+CPPFLAGS = -D_GNU_SOURCE -Icommon $(PKG_CFLAGS)
+LDFLAGS :=
+LDLIBS = $(PKG_LIBS) -lm
+
+ifeq ($(SANITIZE),1)
+CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS += -fsanitize=address,undefined
+endif
+
+COMMON_SRC := $(wildcard common/*.c)
+COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/%.o)
+ifeq ($(CUDA),1)
+CPPFLAGS += -DHVDLAB_CUDA=1 -I$(CUDA_HOME)/include
+COMMON_OBJ += $(BUILD)/common/device_cuda.o
+LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lnccl -lcudart -lstdc++
+endif
+LIB := $(BUILD)/libhvdlab.a
+
+# Unit tests: tests/test_*.c. Those in MULTIRANK_TESTS run under mpirun -n 1, 2, 3 and 4;
+# the rest run once as a single process.
+TEST_SRC := $(wildcard tests/test_*.c)
+TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+TEST_HELPERS := $(BUILD)/tests/ck_mpi.o
+TEST_PROGS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/prog_*.c))
+MULTIRANK_TESTS := test_collectives test_fusion test_timeline
+
+BENCH_SRC := $(wildcard bench/*.c)
+BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+
+TOOLS := hvdlab-info
+
+# mpirun flags: several ranks on 2 cores, and root in CI containers.
+MPIRUN ?= mpirun
+MPIRUN_FLAGS ?= --oversubscribe $(if $(filter 0,$(shell id -u)),--allow-run-as-root)
+
+SETUP_PKGS := openmpi-bin libopenmpi-dev libopenblas-dev zlib1g-dev check pkg-config dataset-fashion-mnist
+
+.PHONY: all help setup lib tools tests benches test unit-tests cuda-check check-build demo \
+        bench-allreduce asan-test clean FORCE
+.DEFAULT_GOAL := all
+
+all: lib tools  ## build the runtime (build/libhvdlab.a) and hvdlab-info
+
+help:  ## list every target with one line each
+	@grep -hE '^[a-zA-Z0-9_%-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([^:]+):.*## (.*)/  \1|\2/' | \
+	  awk -F'|' '{printf "  %-18s %s\n", $$1, $$2}' | sed 's/^  //'
+	@echo "  variables: CUDA=1 (GPU build), SANITIZE=1 (ASan+UBSan build), HVD_* env vars: see README.md"
+
+setup:  ## install the Debian packages hvdlab needs (quick no-op when present)
+	@sh tools/setup.sh $(SETUP_PKGS)
+
+lib: $(LIB)  ## build the runtime archive $(BUILD)/libhvdlab.a
+
+$(LIB): $(COMMON_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/common/device_cuda.o: common/device_cuda.cu common/device.h
+	@mkdir -p $(@D)
+	$(NVCC) -O2 -Icommon -Xcompiler -Wall,-Wextra,-Werror -c $< -o $@
+
+# Top-level programs are copied out of the current flavour's build dir.
+tools: $(TOOLS)
+hvdlab-info: $(BUILD)/tools/hvdlab-info FORCE
+	@cmp -s $< $@ || cp $< $@
+$(BUILD)/tools/%: $(BUILD)/tools/%.o $(LIB)
+	$(CC) $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
+
+check-build: hvdlab-info  ## print the build report (frameworks, controllers, tensor operations)
+	./hvdlab-info
+
+tests: $(TEST_BIN) $(TEST_PROGS)
+$(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(TEST_HELPERS) $(LIB)
+	$(CC) $(LDFLAGS) $< $(TEST_HELPERS) $(LIB) $(CHECK_LIBS) $(LDLIBS) -o $@
+$(BUILD)/tests/prog_%: $(BUILD)/tests/prog_%.o $(LIB)
+	$(CC) $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
+
+benches: $(BENCH_BIN)
+$(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB)
+	$(CC) $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
+
+test: setup  ## install if needed, build, run every unit test and the CUDA build check
+	@$(MAKE) --no-print-directory unit-tests
+	@$(MAKE) --no-print-directory cuda-check
+
+unit-tests: tests
+	@BUILD=$(BUILD) MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" MULTIRANK="$(MULTIRANK_TESTS)" \
+	  sh tests/run_unit.sh $(TEST_BIN)
+
+asan-test:  ## run the unit tests in an ASan+UBSan build
+	@$(MAKE) --no-print-directory SANITIZE=1 unit-tests
+
+cuda-check:  ## check that CUDA=1 compiles and links (skips when nvcc is absent)
+	@if [ -x "$(NVCC)" ]; then \
+	  $(MAKE) --no-print-directory CUDA=1 BUILD=build/cuda build/cuda/tools/hvdlab-info >/dev/null && \
+	  echo "cuda-check: CUDA=1 build compiled and linked; running it on this machine:" && \
+	  build/cuda/tools/hvdlab-info | sed 's/^/  /'; \
+	else echo "cuda-check: skipped, no nvcc at $(NVCC)"; fi
+
+demo: setup  ## run the main job (for now: the allreduce benchmark on 2 ranks, short)
+	@$(MAKE) --no-print-directory $(BUILD)/bench/allreduce
+	$(MPIRUN) $(MPIRUN_FLAGS) -n 2 $(BUILD)/bench/allreduce --max-bytes 16M --passes 5
+
+bench-allreduce: $(BUILD)/bench/allreduce  ## hvd_allreduce vs MPI_Allreduce, 4 KiB..256 MiB, 2 ranks
+	$(MPIRUN) $(MPIRUN_FLAGS) -n 2 $(BUILD)/bench/allreduce
+
+clean:  ## remove build/ and the top-level binaries
+	rm -rf build $(TOOLS)
+
+FORCE:
+
+# Rooms that own their own targets (data, lab, …) add them in mk/*.mk.
+-include $(wildcard mk/*.mk)
+-include $(shell find build -name '*.d' 2>/dev/null)

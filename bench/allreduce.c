@@ -1,0 +1,185 @@
+/* bench/allreduce.c — hvd_allreduce against Open MPI's MPI_Allreduce, nccl-tests style.
+ *
+ * For each size from --min-bytes to --max-bytes (×2), both implementations reduce the same
+ * in-place float buffer with SUM. They alternate A B B A A B … over many passes so that the
+ * VM's fast and slow regimes hit both alike; each pass's time is the slowest rank's, and the
+ * table shows min and median per call. busbw = algbw · 2(n-1)/n (nccl-tests). The memcpy
+ * column is one rank copying a buffer of that size while the others wait: the ceiling.
+ *
+ *   mpirun -n 2 build/bench/allreduce [--min-bytes 4K] [--max-bytes 256M] [--passes N]
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "hvd.h"
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static size_t parse_size(const char *flag, const char *s)
+{
+    char *end;
+    double v = strtod(s, &end);
+    size_t mult = 1;
+    if (*end == 'K' || *end == 'k')
+        mult = (size_t)1 << 10, end++;
+    else if (*end == 'M' || *end == 'm')
+        mult = (size_t)1 << 20, end++;
+    else if (*end == 'G' || *end == 'g')
+        mult = (size_t)1 << 30, end++;
+    if (end == s || *end || v <= 0)
+        hvd_fatal("%s %s: expected a size such as 4K, 64M or 1G", flag, s);
+    return (size_t)(v * (double)mult);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void fmt_size(size_t b, char *out, size_t len)
+{
+    if (b >= ((size_t)1 << 20))
+        snprintf(out, len, "%zuM", b >> 20);
+    else
+        snprintf(out, len, "%zuK", b >> 10);
+}
+
+typedef struct {
+    double min, med;
+} stat2;
+
+static stat2 stats(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    stat2 s = {v[0], n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2])};
+    return s;
+}
+
+/* Seconds per call for `iters` calls, the slowest rank's. */
+static double timed(int which, float *buf, size_t n, int iters)
+{
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = now();
+    for (int i = 0; i < iters; i++) {
+        if (which == 0)
+            hvd_allreduce(buf, n, HVD_SUM, "bench");
+        else
+            MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    }
+    double t = (now() - t0) / iters, tmax;
+    MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return tmax;
+}
+
+/* Both implementations must give the exact sum of position- and rank-dependent values. */
+static void verify(float *buf, size_t n, int rank, int size)
+{
+    for (int which = 0; which < 2; which++) {
+        for (size_t i = 0; i < n; i++)
+            buf[i] = (float)((i % 1000) + 1000 * rank);
+        if (which == 0)
+            hvd_allreduce(buf, n, HVD_SUM, "bench");
+        else
+            MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        for (size_t i = 0; i < n; i++) {
+            float want = (float)((i % 1000) * size + 1000 * size * (size - 1) / 2);
+            if (buf[i] != want)
+                hvd_fatal("%s gave %g at index %zu of %zu, expected %g",
+                          which ? "MPI_Allreduce" : "hvd_allreduce", buf[i], i, n, want);
+        }
+    }
+    memset(buf, 0, n * sizeof *buf); /* timing runs on zeros: sums stay finite */
+}
+
+int main(int argc, char **argv)
+{
+    hvd_init(&argc, &argv);
+    size_t min_b = 4 << 10, max_b = (size_t)256 << 20;
+    int passes_arg = 0;
+    for (int i = 1; i < argc; i++) {
+        if (i + 1 < argc && strcmp(argv[i], "--min-bytes") == 0)
+            min_b = parse_size(argv[i], argv[i + 1]), i++;
+        else if (i + 1 < argc && strcmp(argv[i], "--max-bytes") == 0)
+            max_b = parse_size(argv[i], argv[i + 1]), i++;
+        else if (i + 1 < argc && strcmp(argv[i], "--passes") == 0)
+            passes_arg = atoi(argv[++i]);
+        else
+            hvd_fatal("unknown argument %s (use --min-bytes, --max-bytes, --passes)", argv[i]);
+    }
+    int rank = hvd_rank(), size = hvd_size();
+    double bus = size > 1 ? 2.0 * (size - 1) / size : 1.0;
+    if (rank == 0) {
+        printf("# hvd_allreduce (ring, %d ranks) vs MPI_Allreduce, in place, float SUM; "
+               "times per call, min/median over interleaved passes\n", size);
+        printf("# %9s %11s | %21s %15s | %21s %15s | %12s | %7s\n", "size", "count",
+               "hvd time(us) min/med", "busbw GB/s m/m", "MPI time(us) min/med",
+               "busbw GB/s m/m", "ratio (med)", "memcpy");
+    }
+    float *buf = aligned_alloc(64, max_b);
+    char *src = aligned_alloc(64, max_b), *dst = aligned_alloc(64, max_b);
+    if (!buf || !src || !dst)
+        hvd_fatal("cannot allocate 3 x %zu bytes", max_b);
+    memset(src, 1, max_b);
+    memset(dst, 0, max_b);
+    for (size_t bytes = min_b; bytes <= max_b; bytes *= 2) {
+        size_t n = bytes / sizeof(float);
+        verify(buf, n, rank, size);
+        /* Calls per timed block: ~8 MiB of traffic, at least one. */
+        int iters = (int)((size_t)8 << 20) / (int)(bytes < ((size_t)8 << 20) ? bytes : (8 << 20));
+        int passes = passes_arg ? passes_arg : (bytes >= ((size_t)64 << 20) ? 8 : 20);
+        double *t[2] = {malloc(passes * sizeof(double)), malloc(passes * sizeof(double))};
+        timed(0, buf, n, 1); /* warm-up */
+        timed(1, buf, n, 1);
+        for (int p = 0; p < passes; p++) {
+            int first = (p / 2 + p) % 2; /* A B B A A B B A … */
+            t[first][p] = timed(first, buf, n, iters);
+            t[!first][p] = timed(!first, buf, n, iters);
+        }
+        /* memcpy ceiling on rank 0 alone */
+        double mc = 0;
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank == 0) {
+            double best = 1e30;
+            for (int p = 0; p < 5; p++) {
+                double t0 = now();
+                for (int i = 0; i < iters; i++)
+                    memcpy(dst, src, bytes);
+                double dt = (now() - t0) / iters;
+                best = dt < best ? dt : best;
+            }
+            mc = (double)bytes / best / 1e9;
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank == 0) {
+            stat2 h = stats(t[0], passes), m = stats(t[1], passes);
+            char sz[32];
+            fmt_size(bytes, sz, sizeof sz);
+            double hb_min = bus * bytes / h.med / 1e9, hb_max = bus * bytes / h.min / 1e9;
+            double mb_min = bus * bytes / m.med / 1e9, mb_max = bus * bytes / m.min / 1e9;
+            printf("  %9s %11zu | %10.1f %10.1f %7.2f %7.2f | %10.1f %10.1f %7.2f %7.2f | "
+                   "%12.2f | %7.2f\n",
+                   sz, n, h.min * 1e6, h.med * 1e6, hb_max, hb_min, m.min * 1e6, m.med * 1e6,
+                   mb_max, mb_min, m.med / h.med, mc);
+            fflush(stdout);
+        }
+        free(t[0]);
+        free(t[1]);
+    }
+    if (rank == 0)
+        printf("# busbw m/m = from the min time / from the median time; ratio = MPI median time "
+               "/ hvd median time (> 1: hvd faster); memcpy = GB/s of one rank's memcpy\n");
+    free(buf);
+    free(src);
+    free(dst);
+    hvd_shutdown();
+    return 0;
+}

@@ -1,0 +1,38 @@
+/* device.h — pin each rank to its own device: hvd_pin_device(hvd_local_rank()).
+ *
+ * CUDA build with GPUs: cudaSetDevice(local_rank % ngpus). Otherwise (CPU build, or a CUDA build
+ * that finds no GPU, which it says in one line): bind the rank to its own share of the cores it
+ * may run on and set the BLAS thread count to that share, so N ranks on one node do not fight
+ * over every core. HVDLAB_REPORT_BINDINGS=1 prints each rank's binding.
+ */
+#ifndef HVDLAB_DEVICE_H
+#define HVDLAB_DEVICE_H
+
+#include <stddef.h>
+
+typedef enum { DEVICE_CPU = 0, DEVICE_CUDA = 1 } device_backend;
+
+typedef struct {
+    device_backend backend;
+    int gpu;          /* CUDA device index, or -1 */
+    int ncores;       /* cores this rank is bound to */
+    int cores[64];    /* their ids (first 64) */
+    int blas_threads; /* BLAS thread count set */
+} device_binding;
+
+/* Returns 0; fills *out when out is not NULL. */
+int hvd_pin_device(int local_rank, device_binding *out);
+/* "cores 0-1, 2 BLAS threads" or "GPU 0" */
+void device_describe(const device_binding *b, char *out, size_t outlen);
+
+/* Split of ncpus allowed CPUs among local_size ranks: rank local_rank gets `count` of them
+ * starting at list index `first` (ranks share cores round-robin when there are more ranks). */
+void device_cpu_share(int ncpus, int local_size, int local_rank, int *first, int *count);
+
+/* CUDA side (device_cuda.cu), present when built with CUDA=1. */
+int device_cuda_count(char *why, size_t whylen); /* GPUs visible, or 0 with the reason */
+int device_cuda_set(int gpu);                    /* 0 or -1 */
+int device_nccl_version(void);                   /* e.g. 22703 */
+int device_cudart_version(void);
+
+#endif

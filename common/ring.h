@@ -1,0 +1,30 @@
+/* ring.h — bandwidth-optimal ring allreduce over MPI point-to-point.
+ *
+ * Reduce-scatter then allgather around the ring: each rank sends and receives 2(N-1)/N of the
+ * buffer. Incoming data is received in small segments into a reusable scratch buffer (so it
+ * stays in cache and never page-faults) and added in place, overlapping the next receive.
+ * Handles any length, including 0 and lengths not divisible by the number of ranks.
+ */
+#ifndef HVDLAB_RING_H
+#define HVDLAB_RING_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    void *scratch; /* receive slots for the reduce-scatter, pre-touched */
+    size_t scratch_bytes;
+} ring_workspace;
+
+void ring_workspace_free(ring_workspace *ws);
+
+/* In place. scale multiplies the reduced result (1 for SUM, 1/N for AVERAGE). */
+void ring_allreduce_f32(MPI_Comm comm, float *buf, size_t n, float scale, ring_workspace *ws);
+/* Same over IEEE half values; sums are formed in float and rounded back to half. */
+void ring_allreduce_f16(MPI_Comm comm, uint16_t *buf, size_t n, float scale, ring_workspace *ws);
+
+/* Chunk c of n elements split over nchunks: [ring_chunk_begin(c), ring_chunk_begin(c+1)). */
+size_t ring_chunk_begin(size_t n, int nchunks, int c);
+
+#endif
