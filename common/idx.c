@@ -95,16 +95,19 @@ static int parse_dims(const uint8_t *hdr, int ndims, idx_array *a, const char *n
     return 0;
 }
 
-static int truncated_header(size_t have, int ndims, const char *name, char *err, size_t errlen)
+static int truncated_header(size_t have, int ndims, int cut, const char *name, char *err,
+                            size_t errlen)
 {
+    const char *why = cut ? " (gzip stream cut short)" : "";
     if (have == 0)
-        return fail(err, errlen, name, "empty file (expected an IDX header)");
+        return cut ? fail(err, errlen, name, "truncated: the gzip stream ends before any data")
+                   : fail(err, errlen, name, "empty file (expected an IDX header)");
     if (ndims == 0)
         return fail(err, errlen, name,
-                    "truncated header: %zu byte(s), the IDX magic alone needs 4", have);
+                    "truncated header: %zu byte(s), the IDX magic alone needs 4%s", have, why);
     return fail(err, errlen, name,
-                "truncated header: %zu byte(s), an IDX header with %d dimension(s) needs %d", have,
-                ndims, 4 + 4 * ndims);
+                "truncated header: %zu byte(s), an IDX header with %d dimension(s) needs %d%s",
+                have, ndims, 4 + 4 * ndims, why);
 }
 
 static int truncated_payload(const idx_array *a, size_t got, const char *why, const char *name,
@@ -133,13 +136,13 @@ int idx_parse_buffer(const uint8_t *buf, size_t len, const char *name, idx_array
     idx_array a;
     memset(out, 0, sizeof *out);
     if (len < 4)
-        return truncated_header(len, 0, name, err, errlen);
+        return truncated_header(len, 0, 0, name, err, errlen);
     int ndims = parse_magic(buf, name, err, errlen);
     if (ndims < 0)
         return -1;
     size_t hlen = 4 + 4 * (size_t)ndims;
     if (len < hlen)
-        return truncated_header(len, ndims, name, err, errlen);
+        return truncated_header(len, ndims, 0, name, err, errlen);
     if (parse_dims(buf, ndims, &a, name, err, errlen))
         return -1;
     size_t avail = len - hlen;
@@ -194,9 +197,14 @@ static int gz_failed(gzFile gz, size_t at, const char *name, char *err, size_t e
         fail(err, errlen, name, "read error after %zu bytes: %s", at, strerror(errno));
     else if (errnum == Z_MEM_ERROR)
         fail(err, errlen, name, "out of memory while decompressing");
-    else
+    else {
+        /* zlib prefixes its message with the stream's path, "<fd:N>: " for gzdopen; drop it */
+        const char *cut = msg ? strstr(msg, ">: ") : NULL;
+        if (msg && msg[0] == '<' && cut)
+            msg = cut + 3;
         fail(err, errlen, name, "corrupt gzip data after %zu decompressed bytes: %s", at,
-             msg ? msg : "unknown zlib error");
+             msg && *msg ? msg : "unknown zlib error");
+    }
     return 1;
 }
 
@@ -214,7 +222,7 @@ static int read_stream(gzFile gz, const char *path, idx_array *out, char *err, s
     if (got < 4) {
         if (gz_failed(gz, got, path, err, errlen, &cut))
             return -1;
-        return truncated_header(got, 0, path, err, errlen);
+        return truncated_header(got, 0, cut, path, err, errlen);
     }
     int ndims = parse_magic(hdr, path, err, errlen);
     if (ndims < 0)
@@ -224,7 +232,7 @@ static int read_stream(gzFile gz, const char *path, idx_array *out, char *err, s
     if (got < hlen) {
         if (gz_failed(gz, got, path, err, errlen, &cut))
             return -1;
-        return truncated_header(got, ndims, path, err, errlen);
+        return truncated_header(got, ndims, cut, path, err, errlen);
     }
     idx_array a;
     if (parse_dims(hdr, ndims, &a, path, err, errlen))
@@ -314,7 +322,7 @@ int idx_read_file(const char *path, idx_array *out, char *err, size_t errlen)
     }
     if (ns == 0) {
         close(fd);
-        return truncated_header(0, 0, path, err, errlen);
+        return truncated_header(0, 0, 0, path, err, errlen);
     }
     int is_gzip = ns == 2 && sig[0] == 0x1f && sig[1] == 0x8b;
     if (!is_gzip && ends_with(path, ".gz")) {
