@@ -129,11 +129,11 @@ int dataset_load_files(const char *images_path, const char *labels_path, dataset
     if (idx_read_file(images_path, &im, err, errlen))
         return -1;
     if (im.magic != IDX_MAGIC_IMAGES) {
+        set_err(err, errlen,
+                "%s: expected images (magic 0x00000803) but this is a labels file (magic 0x%08lx)",
+                images_path, (unsigned long)im.magic);
         idx_free(&im);
-        return set_err(err, errlen,
-                       "%s: expected images (magic 0x00000803) but this is a labels file "
-                       "(magic 0x%08lx)",
-                       images_path, (unsigned long)im.magic);
+        return -1;
     }
     if (im.dims[1] != DATASET_ROWS || im.dims[2] != DATASET_COLS) {
         set_err(err, errlen, "%s: images are %lux%lu, expected %dx%d", images_path,
