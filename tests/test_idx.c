@@ -287,6 +287,10 @@ START_TEST(payload_truncated_and_trailing)
         expect_fail(p, "1 unexpected byte(s) after the payload of 5 images of 3x4 (60 bytes)");
         write_raw(p, b, len + 3, gz);
         expect_fail(p, "3 unexpected byte(s) after the payload of 5 images of 3x4 (60 bytes)");
+        idx_array a;
+        ck_assert_int_eq(idx_parse_buffer(b, len + 3, "m", &a, err, sizeof err), -1);
+        ck_assert_str_eq(err, "m: 3 unexpected byte(s) after the payload of 5 images of 3x4 "
+                              "(60 bytes)");
     }
     /* a label file one byte short */
     const uint8_t lab[12] = {0, 0, 8, 1, 0, 0, 0, 4, 1, 2, 3, 4};
