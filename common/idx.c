@@ -4,8 +4,9 @@
  * idx_parse_buffer is the from-memory parser (the fuzz target feeds it directly). idx_read_file
  * streams the file through zlib (gzread also reads plain files, "transparent" mode), decodes the
  * header with the same helpers, then reads exactly the payload the header promises and checks
- * that nothing follows it. The payload buffer grows in steps up to the promised size, so a header
- * that lies about a huge count costs no more memory than the data actually present.
+ * that nothing follows it. The payload buffer starts at the size the file suggests and doubles
+ * up to the promised size only while data keeps arriving, so a header that lies about a huge
+ * count costs at most about twice the memory of the data actually present.
  */
 #include "idx.h"
 
@@ -19,7 +20,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#define IDX_FIRST_ALLOC ((size_t)64 << 20) /* first payload allocation cap when reading files */
+#define IDX_MIN_ALLOC ((size_t)4096) /* smallest first payload allocation when reading files */
 #define IDX_READ_CHUNK ((size_t)1 << 30)   /* gzread takes an unsigned count */
 
 static int fail(char *err, size_t errlen, const char *name, const char *fmt, ...)
@@ -214,7 +215,10 @@ static int ends_with(const char *s, const char *suffix)
     return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
-static int read_stream(gzFile gz, const char *path, idx_array *out, char *err, size_t errlen)
+/* hint: the expected decoded file size (plain: st_size; gzip: the trailer's ISIZE), only used to
+ * size the first allocation; the buffer then doubles while data keeps arriving. */
+static int read_stream(gzFile gz, size_t hint, const char *path, idx_array *out, char *err,
+                       size_t errlen)
 {
     uint8_t hdr[16];
     int cut = 0;
@@ -238,7 +242,9 @@ static int read_stream(gzFile gz, const char *path, idx_array *out, char *err, s
     if (parse_dims(hdr, ndims, &a, path, err, errlen))
         return -1;
 
-    size_t cap = a.nbytes < IDX_FIRST_ALLOC ? a.nbytes : IDX_FIRST_ALLOC;
+    size_t cap = hint > hlen + IDX_MIN_ALLOC ? hint - hlen : IDX_MIN_ALLOC;
+    if (cap > a.nbytes)
+        cap = a.nbytes;
     uint8_t *data = malloc(cap ? cap : 1);
     if (!data)
         return fail(err, errlen, path, "out of memory for %zu payload bytes", cap);
@@ -339,8 +345,19 @@ int idx_read_file(const char *path, idx_array *out, char *err, size_t errlen)
         close(fd);
         return fail(err, errlen, path, "cannot open through zlib (out of memory?)");
     }
-    gzbuffer(gz, 256 * 1024);
-    int rc = read_stream(gz, path, out, err, errlen);
+    size_t hint = (size_t)st.st_size;
+    if (is_gzip) { /* ISIZE: uncompressed length mod 2^32, little-endian, in the last 4 bytes */
+        uint8_t t[4];
+        hint = st.st_size >= 4 && pread(fd, t, 4, st.st_size - 4) == 4
+                   ? (size_t)t[0] | (size_t)t[1] << 8 | (size_t)t[2] << 16 | (size_t)t[3] << 24
+                   : 0;
+        /* deflate expands at most ~1032:1, so a bigger claim is a lie; do not allocate for it */
+        if (hint / 1100 > (size_t)st.st_size)
+            hint = 0;
+    }
+    /* input buffer: 256 KiB for real data sets, small for small files (zlib allocates 3x this) */
+    gzbuffer(gz, st.st_size >= (1 << 18) ? (1u << 18) : (1u << 13));
+    int rc = read_stream(gz, hint, path, out, err, errlen);
     gzclose(gz);
     return rc;
 }
