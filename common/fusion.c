@@ -119,15 +119,15 @@ static void reduce_group(fusion_queue *q, MPI_Comm comm, const fusion_entry *e, 
     q->stats.tensors += len;
 }
 
-void fusion_flush(fusion_queue *q, MPI_Comm comm, size_t threshold, int check)
+void fusion_flush(fusion_queue *q, MPI_Comm comm, size_t threshold, MPI_Comm check_comm)
 {
-    if (check) {
+    if (check_comm != MPI_COMM_NULL) {
         /* Queue lengths first (a single queued tensor is described as itself, which reads
          * better in the error), so that every rank then runs the same number of checks. */
         if (q->len != 1)
-            coll_check(comm, COLL_SYNCHRONIZE, "", q->len, -1);
+            coll_check(check_comm, COLL_SYNCHRONIZE, "", q->len, -1);
         for (size_t i = 0; i < q->len; i++)
-            coll_check(comm, COLL_ALLREDUCE, q->entries[i].name, q->entries[i].n, -1);
+            coll_check(check_comm, COLL_ALLREDUCE, q->entries[i].name, q->entries[i].n, -1);
     }
     mark(q->entries, q->len, "NEGOTIATE_ALLREDUCE", 'E');
     for (size_t i = 0; i < q->len;) {

@@ -3,7 +3,7 @@
  *         hvd_local_size, hvd_barrier, hvd_fatal, hvd_allreduce, hvd_allreduce_ex,
  *         hvd_allreduce_async, hvd_synchronize, hvd_broadcast, hvd_broadcast_bytes,
  *         hvd_allgather, hvd_fusion_threshold, hvd_set_fusion_threshold,
- *         hvd_default_compression, hvd_fusion_stats.
+ *         hvd_default_compression, hvd_fusion_stats, hvd_start_timeline, hvd_stop_timeline.
  */
 #include "hvd.h"
 
@@ -107,11 +107,26 @@ static void read_settings(void)
     v = getenv("HVD_CHECK_COLLECTIVES");
     S.check = v && *v && strcmp(v, "0") != 0;
     v = getenv("HVD_TIMELINE");
-    if (v && *v && S.rank == 0) {
-        char err[512];
-        if (timeline_open(v, err, sizeof err) != 0)
-            hvd_fatal("%s", err);
-    }
+    if (v && *v)
+        hvd_start_timeline(v);
+}
+
+void hvd_start_timeline(const char *path)
+{
+    if (S.initialized && S.queue.len)
+        hvd_synchronize(); /* what was queued before belongs before the timeline */
+    if (hvd_rank() != 0)
+        return;
+    char err[512];
+    if (timeline_open(path, err, sizeof err) != 0)
+        hvd_fatal("%s", err);
+}
+
+void hvd_stop_timeline(void)
+{
+    if (S.initialized && S.queue.len)
+        hvd_synchronize();
+    timeline_close();
 }
 
 int hvd_init(int *argc, char ***argv)
@@ -197,7 +212,7 @@ void hvd_synchronize(void)
 {
     if (!S.initialized)
         return;
-    fusion_flush(&S.queue, S.comm, S.fusion_threshold, S.check);
+    fusion_flush(&S.queue, S.comm, S.fusion_threshold, S.check ? S.check_comm : MPI_COMM_NULL);
 }
 
 void hvd_allreduce_ex(float *buf, size_t n, hvd_op op, const char *name, int compression)
@@ -214,7 +229,8 @@ void hvd_allreduce(float *buf, size_t n, hvd_op op, const char *name)
 /* MPI counts are int: large buffers go in pieces of at most 1 GiB. */
 #define PIECE ((size_t)1 << 30)
 
-void hvd_broadcast_bytes(void *buf, size_t nbytes, int root, const char *name)
+/* count elements of esize bytes; the collective check compares element counts. */
+static void broadcast(void *buf, size_t count, size_t esize, int root, const char *name)
 {
     if (root < 0 || root >= hvd_size())
         hvd_fatal("broadcast \"%s\": root %d is not a rank (size %d)", name ? name : "", root,
@@ -223,9 +239,10 @@ void hvd_broadcast_bytes(void *buf, size_t nbytes, int root, const char *name)
         return;
     if (S.queue.len)
         hvd_synchronize(); /* collectives run in the order they were called */
-    check_call(COLL_BROADCAST, name, nbytes, root);
+    check_call(COLL_BROADCAST, name, count, root);
     if (timeline_enabled())
         timeline_event(name, "BROADCAST", 'B');
+    size_t nbytes = count * esize;
     for (size_t off = 0; off < nbytes; off += PIECE) {
         size_t len = nbytes - off < PIECE ? nbytes - off : PIECE;
         MPI_Bcast((char *)buf + off, (int)len, MPI_BYTE, root, S.comm);
@@ -234,9 +251,14 @@ void hvd_broadcast_bytes(void *buf, size_t nbytes, int root, const char *name)
         timeline_event(name, "BROADCAST", 'E');
 }
 
+void hvd_broadcast_bytes(void *buf, size_t nbytes, int root, const char *name)
+{
+    broadcast(buf, nbytes, 1, root, name);
+}
+
 void hvd_broadcast(float *buf, size_t n, int root, const char *name)
 {
-    hvd_broadcast_bytes(buf, n * sizeof(float), root, name);
+    broadcast(buf, n, sizeof(float), root, name);
 }
 
 float *hvd_allgather(const float *buf, size_t n, size_t *total, size_t *counts, const char *name)

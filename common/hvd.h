@@ -61,6 +61,11 @@ void hvd_broadcast_bytes(void *buf, size_t nbytes, int root, const char *name);
  * (free it); counts, if not NULL, receives hvd_size() per-rank counts. */
 float *hvd_allgather(const float *buf, size_t n, size_t *total, size_t *counts, const char *name);
 
+/* hvd.start_timeline / stop_timeline: rank 0 writes the Chrome-trace of the collectives that
+ * follow to path (the same as HVD_TIMELINE=path at start-up). Call on every rank. */
+void hvd_start_timeline(const char *path);
+void hvd_stop_timeline(void);
+
 /* Settings in force (after hvd_init, from the environment; tests may change them). */
 size_t hvd_fusion_threshold(void);
 void hvd_set_fusion_threshold(size_t bytes);

@@ -1,14 +1,25 @@
 /* ck_mpi.c — Check suites run on every MPI rank with one agreed verdict. See ck_mpi.h.
- * Public: ck_mpi_agree, ck_mpi_main. */
+ * Public: ck_mpi_record, ck_mpi_agree, ck_mpi_main. */
 #include "ck_mpi.h"
 
 #include <mpi.h>
+#include <stdarg.h>
 #include <stdlib.h>
 
 #include "hvd.h"
 
 int ck_local_failures = 0;
 char ck_first_failure[256];
+
+void ck_mpi_record(const char *fmt, ...)
+{
+    if (ck_local_failures++ == 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(ck_first_failure, sizeof ck_first_failure, fmt, ap);
+        va_end(ap);
+    }
+}
 
 static int mpi_running(void)
 {
