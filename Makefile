@@ -74,7 +74,7 @@ help:  ## list every target with one line each
 setup:  ## install the Debian packages hvdlab needs (quick no-op when present)
 	@sh tools/setup.sh $(SETUP_PKGS)
 
-lib: $(LIB)  ## build the runtime archive $(BUILD)/libhvdlab.a
+lib: $(LIB)  ## build the runtime archive (build/libhvdlab.a)
 
 $(LIB): $(COMMON_OBJ)
 	@mkdir -p $(@D)
@@ -108,9 +108,9 @@ benches: $(BENCH_BIN)
 $(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB)
 	$(CC) $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
 
-test: setup  ## install if needed, build, run every unit test and the CUDA build check
-	@$(MAKE) --no-print-directory unit-tests
+test: setup  ## install if needed, build, check the CUDA build, run every unit test
 	@$(MAKE) --no-print-directory cuda-check
+	@$(MAKE) --no-print-directory unit-tests
 
 unit-tests: tests
 	@BUILD=$(BUILD) MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" MULTIRANK="$(MULTIRANK_TESTS)" \
@@ -121,9 +121,12 @@ asan-test:  ## run the unit tests in an ASan+UBSan build
 
 cuda-check:  ## check that CUDA=1 compiles and links (skips when nvcc is absent)
 	@if [ -x "$(NVCC)" ]; then \
-	  $(MAKE) --no-print-directory CUDA=1 BUILD=build/cuda build/cuda/tools/hvdlab-info >/dev/null && \
-	  echo "cuda-check: CUDA=1 build compiled and linked; running it on this machine:" && \
-	  build/cuda/tools/hvdlab-info | sed 's/^/  /'; \
+	  $(MAKE) --no-print-directory CUDA=1 BUILD=build/cuda build/cuda/tools/hvdlab-info \
+	    build/cuda/tests/prog_errors >/dev/null && \
+	  echo "cuda-check: CUDA=1 build compiled and linked; its device line on this machine:" && \
+	  build/cuda/tools/hvdlab-info | grep -A1 '\] CUDA' | sed 's/^ */  /' && \
+	  HVDLAB_REPORT_BINDINGS=1 $(MPIRUN) $(MPIRUN_FLAGS) -n 1 build/cuda/tests/prog_errors pin \
+	    2>&1 | sed 's/^/  /'; \
 	else echo "cuda-check: skipped, no nvcc at $(NVCC)"; fi
 
 demo: setup  ## run the main job (for now: the allreduce benchmark on 2 ranks, short)

@@ -30,5 +30,5 @@ for bin in "$@"; do
     esac
 done
 [ "$fail" -gt 0 ] && printf "failed runs:$failed_runs\n"
-echo "unit test runs: $pass passed, $fail failed"
+echo "runs: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
