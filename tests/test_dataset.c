@@ -14,7 +14,7 @@
 #include "ck_mpi.h"
 #include "dataset.h"
 
-static char tmpdir[64], oldcwd[PATH_MAX];
+static char basedir[64], tmpdir[128], oldcwd[PATH_MAX];
 static char err[DATASET_ERRLEN];
 
 static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *f)
@@ -22,19 +22,30 @@ static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *f)
     (void)st, (void)flag, (void)f;
     return remove(p);
 }
+/* The base directory is made and removed by the parent process (unchecked fixture), so it goes
+ * away even when a failed test's process skips its checked teardown. */
+static void suite_setup(void)
+{
+    snprintf(basedir, sizeof basedir, "/tmp/hvdlab-test-ds-XXXXXX");
+    if (!mkdtemp(basedir))
+        abort();
+}
+static void suite_teardown(void) { nftw(basedir, rm_cb, 8, FTW_DEPTH | FTW_PHYS); }
+static void teardown(void)
+{
+    if (oldcwd[0] && chdir(oldcwd) != 0)
+        perror("chdir");
+    if (tmpdir[0])
+        nftw(tmpdir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
+    tmpdir[0] = '\0';
+}
 static void setup(void)
 {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/hvdlab-test-ds-XXXXXX");
+    snprintf(tmpdir, sizeof tmpdir, "%s/tXXXXXX", basedir);
     ck_assert_ptr_nonnull(mkdtemp(tmpdir));
     ck_assert_ptr_nonnull(getcwd(oldcwd, sizeof oldcwd));
     unsetenv("HVDLAB_DATA");
     err[0] = '\0';
-}
-static void teardown(void)
-{
-    if (chdir(oldcwd) != 0)
-        perror("chdir");
-    nftw(tmpdir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
 }
 
 static const char *tpath(const char *name)
@@ -338,6 +349,7 @@ static Suite *make_suite(void)
 {
     Suite *s = suite_create("dataset");
     TCase *tc = tcase_create("dataset");
+    tcase_add_unchecked_fixture(tc, suite_setup, suite_teardown);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, load_small_files);

@@ -11,7 +11,7 @@
 #include "ck_mpi.h"
 #include "idx.h"
 
-static char tmpdir[64];
+static char basedir[64], tmpdir[128];
 static char err[IDX_ERRLEN];
 
 static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *f)
@@ -19,13 +19,27 @@ static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *f)
     (void)st, (void)flag, (void)f;
     return remove(p);
 }
+/* The base directory is made and removed by the parent process (unchecked fixture), so it goes
+ * away even when a failed test's process skips its checked teardown. */
+static void suite_setup(void)
+{
+    snprintf(basedir, sizeof basedir, "/tmp/hvdlab-test-idx-XXXXXX");
+    if (!mkdtemp(basedir))
+        abort();
+}
+static void suite_teardown(void) { nftw(basedir, rm_cb, 8, FTW_DEPTH | FTW_PHYS); }
+static void teardown(void)
+{
+    if (tmpdir[0])
+        nftw(tmpdir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
+    tmpdir[0] = '\0';
+}
 static void setup(void)
 {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/hvdlab-test-idx-XXXXXX");
+    snprintf(tmpdir, sizeof tmpdir, "%s/tXXXXXX", basedir);
     ck_assert_ptr_nonnull(mkdtemp(tmpdir));
     err[0] = '\0';
 }
-static void teardown(void) { nftw(tmpdir, rm_cb, 8, FTW_DEPTH | FTW_PHYS); }
 
 static const char *tpath(const char *name)
 {
@@ -379,6 +393,7 @@ static Suite *make_suite(void)
 {
     Suite *s = suite_create("idx");
     TCase *tc = tcase_create("idx");
+    tcase_add_unchecked_fixture(tc, suite_setup, suite_teardown);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, roundtrip_plain_gz_memory);
