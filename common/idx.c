@@ -376,7 +376,8 @@ int idx_write_file(const char *path, uint32_t magic, const uint32_t *dims,
     for (int d = 0; d < ndims; d++) {
         for (int i = 0; i < 4; i++)
             hdr[4 + 4 * d + i] = (uint8_t)(dims[d] >> (24 - 8 * i));
-        n *= dims[d];
+        if (__builtin_mul_overflow(n, (size_t)dims[d], &n))
+            return fail(err, errlen, path, "dimensions overflow the address space");
     }
     size_t hlen = 4 + 4 * (size_t)ndims;
     if (gz) {
