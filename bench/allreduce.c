@@ -7,6 +7,7 @@
  * column is one rank copying a buffer of that size while the others wait: the ceiling.
  *
  *   mpirun -n 2 build/bench/allreduce [--min-bytes 4K] [--max-bytes 256M] [--passes N]
+ *                                     [--plain-malloc] [--variants SEG:BLOCK,…]
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -15,6 +16,14 @@
 #include <time.h>
 
 #include "hvd.h"
+#include "ring.h"
+
+/* Implementations timed: 0 hvd_allreduce, 1 MPI_Allreduce, 2.. hvd_allreduce with other ring
+ * tuning (--variants SEG:BLOCK,…, for tuning on a new machine). */
+#define MAXIMPL 8
+static int nimpl = 2;
+static size_t var_seg[MAXIMPL], var_block[MAXIMPL];
+static int profile_hvd;
 
 static double now(void)
 {
@@ -67,15 +76,18 @@ static stat2 stats(double *v, int n)
 /* Seconds per call for `iters` calls, the slowest rank's. */
 static double timed(int which, float *buf, size_t n, int iters)
 {
+    if (which >= 2)
+        ring_set_tuning(var_seg[which], var_block[which]);
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = now();
     for (int i = 0; i < iters; i++) {
-        if (which == 0)
+        if (which != 1)
             hvd_allreduce(buf, n, HVD_SUM, "bench");
         else
             MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     }
     double t = (now() - t0) / iters, tmax;
+    ring_set_tuning(0, 0);
     MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     return tmax;
 }
@@ -104,7 +116,7 @@ int main(int argc, char **argv)
 {
     hvd_init(&argc, &argv);
     size_t min_b = 4 << 10, max_b = (size_t)256 << 20;
-    int passes_arg = 0;
+    int passes_arg = 0, plain = 0;
     for (int i = 1; i < argc; i++) {
         if (i + 1 < argc && strcmp(argv[i], "--min-bytes") == 0)
             min_b = parse_size(argv[i], argv[i + 1]), i++;
@@ -112,6 +124,21 @@ int main(int argc, char **argv)
             max_b = parse_size(argv[i], argv[i + 1]), i++;
         else if (i + 1 < argc && strcmp(argv[i], "--passes") == 0)
             passes_arg = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--profile-hvd") == 0)
+            profile_hvd = 1; /* time hvd_allreduce only (for perf record) */
+        else if (strcmp(argv[i], "--plain-malloc") == 0)
+            plain = 1;
+        else if (i + 1 < argc && strcmp(argv[i], "--variants") == 0) {
+            for (char *tok = strtok(argv[++i], ","); tok && nimpl < MAXIMPL; tok = strtok(NULL, ",")) {
+                char *colon = strchr(tok, ':');
+                if (!colon)
+                    hvd_fatal("--variants %s: expected SEG:BLOCK pairs such as 256K:1M", tok);
+                *colon = '\0';
+                var_seg[nimpl] = parse_size("--variants", tok);
+                var_block[nimpl] = parse_size("--variants", colon + 1);
+                nimpl++;
+            }
+        }
         else
             hvd_fatal("unknown argument %s (use --min-bytes, --max-bytes, --passes)", argv[i]);
     }
@@ -124,8 +151,10 @@ int main(int argc, char **argv)
                "hvd time(us) min/med", "busbw GB/s m/m", "MPI time(us) min/med",
                "busbw GB/s m/m", "ratio (med)", "memcpy");
     }
-    float *buf = aligned_alloc(64, max_b);
-    char *src = aligned_alloc(64, max_b), *dst = aligned_alloc(64, max_b);
+    /* The same kind of buffer the kit's model uses for its flat gradients (hvd_alloc), for
+     * both implementations; --plain-malloc for buffers of the C library instead. */
+    float *buf = plain ? malloc(max_b) : hvd_alloc(max_b);
+    char *src = plain ? malloc(max_b) : hvd_alloc(max_b), *dst = plain ? malloc(max_b) : hvd_alloc(max_b);
     if (!buf || !src || !dst)
         hvd_fatal("cannot allocate 3 x %zu bytes", max_b);
     memset(src, 1, max_b);
@@ -136,14 +165,16 @@ int main(int argc, char **argv)
         /* Calls per timed block: ~8 MiB of traffic, at least one. */
         int iters = (int)((size_t)8 << 20) / (int)(bytes < ((size_t)8 << 20) ? bytes : (8 << 20));
         int passes = passes_arg ? passes_arg : (bytes >= ((size_t)64 << 20) ? 8 : 20);
-        double *t[2] = {malloc(passes * sizeof(double)), malloc(passes * sizeof(double))};
-        timed(0, buf, n, 1); /* warm-up */
-        timed(1, buf, n, 1);
-        for (int p = 0; p < passes; p++) {
-            int first = (p / 2 + p) % 2; /* A B B A A B B A … */
-            t[first][p] = timed(first, buf, n, iters);
-            t[!first][p] = timed(!first, buf, n, iters);
+        double *t[MAXIMPL];
+        for (int k = 0; k < nimpl; k++) {
+            t[k] = malloc((size_t)passes * sizeof(double));
+            timed(k, buf, n, 1); /* warm-up */
         }
+        for (int p = 0; p < passes; p++) /* A B B A A B …: rotate, reverse every other pass */
+            for (int j = 0; j < nimpl; j++) {
+                int k = (p % 2 ? nimpl - 1 - j : j + p / 2) % nimpl;
+                t[k][p] = profile_hvd && k != 0 ? 1.0 : timed(k, buf, n, iters);
+            }
         /* memcpy ceiling on rank 0 alone */
         double mc = 0;
         MPI_Barrier(MPI_COMM_WORLD);
@@ -169,17 +200,29 @@ int main(int argc, char **argv)
                    "%12.2f | %7.2f\n",
                    sz, n, h.min * 1e6, h.med * 1e6, hb_max, hb_min, m.min * 1e6, m.med * 1e6,
                    mb_max, mb_min, m.med / h.med, mc);
+            for (int k = 2; k < nimpl; k++) {
+                stat2 v = stats(t[k], passes);
+                printf("  %9s   variant seg %zuK block %zuK: %10.1f %10.1f us, ratio %.2f\n", "",
+                       var_seg[k] >> 10, var_block[k] >> 10, v.min * 1e6, v.med * 1e6,
+                       m.med / v.med);
+            }
             fflush(stdout);
         }
-        free(t[0]);
-        free(t[1]);
+        for (int k = 0; k < nimpl; k++)
+            free(t[k]);
     }
     if (rank == 0)
         printf("# busbw m/m = from the min time / from the median time; ratio = MPI median time "
                "/ hvd median time (> 1: hvd faster); memcpy = GB/s of one rank's memcpy\n");
-    free(buf);
-    free(src);
-    free(dst);
+    if (plain) {
+        free(buf);
+        free(src);
+        free(dst);
+    } else {
+        hvd_free(buf);
+        hvd_free(src);
+        hvd_free(dst);
+    }
     hvd_shutdown();
     return 0;
 }

@@ -53,11 +53,10 @@ static void *grow(void *p, size_t *have, size_t need, size_t esize)
 {
     if (*have >= need)
         return p;
-    free(p);
-    p = malloc(need * esize);
+    hvd_free(p);
+    p = hvd_alloc(need * esize); /* pre-faulted once, not on every use */
     if (!p)
         hvd_fatal("tensor fusion: cannot allocate a %zu-byte fusion buffer", need * esize);
-    memset(p, 0, need * esize); /* fault the pages in once, not on every use */
     *have = need;
     return p;
 }
@@ -141,8 +140,8 @@ void fusion_flush(fusion_queue *q, MPI_Comm comm, size_t threshold, MPI_Comm che
 void fusion_free(fusion_queue *q)
 {
     free(q->entries);
-    free(q->fbuf);
-    free(q->hbuf);
+    hvd_free(q->fbuf);
+    hvd_free(q->hbuf);
     ring_workspace_free(&q->ws);
     memset(q, 0, sizeof *q);
 }

@@ -20,6 +20,8 @@
 
 #include <stddef.h>
 
+#include "memory.h" /* hvd_alloc: buffers the collectives move fastest */
+
 #define HVDLAB_VERSION "0.1.0"
 
 typedef enum { HVD_SUM = 0, HVD_AVERAGE = 1 } hvd_op;

@@ -1,15 +1,22 @@
 /* ring.c — ring allreduce (reduce-scatter + allgather) over MPI point-to-point.
- * Public: ring_allreduce_f32, ring_allreduce_f16, ring_chunk_begin, ring_workspace_free.
+ * Public: ring_allreduce_f32, ring_allreduce_f16, ring_chunk_begin, ring_workspace_free,
+ *         ring_set_tuning.
  *
  * Rank r sends to r+1 and receives from r-1. The buffer is cut into N chunks. In reduce-scatter
  * step s (0 <= s < N-1) rank r sends chunk (r-s) and receives chunk (r-s-1), adding it into its
  * own copy; after N-1 steps rank r holds the full sum of chunk (r+1). The allgather then passes
- * the finished chunks around the ring, received straight into place.
+ * the finished chunks around the ring, received straight into place. Every element's sum is
+ * formed on one rank only, so all ranks end with bitwise identical results.
  *
- * Why segments: the incoming chunk arrives in SEG_BYTES pieces into a few scratch slots that stay
- * hot in cache, and the addition of piece k overlaps the transfer of piece k+1. Receiving the
- * whole chunk into a fresh temporary (what MPI_Allreduce does for large messages) costs a
- * page fault per 4 KiB on every call and an extra pass over DRAM.
+ * What makes it fast on one node (Open MPI's shared-memory transport copies large messages
+ * with one kernel cross-memory copy, done by the receiving process):
+ * - Blocks: a large buffer is reduced block by block (block_bytes per rank), each block through
+ *   a whole reduce-scatter + allgather, so the chunk a neighbour has just summed is still in
+ *   cache when we fetch it, instead of coming back from DRAM.
+ * - Segments: the incoming chunk arrives in seg_bytes pieces into a few scratch slots that stay
+ *   in cache; MPI_Allreduce receives into a fresh temporary instead, which page-faults on every
+ *   call for large messages.
+ * - Small buffers (latency-bound) on a power-of-two N use recursive doubling instead.
  */
 #include "ring.h"
 
@@ -18,12 +25,31 @@
 
 #include "half.h"
 #include "hvd.h"
+#include "memory.h"
 
-#define SEG_BYTES ((size_t)1 << 20) /* reduce-scatter piece */
+/* Defaults measured with bench/allreduce on a 2-core VM (ring_set_tuning changes them). */
+#define DEFAULT_SEG_BYTES ((size_t)1 << 20)
+#define DEFAULT_BLOCK_BYTES ((size_t)1 << 20)
+static size_t seg_bytes = DEFAULT_SEG_BYTES;
+static size_t block_bytes = DEFAULT_BLOCK_BYTES;
+
+/* Recursive doubling for (RD_MIN, RD_MAX] bytes on a power-of-two N. Up to RD_MIN the ring's
+ * half-size messages still fit Open MPI's 4 KiB shared-memory eager limit and win; past RD_MAX
+ * bandwidth decides and the ring moves half the bytes. */
+#define RD_MIN ((size_t)4 << 10)
+#define RD_MAX ((size_t)128 << 10)
+
+void ring_set_tuning(size_t segment_bytes, size_t block)
+{
+    seg_bytes = segment_bytes ? segment_bytes : DEFAULT_SEG_BYTES;
+    block_bytes = block ? block : DEFAULT_BLOCK_BYTES;
+}
+
 #define NSLOTS 4                    /* pieces in flight */
 #define GATHER_BYTES ((size_t)1 << 30) /* allgather message cap (keeps counts in int) */
 #define TAG_RS 0x5253
 #define TAG_AG 0x4147
+#define TAG_RD 0x5244
 
 size_t ring_chunk_begin(size_t n, int nchunks, int c)
 {
@@ -35,20 +61,19 @@ size_t ring_chunk_begin(size_t n, int nchunks, int c)
 
 void ring_workspace_free(ring_workspace *ws)
 {
-    free(ws->scratch);
+    hvd_free(ws->scratch);
     ws->scratch = NULL;
     ws->scratch_bytes = 0;
 }
 
 static void *workspace_slots(ring_workspace *ws)
 {
-    size_t need = NSLOTS * SEG_BYTES;
+    size_t need = NSLOTS * seg_bytes > RD_MAX ? NSLOTS * seg_bytes : RD_MAX;
     if (ws->scratch_bytes < need) {
-        free(ws->scratch);
-        ws->scratch = aligned_alloc(64, need);
+        hvd_free(ws->scratch);
+        ws->scratch = hvd_alloc(need); /* pre-faulted: no page faults inside the ring */
         if (!ws->scratch)
             hvd_fatal("ring allreduce: cannot allocate %zu bytes of scratch", need);
-        memset(ws->scratch, 0, need); /* touch every page once, now */
         ws->scratch_bytes = need;
     }
     return ws->scratch;
@@ -116,7 +141,7 @@ static void reduce_step(const ring_ctx *c, int send, int recv, float scale, char
 {
     size_t ns, nr;
     char *sp = chunk_ptr(c, send, &ns), *rp = chunk_ptr(c, recv, &nr);
-    size_t seg = SEG_BYTES / c->esize;
+    size_t seg = seg_bytes / c->esize;
     size_t nsend_seg = (ns + seg - 1) / seg, nrecv_seg = (nr + seg - 1) / seg;
     MPI_Request sreq[NSLOTS], rreq[NSLOTS];
     for (int i = 0; i < NSLOTS; i++)
@@ -127,7 +152,7 @@ static void reduce_step(const ring_ctx *c, int send, int recv, float scale, char
     for (int i = 0; i < NSLOTS; i++) {
         if (next_recv_post < nrecv_seg) {
             size_t off = next_recv_post * seg, cnt = nr - off < seg ? nr - off : seg;
-            MPI_Irecv(slots + (size_t)i * SEG_BYTES, (int)cnt, c->type, c->left, TAG_RS, c->comm,
+            MPI_Irecv(slots + (size_t)i * seg_bytes, (int)cnt, c->type, c->left, TAG_RS, c->comm,
                       &rreq[i]);
             next_recv_post++;
         }
@@ -141,10 +166,10 @@ static void reduce_step(const ring_ctx *c, int send, int recv, float scale, char
         int slot = (int)(k % NSLOTS);
         MPI_Wait(&rreq[slot], MPI_STATUS_IGNORE);
         size_t off = k * seg, cnt = nr - off < seg ? nr - off : seg;
-        c->reduce(rp + off * c->esize, slots + (size_t)slot * SEG_BYTES, cnt, scale);
+        c->reduce(rp + off * c->esize, slots + (size_t)slot * seg_bytes, cnt, scale);
         if (next_recv_post < nrecv_seg) {
             size_t o2 = next_recv_post * seg, cnt2 = nr - o2 < seg ? nr - o2 : seg;
-            MPI_Irecv(slots + (size_t)slot * SEG_BYTES, (int)cnt2, c->type, c->left, TAG_RS,
+            MPI_Irecv(slots + (size_t)slot * seg_bytes, (int)cnt2, c->type, c->left, TAG_RS,
                       c->comm, &rreq[slot]);
             next_recv_post++;
         }
@@ -188,6 +213,22 @@ static void gather_step(const ring_ctx *c, int send, int recv)
     }
 }
 
+/* Small buffers on a power-of-two number of ranks: recursive doubling, log2(N) exchanges of the
+ * whole buffer instead of 2(N-1) ring steps; latency, not bandwidth, decides at this size.
+ * Partners add in the same order (a+b and b+a are the same float), so all ranks agree bitwise. */
+static void recursive_doubling(const ring_ctx *c, float scale, char *tmp,
+                               void (*scale_all)(void *, size_t, float))
+{
+    for (int mask = 1; mask < c->size; mask <<= 1) {
+        int partner = c->rank ^ mask;
+        MPI_Sendrecv(c->buf, (int)c->n, c->type, partner, TAG_RD, tmp, (int)c->n, c->type,
+                     partner, TAG_RD, c->comm, MPI_STATUS_IGNORE);
+        c->reduce(c->buf, tmp, c->n, 1.0f);
+    }
+    if (scale != 1.0f)
+        scale_all(c->buf, c->n, scale);
+}
+
 static void ring_run(ring_ctx *c, float scale, ring_workspace *ws,
                      void (*scale_all)(void *, size_t, float))
 {
@@ -201,12 +242,24 @@ static void ring_run(ring_ctx *c, float scale, ring_workspace *ws,
     c->left = (c->rank - 1 + c->size) % c->size;
     c->right = (c->rank + 1) % c->size;
     char *slots = workspace_slots(ws);
-    for (int s = 0; s < c->size - 1; s++) {
-        int last = s == c->size - 2; /* the final addition also applies the scale */
-        reduce_step(c, c->rank - s, c->rank - s - 1, last ? scale : 1.0f, slots);
+    size_t bytes = c->n * c->esize;
+    if (bytes > RD_MIN && bytes <= RD_MAX && (c->size & (c->size - 1)) == 0) {
+        recursive_doubling(c, scale, slots, scale_all);
+        return;
     }
-    for (int s = 0; s < c->size - 1; s++)
-        gather_step(c, c->rank + 1 - s, c->rank - s);
+    size_t block = block_bytes / c->esize * (size_t)c->size;
+    char *base = c->buf;
+    size_t total = c->n;
+    for (size_t off = 0; off < total; off += block) {
+        c->buf = base + off * c->esize;
+        c->n = total - off < block ? total - off : block;
+        for (int s = 0; s < c->size - 1; s++) {
+            int last = s == c->size - 2; /* the final addition also applies the scale */
+            reduce_step(c, c->rank - s, c->rank - s - 1, last ? scale : 1.0f, slots);
+        }
+        for (int s = 0; s < c->size - 1; s++)
+            gather_step(c, c->rank + 1 - s, c->rank - s);
+    }
 }
 
 void ring_allreduce_f32(MPI_Comm comm, float *buf, size_t n, float scale, ring_workspace *ws)

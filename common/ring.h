@@ -24,6 +24,9 @@ void ring_allreduce_f32(MPI_Comm comm, float *buf, size_t n, float scale, ring_w
 /* Same over IEEE half values; sums are formed in float and rounded back to half. */
 void ring_allreduce_f16(MPI_Comm comm, uint16_t *buf, size_t n, float scale, ring_workspace *ws);
 
+/* Benchmarks only: reduce-scatter segment and per-rank block sizes in bytes (0 = default). */
+void ring_set_tuning(size_t segment_bytes, size_t block_bytes);
+
 /* Chunk c of n elements split over nchunks: [ring_chunk_begin(c), ring_chunk_begin(c+1)). */
 size_t ring_chunk_begin(size_t n, int nchunks, int c);
 

@@ -35,9 +35,22 @@ static size_t lengths(size_t *out)
     out[k++] = 1;
     out[k++] = n > 1 ? n - 1 : 2;
     out[k++] = n + 1;
+    out[k++] = 5003;              /* 20 KB: recursive doubling when N is a power of two */
     out[k++] = 1000003;           /* prime: no chunking divides it */
     out[k++] = ((size_t)3 << 20) + 5; /* 12 MiB: several ring segments per chunk */
     return k;
+}
+
+/* Every rank must end with the very same bits (weights that drift apart by one ulp per step
+ * are weights out of sync): compare each rank's result with rank 0's. */
+static void expect_identical_across_ranks(const float *b, size_t n, const char *what)
+{
+    float *ref = malloc((n ? n : 1) * sizeof *ref);
+    memcpy(ref, b, n * sizeof *ref);
+    hvd_broadcast(ref, n, 0, "reference");
+    CK_EXPECT(memcmp(ref, b, n * sizeof *ref) == 0, "%s: rank %d differs from rank 0", what,
+              hvd_rank());
+    free(ref);
 }
 
 static void check_allreduce(hvd_op op)
@@ -64,6 +77,7 @@ static void check_allreduce(hvd_op op)
         CK_EXPECT(bad == 0, "%s n=%zu: %zu wrong, first at %zu: got %g want %g",
                   op == HVD_SUM ? "SUM" : "AVERAGE", n, bad, first, n ? b[first] : 0.0,
                   n ? sum_val(first, size) / (op == HVD_AVERAGE ? size : 1) : 0.0);
+        expect_identical_across_ranks(b, n, op == HVD_SUM ? "SUM" : "AVERAGE");
         free(b);
     }
     CK_AGREE();
@@ -112,6 +126,7 @@ START_TEST(allreduce_fp16_within_tolerance)
     }
     /* half has 11 significant bits: each rounding costs <= 2^-11 relative of values <= 1 */
     CK_EXPECT(worst <= 2e-3, "fp16 average: worst error %g > 2e-3", worst);
+    expect_identical_across_ranks(b, n, "fp16 AVERAGE");
     if (size > 1) /* the payload really travelled as half: not everything can be exact */
         CK_EXPECT(exact < n, "fp16 average: all %zu values exact, compression not applied", n);
     free(b);

@@ -1,0 +1,18 @@
+/* memory.h — buffers for tensors that travel: 2 MiB aligned, backed by transparent huge pages
+ * where the kernel allows (MADV_HUGEPAGE), zeroed and already faulted in.
+ *
+ * Why: the allreduce moves data between processes with the kernel's cross-memory copy, which
+ * walks the page tables of both buffers on every call; with huge pages that walk is 512 times
+ * shorter, and a pre-faulted buffer never page-faults in the middle of a collective. The
+ * model's flat parameter and gradient buffers, the fusion buffer and the ring's scratch use it.
+ */
+#ifndef HVDLAB_MEMORY_H
+#define HVDLAB_MEMORY_H
+
+#include <stddef.h>
+
+/* NULL when out of memory. Release with hvd_free. */
+void *hvd_alloc(size_t bytes);
+void hvd_free(void *p);
+
+#endif
