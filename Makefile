@@ -120,7 +120,9 @@ unit-tests: tests
 	  sh tests/run_unit.sh $(TEST_BIN)
 
 asan-test:  ## run the unit tests in an ASan+UBSan build
-	@$(MAKE) --no-print-directory SANITIZE=1 unit-tests
+	@ASAN_OPTIONS=fast_unwind_on_malloc=0 \
+	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
+	  $(MAKE) --no-print-directory SANITIZE=1 unit-tests
 
 cuda-check:  ## check that CUDA=1 compiles and links (skips when nvcc is absent)
 	@if [ -x "$(NVCC)" ]; then \

@@ -36,7 +36,7 @@ void ck_mpi_agree(const char *file, int line)
     if (mpi_running())
         MPI_Allreduce(&local, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     char first[sizeof ck_first_failure];
-    snprintf(first, sizeof first, "%s", local ? ck_first_failure : "(none on this rank)");
+    snprintf(first, sizeof first, "%s", local ? ck_first_failure : "none here, see the other ranks");
     ck_local_failures = 0;
     ck_first_failure[0] = '\0';
     ck_assert_msg(total == 0, "%s:%d: %d failed expectation(s) over all ranks; first on rank %d: %s",
