@@ -45,7 +45,7 @@ LIB := $(BUILD)/libhvdlab.a
 # the rest run once as a single process.
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
-TEST_HELPERS := $(BUILD)/tests/ck_mpi.o $(BUILD)/tests/json_check.o
+TEST_HELPERS := $(BUILD)/tests/ck_mpi.o $(BUILD)/tests/json_check.o $(BUILD)/tests/tmpdir.o
 TEST_PROGS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/prog_*.c))
 MULTIRANK_TESTS := test_collectives test_fusion test_timeline
 

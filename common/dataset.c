@@ -4,6 +4,8 @@
  */
 #include "dataset.h"
 
+#include "errmsg.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -15,19 +17,7 @@
 static const char *const PREFIXES[2] = {"train", "t10k"};
 static const char *const KINDS[2] = {"images", "labels"};
 
-static int set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
+#define set_err(err, errlen, ...) errmsg_set(err, errlen, NULL, __VA_ARGS__)
 
 /* Appends to buf (NUL-terminated, len bytes), truncating silently. */
 static void append(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

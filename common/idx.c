@@ -10,9 +10,10 @@
  */
 #include "idx.h"
 
+#include "errmsg.h"
+
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,22 +24,8 @@
 #define IDX_MIN_ALLOC ((size_t)4096) /* smallest first payload allocation when reading files */
 #define IDX_READ_CHUNK ((size_t)1 << 30)   /* gzread takes an unsigned count */
 
-static int fail(char *err, size_t errlen, const char *name, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int fail(char *err, size_t errlen, const char *name, const char *fmt, ...)
-{
-    if (err && errlen) {
-        int n = snprintf(err, errlen, "%s: ", name ? name : "(idx)");
-        if (n >= 0 && (size_t)n < errlen) {
-            va_list ap;
-            va_start(ap, fmt);
-            vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
-            va_end(ap);
-        }
-    }
-    return -1;
-}
+/* "name: what is wrong" */
+#define fail(err, errlen, name, ...) errmsg_set(err, errlen, (name) ? (name) : "(idx)", __VA_ARGS__)
 
 static uint32_t be32(const uint8_t *p)
 {

@@ -6,8 +6,9 @@
  */
 #include "loader.h"
 
+#include "errmsg.h"
+
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,21 +50,7 @@ static uint64_t stream(uint64_t seed, uint64_t tag, int epoch)
     return mix64(mix64(seed ^ tag) ^ (uint64_t)(int64_t)epoch);
 }
 
-static int set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = snprintf(err, errlen, "loader: ");
-        if (n >= 0 && (size_t)n < errlen)
-            vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
+#define set_err(err, errlen, ...) errmsg_set(err, errlen, "loader", __VA_ARGS__)
 
 void loader_permutation(uint64_t seed, int epoch, size_t n, size_t *perm)
 {

@@ -9,10 +9,10 @@ FUZZ_IDX := $(BUILD)/fuzz/fuzz_idx
 
 .PHONY: fuzz-idx bench-loader
 
-# libFuzzer build: clang, not mpicc; the parser alone (common/idx.c) plus zlib.
-$(FUZZ_IDX): tests/fuzz/fuzz_idx.c common/idx.c common/idx.h
+# libFuzzer build: clang, not mpicc; the parser alone (common/idx.c, errmsg.c) plus zlib.
+$(FUZZ_IDX): tests/fuzz/fuzz_idx.c common/idx.c common/idx.h common/errmsg.c common/errmsg.h
 	@mkdir -p $(@D)
-	$(FUZZ_CC) $(FUZZ_FLAGS) tests/fuzz/fuzz_idx.c common/idx.c -lz -o $@
+	$(FUZZ_CC) $(FUZZ_FLAGS) tests/fuzz/fuzz_idx.c common/idx.c common/errmsg.c -lz -o $@
 
 fuzz-idx: $(FUZZ_IDX)  ## fuzz the IDX parser (libFuzzer, ASan+UBSan) for FUZZ_SECONDS s (default 60)
 	@rm -rf tests/fuzz/corpus-run && mkdir -p tests/fuzz/corpus-run

@@ -2,7 +2,6 @@
  * images/labels cross-checks, pixel statistics, and the real data's counts when installed.
  * Serial (forked Check: setenv/chdir stay inside each test's process). */
 #include <errno.h>
-#include <ftw.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -12,49 +11,24 @@
 #include <unistd.h>
 
 #include "ck_mpi.h"
+#include "tmpdir.h"
 #include "dataset.h"
 
-static char basedir[64], tmpdir[128], oldcwd[PATH_MAX];
+static char oldcwd[PATH_MAX];
 static char err[DATASET_ERRLEN];
 
-static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *f)
-{
-    (void)st, (void)flag, (void)f;
-    return remove(p);
-}
-/* The base directory is made and removed by the parent process (unchecked fixture), so it goes
- * away even when a failed test's process skips its checked teardown. */
-static void suite_setup(void)
-{
-    snprintf(basedir, sizeof basedir, "/tmp/hvdlab-test-ds-XXXXXX");
-    if (!mkdtemp(basedir))
-        abort();
-}
-static void suite_teardown(void) { nftw(basedir, rm_cb, 8, FTW_DEPTH | FTW_PHYS); }
 static void teardown(void)
 {
     if (oldcwd[0] && chdir(oldcwd) != 0)
         perror("chdir");
-    if (tmpdir[0])
-        nftw(tmpdir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
-    tmpdir[0] = '\0';
+    tmp_test_teardown();
 }
 static void setup(void)
 {
-    snprintf(tmpdir, sizeof tmpdir, "%s/tXXXXXX", basedir);
-    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+    tmp_test_setup();
     ck_assert_ptr_nonnull(getcwd(oldcwd, sizeof oldcwd));
     unsetenv("HVDLAB_DATA");
     err[0] = '\0';
-}
-
-static const char *tpath(const char *name)
-{
-    static char buf[8][512];
-    static int k;
-    char *p = buf[k++ & 7];
-    snprintf(p, 512, "%s/%s", tmpdir, name);
-    return p;
 }
 
 static void mkdir_p(const char *path)
@@ -100,7 +74,7 @@ static void make_data_dir(const char *dir, uint8_t marker, int gz)
 START_TEST(load_small_files)
 {
     for (int gz = 0; gz < 2; gz++) {
-        const char *d = tpath(gz ? "gz" : "plain");
+        const char *d = tmp_path(gz ? "gz" : "plain");
         make_data_dir(d, 77, gz);
         dataset_split s;
         ck_assert_msg(dataset_load_split(d, "train", &s, err, sizeof err) == 0, "%s", err);
@@ -134,7 +108,7 @@ START_TEST(cross_checks)
     char want[DATASET_ERRLEN];
     uint8_t img[12 * DATASET_PIXELS] = {0}, lab[12] = {0};
     uint32_t id[3] = {12, 28, 28}, ld11[1] = {11}, ld12[1] = {12}, id32[3] = {1, 32, 32};
-    const char *ip = tpath("i"), *lp = tpath("l.gz"), *l11 = tpath("l11"), *odd = tpath("odd");
+    const char *ip = tmp_path("i"), *lp = tmp_path("l.gz"), *l11 = tmp_path("l11"), *odd = tmp_path("odd");
     ck_assert_int_eq(idx_write_file(ip, IDX_MAGIC_IMAGES, id, img, 0, err, sizeof err), 0);
     ck_assert_int_eq(idx_write_file(l11, IDX_MAGIC_LABELS, ld11, lab, 0, err, sizeof err), 0);
     snprintf(want, sizeof want, "%s: counts disagree: 11 labels but %s has 12 images", l11, ip);
@@ -169,22 +143,22 @@ START_TEST(cross_checks)
     snprintf(want, sizeof want, "%s: images are 32x32, expected 28x28", odd);
     expect_load_fail(odd, lp, want);
     /* errors from the IDX layer come through with the file name */
-    snprintf(want, sizeof want, "%s: cannot open: No such file or directory", tpath("gone"));
-    expect_load_fail(ip, tpath("gone"), want);
-    expect_load_fail(tpath("gone"), lp, want);
+    snprintf(want, sizeof want, "%s: cannot open: No such file or directory", tmp_path("gone"));
+    expect_load_fail(ip, tmp_path("gone"), want);
+    expect_load_fail(tmp_path("gone"), lp, want);
 }
 END_TEST
 
 START_TEST(locate_order)
 {
-    const char *a = tpath("a"), *b = tpath("b"), *partial = tpath("partial");
+    const char *a = tmp_path("a"), *b = tmp_path("b"), *partial = tmp_path("partial");
     char dir[DATASET_PATHLEN];
     make_data_dir(a, 1, 1);
     make_data_dir(b, 2, 0); /* plain files are found too */
-    make_data_dir(tpath("cwd/datasets/fashion-mnist"), 3, 1);
+    make_data_dir(tmp_path("cwd/datasets/fashion-mnist"), 3, 1);
     mkdir_p(partial);
     write_split(partial, "train", 3, 4, 1); /* no test files: never a hit */
-    ck_assert_int_eq(chdir(tpath("cwd")), 0);
+    ck_assert_int_eq(chdir(tmp_path("cwd")), 0);
 
     setenv("HVDLAB_DATA", b, 1);
     ck_assert_msg(dataset_locate(a, dir, sizeof dir, err, sizeof err) == 0, "%s", err);
@@ -197,7 +171,7 @@ START_TEST(locate_order)
     ck_assert_msg(dataset_locate(NULL, dir, sizeof dir, err, sizeof err) == 0, "%s", err);
     ck_assert_str_eq(dir, DATASET_LOCAL_DIR); /* then ./datasets/fashion-mnist */
     setenv("HVDLAB_DATA", "", 1);             /* empty means unset */
-    ck_assert_msg(dataset_locate(tpath("nowhere"), dir, sizeof dir, err, sizeof err) == 0, "%s",
+    ck_assert_msg(dataset_locate(tmp_path("nowhere"), dir, sizeof dir, err, sizeof err) == 0, "%s",
                   err);
     ck_assert_str_eq(dir, DATASET_LOCAL_DIR);
 
@@ -211,10 +185,10 @@ START_TEST(locate_order)
     dataset_free(&ds);
 
     /* with nothing local, the system directory is next (when the package is installed) */
-    ck_assert_int_eq(chdir(tmpdir), 0);
+    ck_assert_int_eq(chdir(tmp_dir), 0);
     struct stat st;
     int have_system = stat(DATASET_SYSTEM_DIR "/train-images-idx3-ubyte.gz", &st) == 0;
-    int rc = dataset_locate(tpath("nowhere"), dir, sizeof dir, err, sizeof err);
+    int rc = dataset_locate(tmp_path("nowhere"), dir, sizeof dir, err, sizeof err);
     if (have_system) {
         ck_assert_int_eq(rc, 0);
         ck_assert_str_eq(dir, DATASET_SYSTEM_DIR);
@@ -227,12 +201,12 @@ END_TEST
 
 START_TEST(not_found_message)
 {
-    const char *partial = tpath("partial"), *file = tpath("file");
+    const char *partial = tmp_path("partial"), *file = tmp_path("file");
     mkdir_p(partial);
     write_split(partial, "train", 3, 4, 1);
     FILE *f = fopen(file, "w");
     fclose(f);
-    const char *places[5] = {tpath("missing"), NULL, partial, file, ""};
+    const char *places[5] = {tmp_path("missing"), NULL, partial, file, ""};
     const char *origins[5] = {"--data-dir", "$HVDLAB_DATA", "current directory", "system", "x"};
     char dir[DATASET_PATHLEN] = "untouched", want[DATASET_ERRLEN];
     ck_assert_int_eq(dataset_locate_in(places, origins, 5, dir, sizeof dir, err, sizeof err), -1);
@@ -249,7 +223,7 @@ START_TEST(not_found_message)
                           "apt-get install dataset-fashion-mnist (or: make setup)");
 
     /* dataset_locate itself, when neither the arguments nor the system have it */
-    ck_assert_int_eq(chdir(tmpdir), 0);
+    ck_assert_int_eq(chdir(tmp_dir), 0);
     setenv("HVDLAB_DATA", partial, 1);
     struct stat st;
     if (stat(DATASET_SYSTEM_DIR, &st) != 0) {
@@ -266,7 +240,7 @@ END_TEST
 START_TEST(file_path_preference)
 {
     char p[DATASET_PATHLEN], want[DATASET_PATHLEN];
-    const char *d = tpath("d");
+    const char *d = tmp_path("d");
     mkdir_p(d);
     snprintf(want, sizeof want, "%s/train-images-idx3-ubyte.gz", d);
     ck_assert_int_eq(dataset_file_path(d, "train", "images", p, sizeof p), -1);
@@ -321,7 +295,7 @@ START_TEST(real_fashion_mnist)
         return;
     }
     dataset ds;
-    ck_assert_int_eq(chdir(tmpdir), 0); /* so no ./datasets/ copy can stand in */
+    ck_assert_int_eq(chdir(tmp_dir), 0); /* so no ./datasets/ copy can stand in */
     ck_assert_msg(dataset_load(NULL, &ds, err, sizeof err) == 0, "%s", err);
     ck_assert_str_eq(ds.dir, DATASET_SYSTEM_DIR);
     ck_assert_uint_eq(ds.train.n, 60000);
@@ -349,7 +323,7 @@ static Suite *make_suite(void)
 {
     Suite *s = suite_create("dataset");
     TCase *tc = tcase_create("dataset");
-    tcase_add_unchecked_fixture(tc, suite_setup, suite_teardown);
+    tcase_add_unchecked_fixture(tc, tmp_suite_setup, tmp_suite_teardown);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, load_small_files);

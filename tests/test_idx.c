@@ -1,6 +1,5 @@
 /* test_idx.c — IDX reader: round trips (plain, gzip, memory), every failure with its message,
  * headers truncated at every byte offset, damaged gzip streams. Serial (forked Check). */
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,45 +8,15 @@
 #include <zlib.h>
 
 #include "ck_mpi.h"
+#include "tmpdir.h"
 #include "idx.h"
 
-static char basedir[64], tmpdir[128];
 static char err[IDX_ERRLEN];
 
-static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *f)
-{
-    (void)st, (void)flag, (void)f;
-    return remove(p);
-}
-/* The base directory is made and removed by the parent process (unchecked fixture), so it goes
- * away even when a failed test's process skips its checked teardown. */
-static void suite_setup(void)
-{
-    snprintf(basedir, sizeof basedir, "/tmp/hvdlab-test-idx-XXXXXX");
-    if (!mkdtemp(basedir))
-        abort();
-}
-static void suite_teardown(void) { nftw(basedir, rm_cb, 8, FTW_DEPTH | FTW_PHYS); }
-static void teardown(void)
-{
-    if (tmpdir[0])
-        nftw(tmpdir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
-    tmpdir[0] = '\0';
-}
 static void setup(void)
 {
-    snprintf(tmpdir, sizeof tmpdir, "%s/tXXXXXX", basedir);
-    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+    tmp_test_setup();
     err[0] = '\0';
-}
-
-static const char *tpath(const char *name)
-{
-    static char buf[4][256];
-    static int k;
-    char *p = buf[k++ & 3];
-    snprintf(p, 256, "%s/%s", tmpdir, name);
-    return p;
 }
 
 static void write_raw(const char *path, const void *buf, size_t len, int gz)
@@ -110,7 +79,7 @@ START_TEST(roundtrip_plain_gz_memory)
     size_t len = image_bytes(b);
     idx_array a;
     for (int gz = 0; gz < 2; gz++) {
-        const char *p = tpath(gz ? "img.gz" : "img");
+        const char *p = tmp_path(gz ? "img.gz" : "img");
         write_raw(p, b, len, gz);
         ck_assert_msg(idx_read_file(p, &a, err, sizeof err) == 0, "%s", err);
         check_images(&a);
@@ -118,8 +87,8 @@ START_TEST(roundtrip_plain_gz_memory)
         ck_assert_ptr_null(a.data);
     }
     /* gzip content decides, whatever the name */
-    write_raw(tpath("gz-without-suffix"), b, len, 1);
-    ck_assert_msg(idx_read_file(tpath("gz-without-suffix"), &a, err, sizeof err) == 0, "%s", err);
+    write_raw(tmp_path("gz-without-suffix"), b, len, 1);
+    ck_assert_msg(idx_read_file(tmp_path("gz-without-suffix"), &a, err, sizeof err) == 0, "%s", err);
     check_images(&a);
     idx_free(&a);
     ck_assert_msg(idx_parse_buffer(b, len, "mem", &a, err, sizeof err) == 0, "%s", err);
@@ -142,7 +111,7 @@ START_TEST(roundtrip_writer_labels_and_images)
     uint32_t ld[1] = {300}, id[3] = {7, 28, 28};
     for (int gz = 0; gz < 2; gz++) {
         idx_array a;
-        const char *lp = tpath(gz ? "l.gz" : "l"), *ip = tpath(gz ? "i.gz" : "i");
+        const char *lp = tmp_path(gz ? "l.gz" : "l"), *ip = tmp_path(gz ? "i.gz" : "i");
         ck_assert_int_eq(idx_write_file(lp, IDX_MAGIC_LABELS, ld, lab, gz, err, sizeof err), 0);
         ck_assert_int_eq(idx_write_file(ip, IDX_MAGIC_IMAGES, id, img, gz, err, sizeof err), 0);
         ck_assert_msg(idx_read_file(lp, &a, err, sizeof err) == 0, "%s", err);
@@ -161,8 +130,8 @@ START_TEST(roundtrip_writer_labels_and_images)
     /* An empty set (0 items) is a valid IDX file. */
     uint32_t z[3] = {0, 28, 28};
     idx_array a;
-    ck_assert_int_eq(idx_write_file(tpath("z"), IDX_MAGIC_IMAGES, z, NULL, 0, err, sizeof err), 0);
-    ck_assert_msg(idx_read_file(tpath("z"), &a, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(idx_write_file(tmp_path("z"), IDX_MAGIC_IMAGES, z, NULL, 0, err, sizeof err), 0);
+    ck_assert_msg(idx_read_file(tmp_path("z"), &a, err, sizeof err) == 0, "%s", err);
     ck_assert_uint_eq(a.count, 0);
     ck_assert_uint_eq(a.nbytes, 0);
     idx_free(&a);
@@ -184,14 +153,14 @@ static void expect_fail(const char *path, const char *tail)
 
 START_TEST(missing_directory_empty)
 {
-    expect_fail(tpath("nope.gz"), "cannot open: No such file or directory");
-    expect_fail(tmpdir, "is a directory, expected an IDX file");
-    write_raw(tpath("empty"), "", 0, 0);
-    expect_fail(tpath("empty"), "empty file (expected an IDX header)");
-    write_raw(tpath("empty.gz"), "", 0, 0);
-    expect_fail(tpath("empty.gz"), "empty file (expected an IDX header)");
-    write_raw(tpath("empty-gzip.gz"), "", 0, 1); /* valid gzip of nothing */
-    expect_fail(tpath("empty-gzip.gz"), "empty file (expected an IDX header)");
+    expect_fail(tmp_path("nope.gz"), "cannot open: No such file or directory");
+    expect_fail(tmp_dir, "is a directory, expected an IDX file");
+    write_raw(tmp_path("empty"), "", 0, 0);
+    expect_fail(tmp_path("empty"), "empty file (expected an IDX header)");
+    write_raw(tmp_path("empty.gz"), "", 0, 0);
+    expect_fail(tmp_path("empty.gz"), "empty file (expected an IDX header)");
+    write_raw(tmp_path("empty-gzip.gz"), "", 0, 1); /* valid gzip of nothing */
+    expect_fail(tmp_path("empty-gzip.gz"), "empty file (expected an IDX header)");
 }
 END_TEST
 
@@ -199,16 +168,16 @@ START_TEST(not_gzip)
 {
     uint8_t b[HL + PAY];
     size_t len = image_bytes(b);
-    write_raw(tpath("plain.gz"), b, len, 0);
-    expect_fail(tpath("plain.gz"),
+    write_raw(tmp_path("plain.gz"), b, len, 0);
+    expect_fail(tmp_path("plain.gz"),
                 "not gzip: named .gz but starts with 0x00 0x00 instead of the gzip signature "
                 "0x1f 0x8b");
-    write_raw(tpath("one.gz"), "\x1f", 1, 0);
-    expect_fail(tpath("one.gz"), "not gzip: named .gz but only 1 byte long");
+    write_raw(tmp_path("one.gz"), "\x1f", 1, 0);
+    expect_fail(tmp_path("one.gz"), "not gzip: named .gz but only 1 byte long");
     /* the same bytes without the suffix are a fine plain file */
-    write_raw(tpath("plain"), b, len, 0);
+    write_raw(tmp_path("plain"), b, len, 0);
     idx_array a;
-    ck_assert_msg(idx_read_file(tpath("plain"), &a, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(idx_read_file(tmp_path("plain"), &a, err, sizeof err) == 0, "%s", err);
     idx_free(&a);
 }
 END_TEST
@@ -218,13 +187,13 @@ START_TEST(wrong_magic)
     uint8_t b[HL + PAY];
     size_t len = image_bytes(b);
     b[3] = 2;
-    write_raw(tpath("m2"), b, len, 0);
-    expect_fail(tpath("m2"),
+    write_raw(tmp_path("m2"), b, len, 0);
+    expect_fail(tmp_path("m2"),
                 "wrong magic 0x00000802 (expected 0x00000801 for labels or 0x00000803 for images)");
     b[3] = 3;
     b[2] = 0x0d; /* float IDX */
-    write_raw(tpath("mf.gz"), b, len, 1);
-    expect_fail(tpath("mf.gz"),
+    write_raw(tmp_path("mf.gz"), b, len, 1);
+    expect_fail(tmp_path("mf.gz"),
                 "wrong magic 0x00000d03 (expected 0x00000801 for labels or 0x00000803 for images)");
     b[2] = 8;
     b[0] = 1;
@@ -269,7 +238,7 @@ START_TEST(header_truncated_at_every_offset)
             snprintf(want, sizeof want, "mem: %s", tail);
             ck_assert_str_eq(err, want);
             for (int gz = 0; gz < 2; gz++) {
-                const char *p = tpath(gz ? "h.gz" : "h");
+                const char *p = tmp_path(gz ? "h.gz" : "h");
                 write_raw(p, src, k, gz);
                 expect_fail(p, tail);
             }
@@ -285,7 +254,7 @@ START_TEST(payload_truncated_and_trailing)
     b[len] = b[len + 1] = b[len + 2] = 9;
     char tail[IDX_ERRLEN];
     for (int gz = 0; gz < 2; gz++) {
-        const char *p = tpath(gz ? "t.gz" : "t");
+        const char *p = tmp_path(gz ? "t.gz" : "t");
         for (size_t got = 0; got < PAY; got += 13) {
             write_raw(p, b, HL + got, gz);
             snprintf(tail, sizeof tail,
@@ -308,8 +277,8 @@ START_TEST(payload_truncated_and_trailing)
     }
     /* a label file one byte short */
     const uint8_t lab[12] = {0, 0, 8, 1, 0, 0, 0, 4, 1, 2, 3, 4};
-    write_raw(tpath("lab"), lab, 11, 0);
-    expect_fail(tpath("lab"), "truncated: header says 4 labels (4 payload bytes) but the file "
+    write_raw(tmp_path("lab"), lab, 11, 0);
+    expect_fail(tmp_path("lab"), "truncated: header says 4 labels (4 payload bytes) but the file "
                               "ends after 3 bytes of payload");
 }
 END_TEST
@@ -318,8 +287,8 @@ START_TEST(huge_or_overflowing_header)
 {
     /* 4e9 images of 28x28 claimed by a 20-byte file: rejected without allocating it all */
     uint8_t h[20] = {0, 0, 8, 3, 0xee, 0x6b, 0x28, 0, 0, 0, 0, 28, 0, 0, 0, 28, 1, 2, 3, 4};
-    write_raw(tpath("huge.gz"), h, sizeof h, 1);
-    expect_fail(tpath("huge.gz"), "truncated: header says 4000000000 images of 28x28 "
+    write_raw(tmp_path("huge.gz"), h, sizeof h, 1);
+    expect_fail(tmp_path("huge.gz"), "truncated: header says 4000000000 images of 28x28 "
                                   "(3136000000000 payload bytes) but the file ends after 4 bytes "
                                   "of payload");
 }
@@ -329,8 +298,8 @@ START_TEST(overflow_dims)
 {
     uint8_t h[16] = {0, 0, 8, 3, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
                      0xff, 0xff, 0xff, 0xff};
-    write_raw(tpath("ovf"), h, sizeof h, 0);
-    expect_fail(tpath("ovf"), "header dimensions overflow the address space");
+    write_raw(tmp_path("ovf"), h, sizeof h, 0);
+    expect_fail(tmp_path("ovf"), "header dimensions overflow the address space");
     idx_array a;
     ck_assert_int_eq(idx_parse_buffer(h, sizeof h, "m", &a, err, sizeof err), -1);
     ck_assert_str_eq(err, "m: header dimensions overflow the address space");
@@ -341,36 +310,36 @@ START_TEST(damaged_gzip)
 {
     uint8_t b[HL + PAY];
     size_t len = image_bytes(b);
-    write_raw(tpath("ok.gz"), b, len, 1);
+    write_raw(tmp_path("ok.gz"), b, len, 1);
     size_t glen;
-    uint8_t *g = slurp(tpath("ok.gz"), &glen);
+    uint8_t *g = slurp(tmp_path("ok.gz"), &glen);
     /* cut the compressed file at every length: always a clean, named failure */
     for (size_t k = 2; k < glen; k++) {
-        write_raw(tpath("cut.gz"), g, k, 0);
+        write_raw(tmp_path("cut.gz"), g, k, 0);
         idx_array a;
-        ck_assert_int_eq(idx_read_file(tpath("cut.gz"), &a, err, sizeof err), -1);
+        ck_assert_int_eq(idx_read_file(tmp_path("cut.gz"), &a, err, sizeof err), -1);
         ck_assert_ptr_null(a.data);
-        ck_assert_msg(strncmp(err, tpath("cut.gz"), strlen(tpath("cut.gz"))) == 0, "%s", err);
+        ck_assert_msg(strncmp(err, tmp_path("cut.gz"), strlen(tmp_path("cut.gz"))) == 0, "%s", err);
         ck_assert_msg(strstr(err, "truncated") || strstr(err, "corrupt"), "cut at %zu: %s", k,
                       err);
     }
     /* all the payload but no trailer */
-    write_raw(tpath("cut.gz"), g, glen - 8, 0);
-    expect_fail(tpath("cut.gz"), "truncated gzip stream: all 60 payload bytes arrived but the "
+    write_raw(tmp_path("cut.gz"), g, glen - 8, 0);
+    expect_fail(tmp_path("cut.gz"), "truncated gzip stream: all 60 payload bytes arrived but the "
                                  "gzip trailer (CRC and length) is missing");
     /* a wrong CRC in the trailer */
     g[glen - 8] ^= 0xff;
-    write_raw(tpath("crc.gz"), g, glen, 0);
+    write_raw(tmp_path("crc.gz"), g, glen, 0);
     idx_array a;
-    ck_assert_int_eq(idx_read_file(tpath("crc.gz"), &a, err, sizeof err), -1);
+    ck_assert_int_eq(idx_read_file(tmp_path("crc.gz"), &a, err, sizeof err), -1);
     ck_assert_msg(strstr(err, "crc.gz: corrupt gzip data after ") &&
                       strstr(err, " decompressed bytes: incorrect data check"),
                   "%s", err);
     g[glen - 8] ^= 0xff;
     /* an invalid deflate block type right after the 10-byte gzip header */
     g[10] |= 0x06;
-    write_raw(tpath("bad.gz"), g, glen, 0);
-    ck_assert_int_eq(idx_read_file(tpath("bad.gz"), &a, err, sizeof err), -1);
+    write_raw(tmp_path("bad.gz"), g, glen, 0);
+    ck_assert_int_eq(idx_read_file(tmp_path("bad.gz"), &a, err, sizeof err), -1);
     ck_assert_msg(strstr(err, "corrupt gzip data after 0 decompressed bytes: invalid block type"),
                   "%s", err);
     free(g);
@@ -381,9 +350,9 @@ START_TEST(small_error_buffers)
 {
     idx_array a;
     char tiny[8];
-    ck_assert_int_eq(idx_read_file(tpath("nope"), &a, tiny, sizeof tiny), -1);
+    ck_assert_int_eq(idx_read_file(tmp_path("nope"), &a, tiny, sizeof tiny), -1);
     ck_assert_uint_eq(strlen(tiny), sizeof tiny - 1);
-    ck_assert_int_eq(idx_read_file(tpath("nope"), &a, NULL, 0), -1);
+    ck_assert_int_eq(idx_read_file(tmp_path("nope"), &a, NULL, 0), -1);
     ck_assert_int_eq(idx_read_file("", &a, err, sizeof err), -1);
     ck_assert_str_eq(err, "(idx): no file name given");
 }
@@ -393,8 +362,8 @@ static Suite *make_suite(void)
 {
     Suite *s = suite_create("idx");
     TCase *tc = tcase_create("idx");
-    tcase_add_unchecked_fixture(tc, suite_setup, suite_teardown);
-    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_unchecked_fixture(tc, tmp_suite_setup, tmp_suite_teardown);
+    tcase_add_checked_fixture(tc, setup, tmp_test_teardown);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, roundtrip_plain_gz_memory);
     tcase_add_test(tc, roundtrip_writer_labels_and_images);

@@ -1,0 +1,15 @@
+/* errmsg.h — the one-line error messages that recoverable failures return.
+ *
+ * Library functions that can fail on bad input return -1 and write one line into a caller's
+ * buffer (char *err, size_t errlen) naming the file or argument; this writes it. */
+#ifndef HVDLAB_ERRMSG_H
+#define HVDLAB_ERRMSG_H
+
+#include <stddef.h>
+
+/* Writes "prefix: message" (or just the message when prefix is NULL) into err, cut to errlen;
+ * err may be NULL. Always returns -1, so `return errmsg_set(...)` reports the failure. */
+int errmsg_set(char *err, size_t errlen, const char *prefix, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+#endif
