@@ -92,7 +92,7 @@ $(BUILD)/common/device_cuda.o: common/device_cuda.cu common/device.h
 	$(NVCC) -O2 -Icommon -Xcompiler -Wall,-Wextra,-Werror -c $< -o $@
 
 # Top-level programs are copied out of the current flavour's build dir.
-tools: $(TOOLS)
+tools: $(TOOLS)  ## build the top-level tools (hvdlab-info)
 hvdlab-info: $(BUILD)/tools/hvdlab-info FORCE
 	@cmp -s $< $@ || cp $< $@
 $(BUILD)/tools/%: $(BUILD)/tools/%.o $(LIB)
@@ -101,13 +101,13 @@ $(BUILD)/tools/%: $(BUILD)/tools/%.o $(LIB)
 check-build: hvdlab-info  ## print the build report (frameworks, controllers, tensor operations)
 	./hvdlab-info
 
-tests: $(TEST_BIN) $(TEST_PROGS)
+tests: $(TEST_BIN) $(TEST_PROGS)  ## build the unit tests without running them
 $(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(TEST_HELPERS) $(LIB)
 	$(CC) $(LDFLAGS) $< $(TEST_HELPERS) $(LIB) $(CHECK_LIBS) $(LDLIBS) -o $@
 $(BUILD)/tests/prog_%: $(BUILD)/tests/prog_%.o $(LIB)
 	$(CC) $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
 
-benches: $(BENCH_BIN)
+benches: $(BENCH_BIN)  ## build the benchmarks without running them
 $(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB)
 	$(CC) $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
 
@@ -115,7 +115,7 @@ test: setup  ## install if needed, build, check the CUDA build, run every unit t
 	@$(MAKE) --no-print-directory cuda-check
 	@$(MAKE) --no-print-directory unit-tests
 
-unit-tests: tests
+unit-tests: tests  ## run the unit tests only (no setup, no CUDA check)
 	@BUILD=$(BUILD) MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" MULTIRANK="$(MULTIRANK_TESTS)" \
 	  sh tests/run_unit.sh $(TEST_BIN)
 
