@@ -37,6 +37,8 @@ int main(int argc, char **argv)
         if (rank == 1)
             hvd_fatal("cannot open checkpoint /nonexistent/ckpt-3.bin");
         hvd_allreduce(buf, 10, HVD_SUM, "waits-forever-without-abort");
+    } else if (strcmp(s, "bad-root") == 0) {
+        hvd_broadcast(buf, 10, hvd_size() + 3, "weights");
     } else if (strcmp(s, "agree") == 0) {
         /* A correct program must pass the checks untouched. */
         for (int i = 0; i < 5; i++) {

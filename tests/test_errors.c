@@ -109,6 +109,15 @@ START_TEST(fatal_on_one_rank_stops_all)
 }
 END_TEST
 
+START_TEST(bad_broadcast_root_named)
+{
+    job j = run_job("HVD_CHECK_COLLECTIVES=0", 2, "bad-root");
+    ck_assert_msg(j.status != 0 && j.status != 124, "status %d\n%s", j.status, j.out);
+    ck_assert_msg(strstr(j.out, "] broadcast \"weights\": root 5 is not a rank (size 2)\n"), "%s",
+                  j.out);
+}
+END_TEST
+
 START_TEST(bad_settings_named)
 {
     job j = run_job("HVD_FUSION_THRESHOLD=lots", 2, "init-only");
@@ -190,6 +199,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, rank_leaving_early_named);
     tcase_add_test(tc, agreeing_program_passes_checks);
     tcase_add_test(tc, fatal_on_one_rank_stops_all);
+    tcase_add_test(tc, bad_broadcast_root_named);
     tcase_add_test(tc, bad_settings_named);
     tcase_add_test(tc, killed_job_leaves_loadable_timeline);
     tcase_add_test(tc, binding_report);
