@@ -135,63 +135,69 @@ static char *chunk_ptr(const ring_ctx *c, int chunk, size_t *count)
     return c->buf + b * c->esize;
 }
 
+/* Elements in segment k of a chunk of count elements cut into pieces of seg. */
+static int seg_count(size_t count, size_t seg, size_t k)
+{
+    size_t off = k * seg;
+    return (int)(count - off < seg ? count - off : seg);
+}
+
+/* The sending half of a reduce-scatter step: segments of one chunk go right, at most NSLOTS
+ * in flight. */
+typedef struct {
+    const char *p;
+    size_t count, nseg, next;
+    MPI_Request req[NSLOTS];
+} seg_sender;
+
+static void send_next(const ring_ctx *c, seg_sender *s, size_t seg)
+{
+    if (s->next >= s->nseg)
+        return;
+    MPI_Request *r = &s->req[s->next % NSLOTS];
+    MPI_Wait(r, MPI_STATUS_IGNORE); /* the slot's previous segment has gone */
+    MPI_Isend(s->p + s->next * seg * c->esize, seg_count(s->count, seg, s->next), c->type,
+              c->right, TAG_RS, c->comm, r);
+    s->next++;
+}
+
 /* One reduce-scatter step: send chunk `send` to the right in segments while receiving chunk
- * `recv` from the left in segments and adding each into place. */
+ * `recv` from the left in segments into the scratch slots, adding each into place. */
 static void reduce_step(const ring_ctx *c, int send, int recv, float scale, char *slots)
 {
-    size_t ns, nr;
-    char *sp = chunk_ptr(c, send, &ns), *rp = chunk_ptr(c, recv, &nr);
-    size_t seg = seg_bytes / c->esize;
-    size_t nsend_seg = (ns + seg - 1) / seg, nrecv_seg = (nr + seg - 1) / seg;
-    MPI_Request sreq[NSLOTS], rreq[NSLOTS];
+    size_t seg = seg_bytes / c->esize, nr;
+    seg_sender s = {.next = 0};
+    s.p = chunk_ptr(c, send, &s.count);
+    s.nseg = (s.count + seg - 1) / seg;
+    char *rp = chunk_ptr(c, recv, &nr);
+    size_t nrecv = (nr + seg - 1) / seg, posted = 0;
+    MPI_Request rreq[NSLOTS];
     for (int i = 0; i < NSLOTS; i++)
-        sreq[i] = rreq[i] = MPI_REQUEST_NULL;
+        s.req[i] = rreq[i] = MPI_REQUEST_NULL;
 
-    size_t next_send = 0, next_recv_post = 0;
-    /* Prime: post up to NSLOTS receives and sends. */
-    for (int i = 0; i < NSLOTS; i++) {
-        if (next_recv_post < nrecv_seg) {
-            size_t off = next_recv_post * seg, cnt = nr - off < seg ? nr - off : seg;
-            MPI_Irecv(slots + (size_t)i * seg_bytes, (int)cnt, c->type, c->left, TAG_RS, c->comm,
-                      &rreq[i]);
-            next_recv_post++;
+    for (int i = 0; i < NSLOTS; i++) { /* prime: NSLOTS receives and sends in flight */
+        if (posted < nrecv) {
+            MPI_Irecv(slots + (size_t)i * seg_bytes, seg_count(nr, seg, posted), c->type, c->left,
+                      TAG_RS, c->comm, &rreq[i]);
+            posted++;
         }
-        if (next_send < nsend_seg) {
-            size_t off = next_send * seg, cnt = ns - off < seg ? ns - off : seg;
-            MPI_Isend(sp + off * c->esize, (int)cnt, c->type, c->right, TAG_RS, c->comm, &sreq[i]);
-            next_send++;
-        }
+        send_next(c, &s, seg);
     }
-    for (size_t k = 0; k < nrecv_seg; k++) {
+    for (size_t k = 0; k < nrecv; k++) {
         int slot = (int)(k % NSLOTS);
+        char *slot_p = slots + (size_t)slot * seg_bytes;
         MPI_Wait(&rreq[slot], MPI_STATUS_IGNORE);
-        size_t off = k * seg, cnt = nr - off < seg ? nr - off : seg;
-        c->reduce(rp + off * c->esize, slots + (size_t)slot * seg_bytes, cnt, scale);
-        if (next_recv_post < nrecv_seg) {
-            size_t o2 = next_recv_post * seg, cnt2 = nr - o2 < seg ? nr - o2 : seg;
-            MPI_Irecv(slots + (size_t)slot * seg_bytes, (int)cnt2, c->type, c->left, TAG_RS,
-                      c->comm, &rreq[slot]);
-            next_recv_post++;
+        c->reduce(rp + k * seg * c->esize, slot_p, (size_t)seg_count(nr, seg, k), scale);
+        if (posted < nrecv) {
+            MPI_Irecv(slot_p, seg_count(nr, seg, posted), c->type, c->left, TAG_RS, c->comm,
+                      &rreq[slot]);
+            posted++;
         }
-        /* Keep the send side moving at the same pace. */
-        if (next_send < nsend_seg) {
-            int sslot = (int)(next_send % NSLOTS);
-            MPI_Wait(&sreq[sslot], MPI_STATUS_IGNORE);
-            size_t o3 = next_send * seg, cnt3 = ns - o3 < seg ? ns - o3 : seg;
-            MPI_Isend(sp + o3 * c->esize, (int)cnt3, c->type, c->right, TAG_RS, c->comm,
-                      &sreq[sslot]);
-            next_send++;
-        }
+        send_next(c, &s, seg); /* the send side keeps pace */
     }
-    /* The send chunk may have more segments than the receive chunk (sizes differ by one). */
-    while (next_send < nsend_seg) {
-        int sslot = (int)(next_send % NSLOTS);
-        MPI_Wait(&sreq[sslot], MPI_STATUS_IGNORE);
-        size_t o3 = next_send * seg, cnt3 = ns - o3 < seg ? ns - o3 : seg;
-        MPI_Isend(sp + o3 * c->esize, (int)cnt3, c->type, c->right, TAG_RS, c->comm, &sreq[sslot]);
-        next_send++;
-    }
-    MPI_Waitall(NSLOTS, sreq, MPI_STATUSES_IGNORE);
+    /* All sends are posted by now: chunks differ by at most one element, so the send chunk has
+     * at most one segment more than the receive chunk, and priming posted NSLOTS >= 1 extra. */
+    MPI_Waitall(NSLOTS, s.req, MPI_STATUSES_IGNORE);
 }
 
 /* One allgather step: finished chunk `send` goes right, chunk `recv` arrives from the left

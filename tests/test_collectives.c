@@ -9,6 +9,7 @@
 #include "ck_mpi.h"
 #include "device.h"
 #include "hvd.h"
+#include "ring.h"
 
 static float val(size_t i, int rank) { return (float)(i % 1021) * 0.25f + (float)(rank * 7 + 1); }
 
@@ -87,6 +88,31 @@ START_TEST(allreduce_sum) { check_allreduce(HVD_SUM); }
 END_TEST
 
 START_TEST(allreduce_average) { check_allreduce(HVD_AVERAGE); }
+END_TEST
+
+START_TEST(allreduce_many_segments_and_blocks)
+{
+    /* The defaults put one segment in each block; these tunings make chunks of many segments
+     * (neighbours' chunks one element, hence one segment, apart), many blocks, and both. */
+    const size_t tunings[][2] = {{4 << 10, (size_t)1 << 30}, {4 << 10, 64 << 10}, {64 << 10, 4 << 10}};
+    const size_t lens[] = {2 * 1024 * 40 + 1, 1000003};
+    int size = hvd_size();
+    for (size_t t = 0; t < 3; t++) {
+        ring_set_tuning(tunings[t][0], tunings[t][1]);
+        for (size_t l = 0; l < 2; l++) {
+            size_t n = lens[l], bad = 0;
+            float *b = filled(n, hvd_rank());
+            hvd_allreduce(b, n, HVD_SUM, "tuned");
+            for (size_t i = 0; i < n; i++)
+                bad += b[i] != sum_val(i, size);
+            CK_EXPECT(bad == 0, "segment %zu block %zu n=%zu: %zu wrong", tunings[t][0],
+                      tunings[t][1], n, bad);
+            free(b);
+        }
+    }
+    ring_set_tuning(0, 0);
+    CK_AGREE();
+}
 END_TEST
 
 START_TEST(allreduce_64mib)
@@ -232,6 +258,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, world_queries);
     tcase_add_test(tc, allreduce_sum);
     tcase_add_test(tc, allreduce_average);
+    tcase_add_test(tc, allreduce_many_segments_and_blocks);
     tcase_add_test(tc, allreduce_64mib);
     tcase_add_test(tc, allreduce_fp16_within_tolerance);
     tcase_add_test(tc, broadcast_every_root);
