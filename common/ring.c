@@ -82,6 +82,8 @@ static void *workspace_slots(ring_workspace *ws)
 /* Element type: the reduce kernel and the MPI datatype differ, the ring does not. */
 typedef void (*reduce_fn)(void *dst, const void *src, size_t n, float scale);
 
+/* The allreduce's inner loop: built for AVX2 as well as the baseline, picked at load time. */
+__attribute__((target_clones("avx2", "default")))
 static void add_f32(void *dst_, const void *src_, size_t n, float scale)
 {
     float *restrict dst = dst_;
