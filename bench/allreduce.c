@@ -143,6 +143,8 @@ int main(int argc, char **argv)
             hvd_fatal("unknown argument %s (use --min-bytes, --max-bytes, --passes)", argv[i]);
     }
     int rank = hvd_rank(), size = hvd_size();
+    double worst_ratio = 1e30, at64[2] = {0, 0}; /* median busbw: hvd, MPI */
+    size_t worst_at = 0;
     double bus = size > 1 ? 2.0 * (size - 1) / size : 1.0;
     if (rank == 0) {
         printf("# hvd_allreduce (ring, %d ranks) vs MPI_Allreduce, in place, float SUM; "
@@ -200,6 +202,14 @@ int main(int argc, char **argv)
                    "%12.2f | %7.2f\n",
                    sz, n, h.min * 1e6, h.med * 1e6, hb_max, hb_min, m.min * 1e6, m.med * 1e6,
                    mb_max, mb_min, m.med / h.med, mc);
+            if (bytes >= (64u << 10) && m.med / h.med < worst_ratio) {
+                worst_ratio = m.med / h.med;
+                worst_at = bytes;
+            }
+            if (bytes == ((size_t)64 << 20)) { /* a WideResNet-16-10's gradients: 68 MiB */
+                at64[0] = hb_min;
+                at64[1] = mb_min;
+            }
             for (int k = 2; k < nimpl; k++) {
                 stat2 v = stats(t[k], passes);
                 printf("  %9s   variant seg %zuK block %zuK: %10.1f %10.1f us, ratio %.2f\n", "",
@@ -211,9 +221,18 @@ int main(int argc, char **argv)
         for (int k = 0; k < nimpl; k++)
             free(t[k]);
     }
-    if (rank == 0)
+    if (rank == 0) {
         printf("# busbw m/m = from the min time / from the median time; ratio = MPI median time "
                "/ hvd median time (> 1: hvd faster); memcpy = GB/s of one rank's memcpy\n");
+        if (at64[0] > 0)
+            printf("hvd_allreduce_busbw_64M %.2f GB/s\nmpi_allreduce_busbw_64M %.2f GB/s\n"
+                   "ratio_64M %.2f x\n", at64[0], at64[1], at64[0] / at64[1]);
+        if (worst_at) {
+            char sz[32];
+            fmt_size(worst_at, sz, sizeof sz);
+            printf("lowest_ratio_from_64K %.2f x (at %s)\n", worst_ratio, sz);
+        }
+    }
     if (plain) {
         free(buf);
         free(src);
