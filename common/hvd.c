@@ -111,10 +111,16 @@ static void read_settings(void)
         hvd_start_timeline(v);
 }
 
+/* Collectives run in the order they were called: queued allreduces go before anything else. */
+static void flush_queue(void)
+{
+    if (S.queue.len)
+        hvd_synchronize();
+}
+
 void hvd_start_timeline(const char *path)
 {
-    if (S.initialized && S.queue.len)
-        hvd_synchronize(); /* what was queued before belongs before the timeline */
+    flush_queue(); /* what was queued before belongs before the timeline */
     if (hvd_rank() != 0)
         return;
     char err[512];
@@ -124,8 +130,7 @@ void hvd_start_timeline(const char *path)
 
 void hvd_stop_timeline(void)
 {
-    if (S.initialized && S.queue.len)
-        hvd_synchronize();
+    flush_queue();
     timeline_close();
 }
 
@@ -158,8 +163,7 @@ void hvd_shutdown(void)
 {
     if (!S.initialized)
         return;
-    if (S.queue.len)
-        hvd_synchronize(); /* nothing queued is lost */
+    flush_queue(); /* nothing queued is lost */
     if (S.check)
         coll_check(S.check_comm, COLL_SHUTDOWN, "", 0, -1);
     fusion_free(&S.queue);
@@ -237,8 +241,7 @@ static void broadcast(void *buf, size_t count, size_t esize, int root, const cha
                   hvd_size());
     if (!S.initialized)
         return;
-    if (S.queue.len)
-        hvd_synchronize(); /* collectives run in the order they were called */
+    flush_queue();
     check_call(COLL_BROADCAST, name, count, root);
     if (timeline_enabled())
         timeline_event(name, "BROADCAST", 'B');
@@ -269,8 +272,7 @@ float *hvd_allgather(const float *buf, size_t n, size_t *total, size_t *counts, 
     if (!all)
         hvd_fatal("allgather \"%s\": out of memory", name ? name : "");
     if (S.initialized) {
-        if (S.queue.len)
-            hvd_synchronize();
+        flush_queue();
         check_call(COLL_ALLGATHER, name, n, -1);
         if (timeline_enabled())
             timeline_event(name, "ALLGATHER", 'B');
