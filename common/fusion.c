@@ -69,6 +69,29 @@ static void mark(const fusion_entry *e, size_t len, const char *activity, char p
         timeline_event(e[i].name, activity, phase);
 }
 
+/* Copies the group's tensors into the fusion buffer back to back, as float or as half. */
+static void pack(const fusion_entry *e, size_t len, void *dst)
+{
+    for (size_t i = 0, o = 0; i < len; o += e[i].n, i++) {
+        if (e[i].fp16)
+            for (size_t j = 0; j < e[i].n; j++)
+                ((uint16_t *)dst)[o + j] = half_from_float(e[i].buf[j]);
+        else
+            memcpy((float *)dst + o, e[i].buf, e[i].n * sizeof(float));
+    }
+}
+
+static void unpack(const fusion_entry *e, size_t len, const void *src)
+{
+    for (size_t i = 0, o = 0; i < len; o += e[i].n, i++) {
+        if (e[i].fp16)
+            for (size_t j = 0; j < e[i].n; j++)
+                e[i].buf[j] = half_to_float(((const uint16_t *)src)[o + j]);
+        else
+            memcpy(e[i].buf, (const float *)src + o, e[i].n * sizeof(float));
+    }
+}
+
 static void reduce_group(fusion_queue *q, MPI_Comm comm, const fusion_entry *e, size_t len)
 {
     int size;
@@ -77,41 +100,28 @@ static void reduce_group(fusion_queue *q, MPI_Comm comm, const fusion_entry *e, 
     size_t total = 0;
     for (size_t i = 0; i < len; i++)
         total += e[i].n;
+    int fp16 = e[0].fp16; /* a group shares op and compression */
     mark(e, len, "ALLREDUCE", 'B');
-    if (e[0].fp16) {
-        q->hbuf = grow(q->hbuf, &q->hbuf_n, total ? total : 1, sizeof(uint16_t));
-        mark(e, len, "MEMCPY_IN_FUSION_BUFFER", 'B');
-        for (size_t i = 0, o = 0; i < len; o += e[i].n, i++)
-            for (size_t j = 0; j < e[i].n; j++)
-                q->hbuf[o + j] = half_from_float(e[i].buf[j]);
-        mark(e, len, "MEMCPY_IN_FUSION_BUFFER", 'E');
-        mark(e, len, "MPI_ALLREDUCE", 'B');
-        ring_allreduce_f16(comm, q->hbuf, total, scale, &q->ws);
-        mark(e, len, "MPI_ALLREDUCE", 'E');
-        mark(e, len, "MEMCPY_OUT_FUSION_BUFFER", 'B');
-        for (size_t i = 0, o = 0; i < len; o += e[i].n, i++)
-            for (size_t j = 0; j < e[i].n; j++)
-                e[i].buf[j] = half_to_float(q->hbuf[o + j]);
-        mark(e, len, "MEMCPY_OUT_FUSION_BUFFER", 'E');
-        q->stats.bytes_copied += 2 * total * sizeof(uint16_t);
-    } else if (group_contiguous(e, len)) {
+    if (!fp16 && group_contiguous(e, len)) { /* reduced where it lies: no copy */
         mark(e, len, "MPI_ALLREDUCE", 'B');
         ring_allreduce_f32(comm, e[0].buf, total, scale, &q->ws);
         mark(e, len, "MPI_ALLREDUCE", 'E');
     } else {
-        q->fbuf = grow(q->fbuf, &q->fbuf_n, total, sizeof(float));
+        void *fused = fp16 ? (void *)(q->hbuf = grow(q->hbuf, &q->hbuf_n, total, sizeof(uint16_t)))
+                           : (void *)(q->fbuf = grow(q->fbuf, &q->fbuf_n, total, sizeof(float)));
         mark(e, len, "MEMCPY_IN_FUSION_BUFFER", 'B');
-        for (size_t i = 0, o = 0; i < len; o += e[i].n, i++)
-            memcpy(q->fbuf + o, e[i].buf, e[i].n * sizeof(float));
+        pack(e, len, fused);
         mark(e, len, "MEMCPY_IN_FUSION_BUFFER", 'E');
         mark(e, len, "MPI_ALLREDUCE", 'B');
-        ring_allreduce_f32(comm, q->fbuf, total, scale, &q->ws);
+        if (fp16)
+            ring_allreduce_f16(comm, fused, total, scale, &q->ws);
+        else
+            ring_allreduce_f32(comm, fused, total, scale, &q->ws);
         mark(e, len, "MPI_ALLREDUCE", 'E');
         mark(e, len, "MEMCPY_OUT_FUSION_BUFFER", 'B');
-        for (size_t i = 0, o = 0; i < len; o += e[i].n, i++)
-            memcpy(e[i].buf, q->fbuf + o, e[i].n * sizeof(float));
+        unpack(e, len, fused);
         mark(e, len, "MEMCPY_OUT_FUSION_BUFFER", 'E');
-        q->stats.bytes_copied += 2 * total * sizeof(float);
+        q->stats.bytes_copied += 2 * total * (fp16 ? sizeof(uint16_t) : sizeof(float));
     }
     mark(e, len, "ALLREDUCE", 'E');
     q->stats.ring_calls++;
