@@ -116,7 +116,7 @@ test: setup  ## install if needed, build, check the CUDA build, run every unit t
 	@$(MAKE) --no-print-directory unit-tests
 
 unit-tests: tests  ## run the unit tests only (no setup, no CUDA check)
-	@BUILD=$(BUILD) MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" MULTIRANK="$(MULTIRANK_TESTS)" \
+	@MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" MULTIRANK="$(MULTIRANK_TESTS)" \
 	  sh tests/run_unit.sh $(TEST_BIN)
 
 asan-test:  ## run the unit tests in an ASan+UBSan build

@@ -11,7 +11,6 @@
 #include <limits.h>
 #include <mpi.h>
 #include <stdarg.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

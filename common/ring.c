@@ -20,9 +20,6 @@
  */
 #include "ring.h"
 
-#include <stdlib.h>
-#include <string.h>
-
 #include "half.h"
 #include "hvd.h"
 #include "memory.h"
