@@ -1,0 +1,53 @@
+/* params.h — a model's trainable parameters as one flat buffer, with a table of named views.
+ *
+ * All trainable parameters live in one contiguous float buffer `params` and their gradients in
+ * another, `grads`, of the same length and layout. Each layer's tensors are views into them
+ * (name, offset, shape). Broadcast, allreduce, checkpoints and optimizers work on the flat
+ * buffers, so tensor fusion falls out for free: averaging every gradient is one call on `grads`.
+ *
+ * Non-trainable state (batch-norm running mean and variance) lives in a second pair, `state` /
+ * `state_views`: it is not touched by optimizers but is broadcast and checkpointed.
+ *
+ * Public: the structs below, params_checksum, params_find, params_add_l2.
+ */
+#ifndef HVDLAB_PARAMS_H
+#define HVDLAB_PARAMS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PARAM_NAME_LEN 64
+#define PARAM_MAX_DIMS 4
+
+typedef struct {
+    char name[PARAM_NAME_LEN]; /* e.g. "g1.b0.conv1.w", "stem.bn.gamma", "fc.b" */
+    size_t offset;             /* in floats, into params/grads (or into state for state views) */
+    size_t count;              /* product of shape */
+    int ndim;
+    int shape[PARAM_MAX_DIMS]; /* PyTorch order: conv (Cout, Cin, kh, kw), dense (out, in) */
+    int decay;                 /* 1: L2 weight decay applies (conv and dense kernels, not biases/BN) */
+} param_view;
+
+typedef struct {
+    float *params;            /* (n) trainable parameters, hvd_alloc'd */
+    float *grads;             /* (n) their gradients, same layout */
+    size_t n;
+    param_view *views;        /* (nviews) in model order */
+    int nviews;
+    float *state;             /* (n_state) non-trainable: batch-norm running mean/var */
+    size_t n_state;
+    param_view *state_views;  /* (n_state_views) */
+    int n_state_views;
+} param_set;
+
+/* 64-bit FNV-1a of the bytes: equal on two ranks iff the buffers are bitwise equal (w.h.p.). */
+uint64_t params_checksum(const float *buf, size_t n);
+
+/* The view called name, or NULL. */
+const param_view *params_find(const param_view *views, int nviews, const char *name);
+
+/* Keras L2 regulariser on every view with decay = 1: adds 2·wd·w to grads and returns
+ * wd·Σw² (the term Keras adds to the loss; no ½). wd = 0 returns 0 and changes nothing. */
+double params_add_l2(param_set *ps, float wd);
+
+#endif

@@ -1,0 +1,40 @@
+/* trace.h — HVDLAB_TRACE=dir: every process appends plain "key=value" event lines to a file in
+ * dir. The step graders read these files; nothing else depends on them. When HVDLAB_TRACE is
+ * unset every call returns at once (one cached flag test).
+ *
+ * File: dir/rank-R.log once hvd_init has run (R = world rank). Before hvd_init (the serial step 1
+ * program, started under mpirun anyway) the process writes dir/pid-P.log and reports rank=0 size=1.
+ * Each line: "event=NAME rank=R size=S pid=P t=SECONDS key=value ...\n", written with one write()
+ * on an O_APPEND descriptor, so lines never interleave and a killed job leaves whole lines.
+ *
+ * Events (who writes them):
+ *   init          size local_rank local_size            (hvd_init)
+ *   pin           device cpus threads                   (hvd_pin_device)
+ *   collective    op name count root                    (hvd_allreduce/_async, broadcast, allgather)
+ *   params        when=init|broadcast|restore|epoch epoch sum=<hex checksum of params> state_sum
+ *   step          opt=sgd|novograd lr distributed iter grad_sum=<hex, after averaging>
+ *   shard         epoch count first sum=<hex of the index list> (loader_set_epoch)
+ *   ckpt_save     path epoch / ckpt_restore path epoch
+ *   metrics       when=local|averaged|epoch epoch loss accuracy val_loss val_accuracy
+ *   progress      text="<the line printed, quoted>"
+ */
+#ifndef HVDLAB_TRACE_H
+#define HVDLAB_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+int trace_enabled(void); /* HVDLAB_TRACE set and the file could be opened */
+
+/* Appends one event line: "event=<event> rank=… size=… pid=… t=… " then the formatted fields
+ * (the caller writes "key=value key=value"). Values with spaces must be quoted by the caller
+ * (trace_quote). Errors (disk full, …) are reported once on stderr and tracing stops. */
+void trace_event(const char *event, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Writes s into out as a double-quoted string with \" \\ \n escaped; returns out. */
+char *trace_quote(const char *s, char *out, size_t outlen);
+
+/* Closes the file (hvd_init calls it so the next event opens rank-R.log). */
+void trace_reopen(void);
+
+#endif
