@@ -1,0 +1,135 @@
+/* trace.c — HVDLAB_TRACE event files for the graders (see trace.h for the format).
+ * Public: trace_enabled, trace_event, trace_quote, trace_reopen.
+ */
+#include "trace.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hvd.h"
+
+static struct {
+    int checked;  /* HVDLAB_TRACE looked up */
+    const char *dir;
+    int fd;       /* -1: not open */
+    int failed;   /* an error was reported; tracing is off from then on */
+    int opened_initialized; /* the file belongs to the pre- or post-hvd_init naming */
+    double t0;
+} T = {.fd = -1};
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void fail(const char *what, const char *path)
+{
+    fprintf(stderr, "hvdlab: warning: HVDLAB_TRACE: %s %s: %s; tracing stops\n", what, path,
+            strerror(errno));
+    T.failed = 1;
+    if (T.fd >= 0)
+        close(T.fd);
+    T.fd = -1;
+}
+
+/* Opens dir/rank-R.log (after hvd_init) or dir/pid-P.log (before), creating dir if needed. */
+static int ensure_open(void)
+{
+    if (!T.checked) {
+        T.checked = 1;
+        const char *d = getenv("HVDLAB_TRACE");
+        T.dir = (d && *d) ? d : NULL;
+        T.t0 = now();
+    }
+    if (!T.dir || T.failed)
+        return 0;
+    int init = hvd_is_initialized();
+    if (T.fd >= 0 && T.opened_initialized == init)
+        return 1;
+    if (T.fd >= 0)
+        close(T.fd);
+    if (mkdir(T.dir, 0777) != 0 && errno != EEXIST) {
+        fail("cannot create", T.dir);
+        return 0;
+    }
+    char path[4096];
+    if (init)
+        snprintf(path, sizeof path, "%s/rank-%d.log", T.dir, hvd_rank());
+    else
+        snprintf(path, sizeof path, "%s/pid-%ld.log", T.dir, (long)getpid());
+    T.fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
+    if (T.fd < 0) {
+        fail("cannot open", path);
+        return 0;
+    }
+    T.opened_initialized = init;
+    return 1;
+}
+
+int trace_enabled(void) { return ensure_open(); }
+
+void trace_reopen(void)
+{
+    if (T.fd >= 0)
+        close(T.fd);
+    T.fd = -1;
+}
+
+void trace_event(const char *event, const char *fmt, ...)
+{
+    if (T.checked && (!T.dir || T.failed))
+        return; /* the cheap path when tracing is off */
+    if (!ensure_open())
+        return;
+    char line[8192];
+    int n = snprintf(line, sizeof line, "event=%s rank=%d size=%d pid=%ld t=%.6f ", event,
+                     hvd_rank(), hvd_size(), (long)getpid(), now() - T.t0);
+    va_list ap;
+    va_start(ap, fmt);
+    int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+    va_end(ap);
+    if (m < 0)
+        m = 0;
+    size_t len = (size_t)n + ((size_t)m < sizeof line - (size_t)n - 1 ? (size_t)m
+                                                                       : sizeof line - (size_t)n - 2);
+    line[len++] = '\n';
+    if (write(T.fd, line, len) != (ssize_t)len)
+        fail("cannot write to", T.dir);
+}
+
+char *trace_quote(const char *s, char *out, size_t outlen)
+{
+    size_t j = 0;
+    if (outlen < 3) {
+        if (outlen)
+            out[0] = '\0';
+        return out;
+    }
+    out[j++] = '"';
+    for (; *s && j + 3 < outlen; s++) {
+        char c = *s;
+        if (c == '"' || c == '\\') {
+            out[j++] = '\\';
+            out[j++] = c;
+        } else if (c == '\n') {
+            out[j++] = '\\';
+            out[j++] = 'n';
+        } else if (c == '\r') {
+            continue; /* progress bars redraw with \r: keep the text, drop the control */
+        } else {
+            out[j++] = c;
+        }
+    }
+    out[j++] = '"';
+    out[j] = '\0';
+    return out;
+}
