@@ -1,0 +1,53 @@
+# mk/lab.mk — the lab: exercises (steps/), solutions (solutions/), graders (tests/grade_*.c).
+#   make step05      builds ./step05 from steps/step05.c        (the student's exercise)
+#   make solution05  builds ./solution05 from solutions/step05.c
+#   make diff05      what is left to do: diff -u steps/step05.c solutions/step05.c
+#   make grade05     builds ./step05 and grades it;   make grade   the table of all ten
+#   make check-steps the exercise/solution relation;  make lab-test   graders pass on solutions
+#                    and fail on the untouched exercises (part of make test)
+
+STEPS := 01 02 03 04 05 06 07 08 09 10
+STEP_BIN := $(STEPS:%=$(BUILD)/steps/step%)
+SOLUTION_BIN := $(STEPS:%=$(BUILD)/solutions/step%)
+GRADER_BIN := $(STEPS:%=$(BUILD)/tests/grade_step%)
+GRADE_OBJ := $(BUILD)/tests/grade.o $(BUILD)/tests/grade_checks.o $(BUILD)/tests/grade_main.o
+GRADE_ENV = MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)"
+
+.PHONY: lab graders grade check-steps lab-test $(STEPS:%=step%) $(STEPS:%=solution%) \
+        $(STEPS:%=diff%) $(STEPS:%=grade%)
+
+lab: $(STEP_BIN) $(SOLUTION_BIN) $(GRADER_BIN)  ## build every exercise, solution and grader
+graders: $(GRADER_BIN)
+
+$(BUILD)/steps/step%: $(BUILD)/steps/step%.o $(LIB)
+	$(CC) $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
+$(BUILD)/solutions/step%: $(BUILD)/solutions/step%.o $(LIB)
+	$(CC) $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
+$(BUILD)/tests/grade_step%: $(BUILD)/tests/grade_step%.o $(GRADE_OBJ)
+	$(CC) $(LDFLAGS) $< $(GRADE_OBJ) $(CHECK_LIBS) -lm -o $@
+
+# make stepNN / solutionNN / diffNN / gradeNN, one set per step.
+define LAB_STEP_RULES
+step$(1): $(BUILD)/steps/step$(1)
+	@cmp -s $$< $$@ || cp $$< $$@
+	@echo "built ./step$(1)  (run: mpirun -n 2 ./step$(1))"
+solution$(1): $(BUILD)/solutions/step$(1)
+	@cmp -s $$< $$@ || cp $$< $$@
+	@echo "built ./solution$(1)  (run: mpirun -n 2 ./solution$(1))"
+diff$(1):
+	@diff -u steps/step$(1).c solutions/step$(1).c && echo "steps/step$(1).c is the same as the solution" || true
+grade$(1): step$(1) $(BUILD)/tests/grade_step$(1)
+	@$(GRADE_ENV) $(BUILD)/tests/grade_step$(1) ./step$(1)
+endef
+$(foreach n,$(STEPS),$(eval $(call LAB_STEP_RULES,$(n))))
+
+
+grade: $(GRADER_BIN)  ## grade all ten steps of your steps/ tree: a PASS/FAIL table
+	@$(GRADE_ENV) MAKE="$(MAKE)" sh tools/grade_all.sh
+
+check-steps:  ## check that each exercise is the previous solution plus its TODO markers
+	@sh tools/check_steps.sh
+
+lab-test: $(STEP_BIN) $(SOLUTION_BIN) $(GRADER_BIN)  ## graders: pass on every solution, fail on every exercise
+	@sh tools/check_steps.sh
+	@$(GRADE_ENV) BUILD=$(BUILD) sh tests/run_graders.sh
