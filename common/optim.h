@@ -12,7 +12,9 @@
  * SGD (Keras form): v = momentum·v − lr·g; w += v.
  * NovoGrad (tensorflow-addons form), per named view t: v_t = ‖g_t‖² on the first step, else
  *   β2·v_t + (1−β2)·‖g_t‖²; g' = g/(√v_t + ε) (+ wd·w); g' ×= (1−β1) if grad_averaging and not the
- *   first step; m = β1·m + g'; w −= lr·m.
+ *   first step; then tfa's Keras momentum (resource_apply_keras_momentum): m = β1·m − lr·g';
+ *   w += m. With a constant lr this is the same as "m = β1·m + g'; w −= lr·m" (m scaled by −lr);
+ *   when the lr changes (warmup, schedule) the Keras form, which tfa uses, keeps the old lr in m.
  *
  * Optimizer state is one flat float buffer (state, n_state) so it can be broadcast and
  * checkpointed as a whole: SGD = velocity (n); NovoGrad = m (n) then v (one per view).
@@ -69,9 +71,20 @@ optimizer *hvd_distributed_optimizer_ex(optimizer *opt, int compression,
  * Returns 1 if the weights changed, 0 if this call only accumulated. */
 int optimizer_step(optimizer *opt, param_set *ps);
 
+/* The inner updates alone, from ps->grads as they are (no averaging, no accumulation, no
+ * momentum correction, no trace; opt->iterations is read, not advanced). optimizer_step calls
+ * them; momentum is the SGD momentum to use for this one update. */
+void sgd_apply(optimizer *opt, param_set *ps, float momentum);
+void novograd_apply(optimizer *opt, param_set *ps);
+
+/* What DistributedOptimizer does before each update: averages ps->grads over all ranks, one
+ * named allreduce per view ("DistributedOptimizer.grads/<view>"), queued and then fused by the
+ * runtime (one ring pass per HVD_FUSION_THRESHOLD bucket). compression: HVD_COMPRESS_*. */
+void hvd_allreduce_gradients(param_set *ps, int compression);
+
 /* From root to every rank: trainable params and the non-trainable state (BN statistics). */
 void hvd_broadcast_parameters(param_set *ps, int root);
-/* From root: optimizer state buffer and iteration count. */
+/* From root: optimizer state buffer, iteration count and last_lr. */
 void hvd_broadcast_optimizer_state(optimizer *opt, int root);
 
 #endif

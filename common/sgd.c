@@ -1,0 +1,49 @@
+/* sgd.c — SGD with momentum in the Keras form the lab uses. See optim.h.
+ * Public: sgd_create, sgd_apply.
+ *
+ * Keras SGD (tf.keras.optimizers.SGD → resource_apply_keras_momentum):
+ *   v = momentum·v − lr·g;  w = w + v
+ * The LR lives inside the velocity, which is why a change of LR needs momentum correction
+ * (lr.h). Weight decay is not the optimizer's business here: the lab's Keras L2 regulariser
+ * adds 2·wd·w to the gradient (params_add_l2), before any averaging.
+ */
+#include <stdlib.h>
+
+#include "hvd.h"
+#include "optim.h"
+
+optimizer *sgd_create(const param_set *ps, float lr, float momentum)
+{
+    if (!ps)
+        hvd_fatal("sgd_create: NULL param_set");
+    if (!(momentum >= 0.0f && momentum < 1.0f))
+        hvd_fatal("sgd_create: momentum %g must be in [0, 1)", momentum);
+    optimizer *opt = calloc(1, sizeof *opt);
+    if (!opt)
+        return NULL;
+    opt->kind = OPT_SGD;
+    opt->lr = lr;
+    opt->momentum = momentum;
+    opt->n_state = ps->n; /* velocity, one per parameter */
+    opt->state = hvd_alloc(opt->n_state * sizeof(float)); /* zeroed; broadcast and saved whole */
+    if (!opt->state) {
+        free(opt);
+        return NULL;
+    }
+    opt->backward_passes_per_step = 1;
+    opt->compression = HVD_COMPRESS_NONE;
+    opt->momentum_correction = 1;
+    return opt;
+}
+
+void sgd_apply(optimizer *opt, param_set *ps, float momentum)
+{
+    float *restrict v = opt->state;   // (n)
+    float *restrict w = ps->params;   // (n)
+    const float *restrict g = ps->grads; // (n)
+    const float lr = opt->lr;
+    for (size_t i = 0; i < ps->n; i++) {
+        v[i] = momentum * v[i] - lr * g[i];
+        w[i] += v[i];
+    }
+}
