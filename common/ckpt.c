@@ -57,7 +57,11 @@ static float get_f32(const uint8_t *p)
     return f;
 }
 
-static uint32_t crc(uint32_t c, const void *p, size_t n) { return (uint32_t)crc32_z(c, p, n); }
+/* zlib returns 0 for a NULL buffer (its "initial value" idiom), so empty arrays are skipped. */
+static uint32_t crc(uint32_t c, const void *p, size_t n)
+{
+    return n ? (uint32_t)crc32_z(c, p, n) : c;
+}
 
 const char *ckpt_opt_name(int kind)
 {
