@@ -1,0 +1,23 @@
+/* dense.h — fully connected layer out = in · Wᵀ + b through OpenBLAS, weights (out, in) in
+ * PyTorch order (Keras stores the transpose).
+ *
+ * Public: dense_forward, dense_backward.
+ */
+#ifndef HVDLAB_DENSE_H
+#define HVDLAB_DENSE_H
+
+typedef struct {
+    int n, in, out; /* batch, input features, output features */
+} dense_dims;
+
+void dense_forward(float *out /* (N,out) */, const float *in /* (N,in) */,
+                   const float *w /* (out,in) */, const float *b /* (out) or NULL */,
+                   const dense_dims *d);
+
+/* din, dw, db += (any may be NULL). */
+void dense_backward(float *din /* (N,in) += */, float *dw /* (out,in) += */,
+                    float *db /* (out) += */, const float *dout /* (N,out) */,
+                    const float *in /* (N,in) */, const float *w /* (out,in) */,
+                    const dense_dims *d);
+
+#endif

@@ -1,0 +1,27 @@
+/* pool.h — 2x2 max pooling (stride 2, "valid": odd trailing rows/columns dropped, as Keras'
+ * MaxPooling2D((2, 2))) and global average pooling. NCHW float32.
+ *
+ * Max-pool backward needs no saved indices: it finds, in each window, the first input (row-major
+ * order) equal to the pooled output, which is the element forward chose (forward keeps the first
+ * of equal maxima, like PyTorch).
+ *
+ * Public: maxpool2_forward, maxpool2_backward, gap_forward, gap_backward.
+ */
+#ifndef HVDLAB_POOL_H
+#define HVDLAB_POOL_H
+
+typedef struct {
+    int n, c, h, w; /* input (N, C, H, W); max-pool output (N, C, H/2, W/2), GAP output (N, C) */
+} pool_dims;
+
+void maxpool2_forward(float *out /* (N,C,H/2,W/2) */, const float *in /* (N,C,H,W) */,
+                      const pool_dims *d);
+void maxpool2_backward(float *din /* (N,C,H,W) += */, const float *dout /* (N,C,H/2,W/2) */,
+                       const float *in /* (N,C,H,W) */, const float *out /* (N,C,H/2,W/2) */,
+                       const pool_dims *d);
+
+void gap_forward(float *out /* (N,C) */, const float *in /* (N,C,H,W) */, const pool_dims *d);
+void gap_backward(float *din /* (N,C,H,W) += */, const float *dout /* (N,C) */,
+                  const pool_dims *d);
+
+#endif
