@@ -1,0 +1,12 @@
+# mk/optim.mk — the optimizer room's targets (optimizers, distributed optimizer, LR schedules);
+# included by the Makefile.
+
+MULTIRANK_TESTS += test_distributed
+
+.PHONY: novograd-fixture optim-tests
+
+novograd-fixture:  ## regenerate tests/fixtures/novograd-*.txt with the NumPy reference
+	/usr/bin/python3 tests/reference/novograd_ref.py tests/fixtures
+
+optim-tests: $(BUILD)/tests/test_optim $(BUILD)/tests/test_lr $(BUILD)/tests/test_distributed  ## run the optimizer and LR tests (test_distributed under mpirun -n 1..4)
+	@MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" MULTIRANK="test_distributed" sh tests/run_unit.sh $^
