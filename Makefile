@@ -111,9 +111,10 @@ benches: $(BENCH_BIN)  ## build the benchmarks without running them
 $(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB)
 	$(CC) $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
 
-test: setup  ## install if needed, build, check the CUDA build, run every unit test
+test: setup  ## install if needed, build, check the CUDA build, unit tests, then the lab's graders
 	@$(MAKE) --no-print-directory cuda-check
 	@$(MAKE) --no-print-directory unit-tests
+	@$(MAKE) --no-print-directory lab-test
 
 unit-tests: tests  ## run the unit tests only (no setup, no CUDA check)
 	@MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" MULTIRANK="$(MULTIRANK_TESTS)" \

@@ -42,7 +42,7 @@ static void run_program(const char *prog, const char *work)
     char args[2048];
     const char *fmt = "--model wrn-10-1 --train-subset %d --test-subset 256 --batch-size %d "
                       "--val-batch-size 128 --epochs %d --base-lr %g --warmup-epochs %d "
-                      "--use-checkpointing --log-dir %s";
+                      "--optimizer novograd --use-checkpointing --log-dir %s";
     snprintf(args, sizeof args, fmt, G.train_n, G.batch, G.epochs, G.base_lr, G.warmup, G.logdir);
     grade_run_prog(&G.a, prog, G.np, args, work, "a", 300);
     if (graded_step >= 7 && G.a.status == 0) {

@@ -13,7 +13,7 @@ trap 'rm -f "$out"' EXIT
 for n in 01 02 03 04 05 06 07 08 09 10; do
     s=$(expr "$n" + 0)
     if "$B/tests/grade_step$n" "$B/solutions/step$n" >"$out" 2>&1; then
-        pass=$((pass + 1)); echo "grade$n on solutions/step$n.c: PASS ($(tail -1 "$out" | sed 's/.*, //'))"
+        pass=$((pass + 1)); echo "grade$n on solutions/step$n.c: PASS ($(tail -1 "$out" | sed "s/.*, //")"
     else
         fail=$((fail + 1)); echo "grade$n on solutions/step$n.c: FAIL, expected PASS"; cat "$out"
     fi

@@ -1,0 +1,25 @@
+/* hvdlab.h — everything a lab program uses, in one include.
+ *
+ *   hvd.h       hvd_init, hvd_rank, hvd_size, collectives        device.h   hvd_pin_device
+ *   args.h      the lab's command-line flags                     dataset.h  Fashion-MNIST
+ *   loader.h    sharded, shuffled, augmented batches             wrn.h      the WideResNet
+ *   optim.h     SGD, NovoGrad, hvd_distributed_optimizer         lr.h       scaling, warmup, schedule
+ *   metrics.h   running metrics, hvd_metric_average              progress.h Keras-style output
+ *   ckpt.h      checkpoints
+ */
+#ifndef HVDLAB_HVDLAB_H
+#define HVDLAB_HVDLAB_H
+
+#include "args.h"
+#include "ckpt.h"
+#include "dataset.h"
+#include "device.h"
+#include "hvd.h"
+#include "loader.h"
+#include "lr.h"
+#include "metrics.h"
+#include "optim.h"
+#include "progress.h"
+#include "wrn.h"
+
+#endif

@@ -1,0 +1,183 @@
+/* Fashion-MNIST with a WideResNet — the lab's training program.
+ *
+ * It trains the model on the training images, checks it on the test images after every epoch,
+ * and prints its progress the way Keras does. Run it with `mpirun -n 2 ./stepNN [flags]`;
+ * `./stepNN --help` lists the flags. Each lab step makes it a little more distributed.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "hvdlab.h"
+
+/* The next batch of L; when its epoch runs out it starts the next pass (validation draws more
+ * batches than one pass holds once the work is split over ranks). */
+static size_t next_batch(loader *L, float *x, int *y)
+{
+    size_t n = loader_next(L, x, y);
+    if (n == 0) {
+        loader_set_epoch(L, L->epoch + 1);
+        n = loader_next(L, x, y);
+    }
+    return n;
+}
+
+/* Mean loss and accuracy of the model over `steps` batches of L (inference mode). */
+static metrics evaluate(wrn_model *model, loader *L, int steps, float *x, int *y)
+{
+    metrics m;
+    metrics_reset(&m);
+    for (int b = 0; b < steps; b++) {
+        size_t n = next_batch(L, x, y);
+        wrn_result r = wrn_eval_batch(model, x, y, n, NULL);
+        metrics_add(&m, r.loss, r.correct, r.count);
+    }
+    return m;
+}
+
+int main(int argc, char **argv)
+{
+    /* Horovod: initialise, and pin this process to its own cores (or GPU). */
+    hvd_init(&argc, &argv);
+    hvd_pin_device(hvd_local_rank(), NULL);
+
+    char err[DATASET_ERRLEN];
+    args a;
+    int rc = args_parse(&a, argc, argv, err, sizeof err);
+    if (rc < 0)
+        hvd_fatal("%s", err);
+    if (rc > 0) { /* --help */
+        hvd_shutdown();
+        return 0;
+    }
+    int verbose = hvd_rank() == 0; /* Horovod: only rank 0 prints */
+
+    /* The data: Fashion-MNIST, standardised with the training set's mean and std. */
+    dataset ds;
+    if (dataset_load(a.data_dir, &ds, err, sizeof err) != 0)
+        hvd_fatal("%s", err);
+    loader_options o = loader_defaults();
+    o.seed = a.seed;
+    o.mean = ds.mean;
+    o.std = ds.std;
+    loader test; /* the whole test set, in order, for the final score */
+    o.batch_size = (size_t)a.val_batch_size;
+    o.subset = a.test_subset;
+    o.shuffle = 0;
+    o.augment = 0;
+    if (loader_init(&test, ds.test.images, ds.test.labels, ds.test.n, &o, err, sizeof err))
+        hvd_fatal("%s", err);
+
+    loader train, val; /* training batches, and validation batches after every epoch */
+    o.rank = hvd_rank(); /* Horovod: each rank draws its own shard */
+    o.size = hvd_size();
+    o.shuffle = 1;
+    o.augment = 1;
+    o.batch_size = (size_t)a.batch_size;
+    o.subset = a.train_subset;
+    if (loader_init(&train, ds.train.images, ds.train.labels, ds.train.n, &o, err, sizeof err))
+        hvd_fatal("%s", err);
+    o.augment = 0;
+    o.batch_size = (size_t)a.val_batch_size;
+    o.subset = a.test_subset;
+    if (loader_init(&val, ds.test.images, ds.test.labels, ds.test.n, &o, err, sizeof err))
+        hvd_fatal("%s", err);
+
+    /* Keras' len(train_iter) and len(test_iter): batches in one pass over the data. */
+    int steps_per_epoch = (int)((train.n + (size_t)a.batch_size - 1) / (size_t)a.batch_size);
+    int val_steps = (int)((val.n + (size_t)a.val_batch_size - 1) / (size_t)a.val_batch_size);
+    /* Horovod: each rank does its share of an epoch; validation draws 3x more, as the lab. */
+    steps_per_epoch = steps_per_epoch / hvd_size();
+    val_steps = 3 * val_steps / hvd_size();
+
+    /* The model, with this process's own random initial weights. */
+    size_t max_batch = (size_t)(a.batch_size > a.val_batch_size ? a.batch_size : a.val_batch_size);
+    wrn_model *model = wrn_create(&a.model, max_batch, args_init_seed(&a, hvd_rank()), err,
+                                  sizeof err);
+    if (!model)
+        hvd_fatal("%s", err);
+    param_set *ps = wrn_params(model);
+
+    float lr = (float)a.base_lr;
+    optimizer *opt = sgd_create(ps, lr, (float)a.momentum);
+    opt = hvd_distributed_optimizer(opt); /* Horovod: average gradients over the ranks */
+
+    /* Resume from the newest checkpoint in --log-dir, if any. Horovod: rank 0 looks and loads,
+     * tells everyone the epoch; the broadcast below hands its weights to every rank. */
+    int resume_from_epoch = 0;
+    if (a.use_checkpointing && hvd_rank() == 0) {
+        resume_from_epoch = ckpt_latest_model(a.log_dir, model, opt, a.epochs, err, sizeof err);
+        if (resume_from_epoch < 0)
+            hvd_fatal("%s", err);
+        if (resume_from_epoch > 0 &&
+            ckpt_load_model(a.log_dir, resume_from_epoch, model, opt, err, sizeof err) != 0)
+            hvd_fatal("%s", err);
+    }
+    hvd_broadcast_bytes(&resume_from_epoch, sizeof resume_from_epoch, 0, "resume_from_epoch");
+
+    /* Horovod: start every rank from rank 0's weights and optimizer state. */
+    hvd_broadcast_parameters(ps, 0);
+    hvd_broadcast_optimizer_state(opt, 0);
+
+    /* The learning rate, batch by batch: x1 until epoch 15, x0.1 until 25, x0.01 until 35,
+     * x0.001 after. */
+    lr_lab schedule;
+    if (lr_lab_init(&schedule, lr, 1, 0, steps_per_epoch, verbose, err, sizeof err) != 0)
+        hvd_fatal("%s", err);
+
+    if (verbose) {
+        char name[WRN_NAME_LEN];
+        wrn_config_name(&a.model, name, sizeof name);
+        printf("Model %s: %zu trainable parameters. Data from %s: %zu training, %zu test "
+               "images.\n", name, wrn_param_count(model), ds.dir, train.n, val.n);
+    }
+    progress p;
+    progress_init(&p, verbose, a.epochs, train.n);
+    progress_set_early_stop(&p, a.target_accuracy, a.patience);
+
+    float *x = malloc(max_batch * LOADER_PIXELS * sizeof *x); /* (B, 1, 28, 28) */
+    int *y = malloc(max_batch * sizeof *y);                    /* (B) */
+    if (!x || !y)
+        hvd_fatal("out of memory for a batch of %zu images", max_batch);
+
+    for (int epoch = resume_from_epoch; epoch < a.epochs; epoch++) {
+        loader_set_epoch(&train, epoch);
+        progress_epoch_begin(&p, epoch, (size_t)steps_per_epoch);
+        metrics train_m;
+        metrics_reset(&train_m);
+        for (int b = 0; b < steps_per_epoch; b++) {
+            size_t n = next_batch(&train, x, y);
+            opt->lr = lr_lab_at(&schedule, epoch, b);
+            wrn_result r = wrn_train_batch(model, x, y, n, (float)a.wd);
+            optimizer_step(opt, ps);
+            metrics_add(&train_m, r.loss, (size_t)r.correct, r.count);
+            progress_batch(&p, (size_t)b + 1, metrics_loss(&train_m), metrics_accuracy(&train_m));
+        }
+        metrics val_m = evaluate(model, &val, val_steps, x, y);
+        hvd_metric_average(&train_m, "train"); /* Horovod: the same metrics on every rank */
+        hvd_metric_average(&val_m, "val");
+        lr_lab_epoch_end(&schedule, epoch);
+
+        if (a.use_checkpointing && hvd_rank() == 0 && /* Horovod: only rank 0 writes */
+            ckpt_save_model(a.log_dir, epoch + 1, model, opt, err, sizeof err) != 0)
+            hvd_fatal("%s", err);
+        if (progress_epoch_end(&p, metrics_loss(&train_m), metrics_accuracy(&train_m),
+                               metrics_loss(&val_m), metrics_accuracy(&val_m)))
+            break; /* early stop: the target accuracy was reached --patience times */
+    }
+    progress_train_end(&p);
+
+    /* The final score on the whole test set. */
+    metrics test_m = evaluate(model, &test, (int)loader_num_batches(&test), x, y);
+    progress_test(&p, metrics_loss(&test_m), metrics_accuracy(&test_m));
+
+    free(x);
+    free(y);
+    optimizer_free(opt);
+    wrn_free(model);
+    loader_free(&train);
+    loader_free(&val);
+    loader_free(&test);
+    dataset_free(&ds);
+    hvd_shutdown();
+    return 0;
+}
