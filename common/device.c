@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "hvd.h"
+#include "trace.h"
 
 void device_cpu_share(int ncpus, int local_size, int local_rank, int *first, int *count)
 {
@@ -68,6 +69,18 @@ static int pin_cpu(int local_rank, device_binding *b)
     return 0;
 }
 
+/* Trace event "pin": device=cpu|cuda gpu cpus=<list> threads local_rank. */
+static void trace_binding(int local_rank, const device_binding *b)
+{
+    char cpus[64 * 8] = "";
+    size_t o = 0;
+    for (int i = 0; i < b->ncores && i < 64 && o + 16 < sizeof cpus; i++)
+        o += (size_t)snprintf(cpus + o, sizeof cpus - o, "%s%d", i ? "," : "", b->cores[i]);
+    trace_event("pin", "device=%s gpu=%d cpus=%s threads=%d local_rank=%d",
+                b->backend == DEVICE_CUDA ? "cuda" : "cpu", b->gpu, o ? cpus : "-",
+                b->blas_threads, local_rank);
+}
+
 int hvd_pin_device(int local_rank, device_binding *out)
 {
     device_binding b;
@@ -97,6 +110,8 @@ int hvd_pin_device(int local_rank, device_binding *out)
                hvd_local_size(), desc);
         fflush(stdout);
     }
+    if (trace_enabled())
+        trace_binding(local_rank, &b);
     if (out)
         *out = b;
     return 0;

@@ -18,6 +18,7 @@
 #include "coll_check.h"
 #include "fusion.h"
 #include "timeline.h"
+#include "trace.h"
 
 static struct {
     int initialized;
@@ -154,6 +155,8 @@ int hvd_init(int *argc, char ***argv)
     MPI_Comm_size(local, &S.local_size);
     MPI_Comm_free(&local);
     S.initialized = 1;
+    trace_reopen(); /* events from here on go to rank-R.log */
+    trace_event("init", "local_rank=%d local_size=%d", S.local_rank, S.local_size); /* + size */
     read_settings();
     return 0;
 }
@@ -172,6 +175,20 @@ void hvd_shutdown(void)
     S.initialized = 0;
     if (S.we_initialized_mpi)
         MPI_Finalize();
+}
+
+/* Trace event "collective" (HVDLAB_TRACE), also before hvd_init; the name is quoted. reduce
+ * ("sum"/"average", allreduce only) adds reduce= and fp16=. */
+static void trace_collective(const char *op, const char *name, size_t count, int root,
+                             const char *reduce, int fp16)
+{
+    if (!trace_enabled())
+        return;
+    char q[512], r[64] = "";
+    if (reduce)
+        snprintf(r, sizeof r, " reduce=%s fp16=%d", reduce, fp16);
+    trace_event("collective", "op=%s name=%s count=%zu root=%d%s", op,
+                trace_quote(name ? name : "", q, sizeof q), count, root, r);
 }
 
 static void check_call(coll_kind kind, const char *name, size_t count, int root)
@@ -206,6 +223,7 @@ void hvd_allreduce_async(float *buf, size_t n, hvd_op op, const char *name, int 
     if (n && !buf)
         hvd_fatal("allreduce \"%s\": NULL buffer for %zu elements", name ? name : "", n);
     int fp16 = resolve_compression(compression) == HVD_COMPRESS_FP16;
+    trace_collective("allreduce", name, n, -1, op == HVD_SUM ? "sum" : "average", fp16);
     if (!S.initialized)
         return; /* world of one: the sum and the average are the tensor itself */
     fusion_enqueue(&S.queue, buf, n, op, fp16, name);
@@ -238,6 +256,7 @@ static void broadcast(void *buf, size_t count, size_t esize, int root, const cha
     if (root < 0 || root >= hvd_size())
         hvd_fatal("broadcast \"%s\": root %d is not a rank (size %d)", name ? name : "", root,
                   hvd_size());
+    trace_collective(esize == 1 ? "broadcast_bytes" : "broadcast", name, count, root, NULL, 0);
     if (!S.initialized)
         return;
     flush_queue();
@@ -270,6 +289,7 @@ float *hvd_allgather(const float *buf, size_t n, size_t *total, size_t *counts, 
     long long *all = malloc((size_t)size * sizeof *all);
     if (!all)
         hvd_fatal("allgather \"%s\": out of memory", name ? name : "");
+    trace_collective("allgather", name, n, -1, NULL, 0);
     if (S.initialized) {
         flush_queue();
         check_call(COLL_ALLGATHER, name, n, -1);

@@ -7,6 +7,7 @@
 #include "loader.h"
 
 #include "errmsg.h"
+#include "trace.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -167,6 +168,31 @@ void loader_free(loader *L)
     memset(L, 0, sizeof *L);
 }
 
+/* Trace event "shard": epoch, the loader's own rank and size (loader_rank, loader_size: before
+ * step 5 every process is the loader's rank 0 of 1), n (samples in use), shuffle, count, first
+ * index, sum = FNV-1a 64 over the indices as 8-byte little-endian integers, and, for shards of
+ * at most TRACE_SHARD_LIST entries, the list itself (idx=3,17,42) so coverage can be checked. */
+#define TRACE_SHARD_LIST 4096
+static void trace_shard(const loader *L)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t k = 0; k < L->per_rank; k++)
+        for (int b = 0; b < 8; b++)
+            h = (h ^ (((uint64_t)L->shard[k] >> (8 * b)) & 0xff)) * 0x100000001b3ull;
+    char *list = NULL;
+    size_t o = 0, cap = L->per_rank * 21 + 2;
+    if (L->per_rank <= TRACE_SHARD_LIST && (list = malloc(cap)) != NULL) {
+        list[0] = '\0';
+        for (size_t k = 0; k < L->per_rank; k++)
+            o += (size_t)snprintf(list + o, cap - o, "%s%zu", k ? "," : "", L->shard[k]);
+    }
+    trace_event("shard", "epoch=%d loader_rank=%d loader_size=%d n=%zu shuffle=%d count=%zu "
+                         "first=%lld sum=%016llx%s%s", L->epoch, L->opt.rank, L->opt.size, L->n,
+                L->opt.shuffle, L->per_rank, L->per_rank ? (long long)L->shard[0] : -1LL,
+                (unsigned long long)h, list ? " idx=" : "", list ? list : "");
+    free(list);
+}
+
 void loader_set_epoch(loader *L, int epoch)
 {
     L->epoch = epoch;
@@ -180,6 +206,8 @@ void loader_set_epoch(loader *L, int epoch)
     size_t size = (size_t)L->opt.size, rank = (size_t)L->opt.rank;
     for (size_t k = 0; k < L->per_rank; k++)
         L->shard[k] = L->perm[(rank + k * size) % L->n];
+    if (trace_enabled())
+        trace_shard(L);
 }
 
 size_t loader_epoch_samples(const loader *L)

@@ -90,19 +90,36 @@ void trace_event(const char *event, const char *fmt, ...)
         return; /* the cheap path when tracing is off */
     if (!ensure_open())
         return;
-    char line[8192];
-    int n = snprintf(line, sizeof line, "event=%s rank=%d size=%d pid=%ld t=%.6f ", event,
+    /* Most lines fit the stack buffer; longer ones (a shard's index list) get a heap buffer of
+     * their exact size, so no line is ever cut. */
+    char stack[8192], *line = stack;
+    int n = snprintf(stack, sizeof stack, "event=%s rank=%d size=%d pid=%ld t=%.6f ", event,
                      hvd_rank(), hvd_size(), (long)getpid(), now() - T.t0);
+    if (n < 0 || (size_t)n >= sizeof stack / 2)
+        return; /* an absurd event name: nothing sensible to write */
     va_list ap;
     va_start(ap, fmt);
-    int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+    int m = vsnprintf(stack + n, sizeof stack - (size_t)n, fmt, ap);
     va_end(ap);
     if (m < 0)
         m = 0;
-    size_t len = (size_t)n + ((size_t)m < sizeof line - (size_t)n - 1 ? (size_t)m
-                                                                       : sizeof line - (size_t)n - 2);
+    size_t len = (size_t)n + (size_t)m;
+    if (len + 1 >= sizeof stack) {
+        line = malloc(len + 2);
+        if (!line) {
+            fail("out of memory for a line of", T.dir);
+            return;
+        }
+        memcpy(line, stack, (size_t)n);
+        va_start(ap, fmt);
+        vsnprintf(line + n, (size_t)m + 1, fmt, ap);
+        va_end(ap);
+    }
     line[len++] = '\n';
-    if (write(T.fd, line, len) != (ssize_t)len)
+    ssize_t w = write(T.fd, line, len);
+    if (line != stack)
+        free(line);
+    if (w != (ssize_t)len)
         fail("cannot write to", T.dir);
 }
 

@@ -8,14 +8,18 @@
  * on an O_APPEND descriptor, so lines never interleave and a killed job leaves whole lines.
  *
  * Events (who writes them):
- *   init          size local_rank local_size            (hvd_init)
- *   pin           device cpus threads                   (hvd_pin_device)
- *   collective    op name count root                    (hvd_allreduce/_async, broadcast, allgather)
+ *   init          local_rank local_size (size: in every line)         (hvd_init)
+ *   pin           device=cpu|cuda gpu cpus=0,1 threads local_rank          (hvd_pin_device)
+ *   collective    op=allreduce|broadcast|broadcast_bytes|allgather name="…" count root
+ *                 [reduce=sum|average fp16=0|1]; also before hvd_init (hvd_allreduce/_ex/_async:
+ *                 one event per call; hvd_broadcast, hvd_broadcast_bytes, hvd_allgather)
  *   params        when=init|broadcast|restore|epoch epoch sum=<hex checksum of params> state_sum
  *   step          opt=sgd|novograd lr distributed iter grad_sum=<hex, after averaging>
- *   shard         epoch count first sum=<hex of the index list> (loader_set_epoch)
+ *   shard         epoch loader_rank loader_size n shuffle count first sum=<FNV-1a 64 of the
+ *                 indices as 8-byte LE integers> [idx=3,17,42 when count <= 4096] (loader_set_epoch)
  *   ckpt_save     path epoch / ckpt_restore path epoch
- *   metrics       when=local|averaged|epoch epoch loss accuracy val_loss val_accuracy
+ *   metrics       when=local|averaged name loss accuracy [count] (hvd_metric_average);
+ *                 when=epoch epoch loss accuracy val_loss val_accuracy (progress_epoch_end)
  *   progress      text="<the line printed, quoted>"
  */
 #ifndef HVDLAB_TRACE_H
