@@ -134,22 +134,19 @@ static int steps_agree(grade_ctx *g, const char *key, int *bad_step, int *bad_ra
     return 0;
 }
 
+/* Behaviour, not code: the gradients each rank applied must be the same on every rank, however
+ * the student averaged them (hvd_distributed_optimizer or a hand-written allreduce). */
 static int check_distributed(grade_ctx *g, char *msg, size_t len)
 {
-    for (int k = 0; k < g->np; k++) {
-        grade_proc *p = grade_rank(&g->a, k);
-        const grade_event *e = grade_nth(p, "step", 0);
-        if (!e)
+    for (int k = 0; k < g->np; k++)
+        if (!grade_nth(grade_rank(&g->a, k), "step", 0))
             return fail(msg, len, "rank %d made no optimizer step.", k);
-        if (!same(grade_get(e, "distributed"), "1"))
-            return fail(msg, len, "rank %d updated its weights with its own gradients only: they "
-                        "were never averaged over the ranks.\n  Hint: wrap the optimizer: "
-                        "opt = hvd_distributed_optimizer(opt);", k);
-    }
     int s, k;
     if (steps_agree(g, "grad_sum", &s, &k) != 0)
-        return fail(msg, len, "at step %d rank %d applied different gradients from rank 0.\n"
-                    "  Hint: every rank must call optimizer_step on a distributed optimizer.", s, k);
+        return fail(msg, len, "at step %d rank %d applied different gradients from rank 0: each "
+                    "rank updated its weights with its own gradients only.\n  Hint: wrap the "
+                    "optimizer so it averages the gradients over the ranks: "
+                    "opt = hvd_distributed_optimizer(opt);", s, k);
     return 0;
 }
 
@@ -180,20 +177,23 @@ static int mark_indices(const char *list, int n, unsigned char *seen, int *repea
     return 0;
 }
 
-static int check_shards(grade_ctx *g, char *msg, size_t len)
+/* Each epoch the ranks' shards of the training set must be disjoint and cover it; the only
+ * repeats allowed are DistributedSampler's padding (ceil(n/np)*np - n samples drawn twice). */
+static int check_shards_of(grade_ctx *g, grade_run *r, int np, int epochs, char *msg, size_t len)
 {
-    int spe = (g->train_n + g->batch - 1) / g->batch / g->np; /* len(train_iter) // size */
+    int spe = (g->train_n + g->batch - 1) / g->batch / np; /* len(train_iter) // size */
+    int pad = (g->train_n + np - 1) / np * np - g->train_n;
     char nstr[32];
     snprintf(nstr, sizeof nstr, "%d", g->train_n);
     unsigned char *seen = malloc((size_t)g->train_n);
     int rc = 0;
-    for (int e = 0; e < g->epochs && rc == 0; e++) {
+    for (int e = 0; e < epochs && rc == 0; e++) {
         memset(seen, 0, (size_t)g->train_n);
         int repeats = 0, found = 0;
-        for (int k = 0; k < g->np && rc == 0; k++) {
-            grade_proc *p = grade_rank(&g->a, k);
+        for (int k = 0; k < np && rc == 0; k++) {
+            grade_proc *p = grade_rank(r, k);
             const grade_event *sh = NULL;
-            for (int i = 0; (sh = grade_nth(p, "shard", i)); i++)
+            for (int i = 0; p && (sh = grade_nth(p, "shard", i)); i++)
                 if (same(grade_get(sh, "n"), nstr) && (int)grade_num(sh, "epoch", -1) == e)
                     break;
             if (!sh)
@@ -205,32 +205,43 @@ static int check_shards(grade_ctx *g, char *msg, size_t len)
         }
         if (rc)
             break;
-        if (found < g->np)
-            rc = fail(msg, len, "epoch %d: only %d of %d ranks started the training data.", e + 1,
-                      found, g->np);
-        else if (repeats > 0)
-            rc = fail(msg, len, "epoch %d: the ranks trained on the same images (%d of %d images "
-                      "drawn by more than one rank).\n  Hint: build the training loader for this "
-                      "rank's shard: rank = hvd_rank(), size = hvd_size().", e + 1, repeats,
-                      g->train_n);
+        if (found < np)
+            rc = fail(msg, len, "with %d ranks, epoch %d: only %d ranks started the training "
+                      "data.", np, e + 1, found);
+        else if (repeats > pad)
+            rc = fail(msg, len, "with %d ranks, epoch %d: the ranks trained on the same images "
+                      "(%d of %d images drawn by more than one rank).\n  Hint: build the training "
+                      "loader for this rank's shard: rank = hvd_rank(), size = hvd_size().", np,
+                      e + 1, repeats, g->train_n);
         else
             for (int i = 0; i < g->train_n && rc == 0; i++)
                 if (!seen[i])
-                    rc = fail(msg, len, "epoch %d: image %d of the training set was never drawn: "
-                              "the shards do not cover the data.", e + 1, i);
+                    rc = fail(msg, len, "with %d ranks, epoch %d: image %d of the training set was "
+                              "never drawn: the shards do not cover the data.", np, e + 1, i);
     }
     free(seen);
     if (rc)
         return rc;
-    for (int k = 0; k < g->np; k++) {
-        int steps = grade_count(grade_rank(&g->a, k), "step");
-        if (steps != spe * g->epochs)
-            return fail(msg, len, "rank %d made %d optimizer steps in %d epochs; with %d images, "
-                        "batch %d and %d ranks each rank should make %d per epoch (%d).\n  Hint: "
-                        "steps_per_epoch = ceil(train images / batch) / hvd_size().", k, steps,
-                        g->epochs, g->train_n, g->batch, g->np, spe, spe * g->epochs);
+    for (int k = 0; k < np; k++) {
+        int steps = grade_count(grade_rank(r, k), "step");
+        if (steps != spe * epochs)
+            return fail(msg, len, "with %d ranks, rank %d made %d optimizer steps in %d epoch(s); "
+                        "with %d images and batch %d each rank should make %d per epoch.\n  Hint: "
+                        "steps_per_epoch = ceil(train images / batch) / hvd_size().", np, k, steps,
+                        epochs, g->train_n, g->batch, spe);
     }
     return 0;
+}
+
+static int check_shards(grade_ctx *g, char *msg, size_t len)
+{
+    if (check_shards_of(g, &g->a, g->np, g->epochs, msg, len))
+        return -1;
+    if (!g->have_c)
+        return 0;
+    if (check_runs(g, &g->c, "3-rank", msg, len))
+        return -1;
+    return check_shards_of(g, &g->c, 3, 1, msg, len);
 }
 
 static const char *const metric_keys[] = {"loss", "accuracy", "val_loss", "val_accuracy"};

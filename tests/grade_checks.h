@@ -20,6 +20,8 @@ typedef struct {
     grade_run a;       /* the main run: --epochs epochs --use-checkpointing */
     grade_run b;       /* step >= 7: the same with one epoch more, resuming from a's checkpoints */
     int have_b;
+    grade_run c;       /* step >= 5: one epoch on 3 ranks (shards with padding) */
+    int have_c;
     char logdir[1024]; /* --log-dir of both runs */
 } grade_ctx;
 
