@@ -197,6 +197,23 @@ START_TEST(novograd_weight_decay_and_averaging_by_hand)
 }
 END_TEST
 
+/* Where ε goes matters when ‖g‖ is small: g = (3e-4, 4e-4), ε = 1e-3. tfa: √v + ε = 5e-4 + 1e-3,
+ * g' = (0.2, 0.26667); with ε inside the root (OpenSeq2Seq) it would be √(2.5e-7 + 1e-3). */
+START_TEST(novograd_epsilon_outside_the_root)
+{
+    small_set s;
+    small_init(&s, (const float[]){0.0f, 0.0f}, (const int[]){2}, 1);
+    novograd_options o = novograd_defaults();
+    o.eps = 1e-3f;
+    optimizer *opt = novograd_create(&s.ps, 1.0f, &o);
+    set_grads(&s, (const float[]){3e-4f, 4e-4f});
+    optimizer_step(opt, &s.ps);
+    expect_close(opt->state + 2, (const double[]){2.5e-7}, 1, 1e-6, "v");
+    expect_close(s.params, (const double[]){-0.2, -0.266666666666667}, 2, 1e-6, "w");
+    optimizer_free(opt);
+}
+END_TEST
+
 /* NovoGrad is never momentum-corrected (tfa has no `momentum` for Horovod to scale). */
 START_TEST(novograd_ignores_momentum_correction)
 {
@@ -449,6 +466,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, sgd_without_momentum_is_plain_sgd);
     tcase_add_test(tc, novograd_two_steps_by_hand);
     tcase_add_test(tc, novograd_weight_decay_and_averaging_by_hand);
+    tcase_add_test(tc, novograd_epsilon_outside_the_root);
     tcase_add_test(tc, novograd_ignores_momentum_correction);
     tcase_add_test(tc, novograd_matches_numpy_reference);
     tcase_add_test(tc, accumulation_sums_k_passes);
