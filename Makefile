@@ -53,6 +53,7 @@ BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
 TOOLS := hvdlab-info
+DEMO_FLAGS ?=
 
 # mpirun flags: several ranks on 2 cores, and root in CI containers.
 MPIRUN ?= mpirun
@@ -69,6 +70,7 @@ all: lib tools  ## build the runtime (build/libhvdlab.a) and hvdlab-info
 help:  ## list every target with one line each
 	@grep -hE '^[a-zA-Z0-9_%-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([^:]+):.*## (.*)/  \1|\2/' | \
 	  awk -F'|' '{printf "  %-18s %s\n", $$1, $$2}' | sed 's/^  //'
+	@echo "  per lab step NN = 01..10: stepNN (build ./stepNN), solutionNN, diffNN, gradeNN"
 	@echo "  variables: CUDA=1 (GPU build), SANITIZE=1 (ASan+UBSan build), HVD_* env vars: see README.md"
 
 setup:  ## install the Debian packages hvdlab needs (quick no-op when present)
@@ -135,15 +137,15 @@ cuda-check:  ## check that CUDA=1 compiles and links (skips when nvcc is absent)
 	    2>&1 | sed 's/^/  /'; \
 	else echo "cuda-check: skipped, no nvcc at $(NVCC)"; fi
 
-demo: setup  ## run the main job (for now: the allreduce benchmark on 2 ranks, short)
-	@$(MAKE) --no-print-directory $(BUILD)/bench/allreduce
-	$(MPIRUN) $(MPIRUN_FLAGS) -n 2 $(BUILD)/bench/allreduce --max-bytes 16M --passes 5
+demo: setup  ## train solution 10 on real Fashion-MNIST with 2 ranks (a couple of minutes)
+	@$(MAKE) --no-print-directory solution10
+	$(MPIRUN) $(MPIRUN_FLAGS) -n 2 ./solution10 $(DEMO_FLAGS)
 
 bench-allreduce: $(BUILD)/bench/allreduce  ## hvd_allreduce vs MPI_Allreduce, 4 KiB..256 MiB, 2 ranks
 	$(MPIRUN) $(MPIRUN_FLAGS) -n 2 $(BUILD)/bench/allreduce
 
 clean:  ## remove build/ and the top-level binaries
-	rm -rf build $(TOOLS)
+	rm -rf build $(TOOLS) $(STEPS:%=step%) $(STEPS:%=solution%)
 
 FORCE:
 
