@@ -20,7 +20,8 @@ float lr_warmup_at(float lr, int size, int warmup_epochs, int steps_per_epoch, i
     double spe = steps_per_epoch > 0 ? steps_per_epoch : 1;
     /* Horovod: epoch + batch/spe, then "+= 1/spe so that each epoch ends on a round number". */
     double e = ((double)epoch * spe + (double)batch + 1.0) / spe;
-    double num = e * (double)(size - 1) + (double)warmup_epochs; /* = warmup·(e(size−1)/warmup + 1) */
+    /* warmup·(e(size−1)/warmup + 1), over warmup·size: exactly 1 at e = warmup */
+    double num = e * (double)(size - 1) + (double)warmup_epochs;
     return (float)((double)lr * num / ((double)warmup_epochs * (double)size));
 }
 

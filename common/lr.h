@@ -5,7 +5,8 @@
  *   lr = base_lr * hvd.size()                          -> lr_scaled(base_lr, hvd_size())
  *   hvd.callbacks.LearningRateWarmupCallback(...)      -> lr_warmup_at(...)
  *   hvd.callbacks.LearningRateScheduleCallback(...)    -> lr_schedule + lr_schedule_apply(...)
- *   the lab's warmup + 4 schedule callbacks            -> lr_lab_init / lr_lab_at / lr_lab_epoch_end
+ *   the lab's warmup + 4 schedule callbacks            -> lr_lab_init, lr_lab_at,
+ *                                                         lr_lab_epoch_end
  *   momentum correction (both callbacks)               -> lr_corrected_momentum (optimizer_step)
  *
  * Epochs and batches are 0-based, as in Keras callbacks (on_epoch_begin(epoch) gets 0 first);

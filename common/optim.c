@@ -28,7 +28,8 @@ const char *optimizer_name(const optimizer *opt)
  * would otherwise write past the buffers. */
 static void check_shape(const optimizer *opt, const param_set *ps)
 {
-    size_t want = ps->n + (opt->kind == OPT_NOVOGRAD ? (size_t)(ps->nviews > 0 ? ps->nviews : 1) : 0);
+    size_t tensors = (size_t)(ps->nviews > 0 ? ps->nviews : 1);
+    size_t want = ps->n + (opt->kind == OPT_NOVOGRAD ? tensors : 0);
     if (opt->n_state != want)
         hvd_fatal("optimizer_step: %s state holds %zu floats, this param_set needs %zu "
                   "(%zu parameters, %d views): was the optimizer created for another model?",

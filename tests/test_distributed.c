@@ -208,8 +208,9 @@ START_TEST(fp16_compression_close_to_exact)
 {
     double d = train_vs_union(0, HVD_COMPRESS_FP16, 1.0f, "sgd fp16");
     CK_EXPECT(d <= 1e-3, "fp16: weights differ from the exact union run by %g", d);
-    /* exact runs differ by < 1e-7 (rounding order); fp16 leaves ~1e-4: it really travelled as half */
-    CK_EXPECT(d > 1e-5, "fp16: weights within %g of the exact run: were the gradients sent as half?", d);
+    /* exact runs differ by < 1e-7 (rounding order); fp16 leaves ~1e-4: it travelled as half */
+    CK_EXPECT(d > 1e-5, "fp16: weights within %g of the exact run: were gradients sent as half?",
+              d);
     CK_AGREE();
 }
 END_TEST
@@ -233,7 +234,8 @@ START_TEST(backward_passes_per_step_accumulates_locally)
             long pass = (long)u * k + j;
             mlp_grad(&dist, (pass * size + rank) * B, B);
             int applied = optimizer_step(od, &dist.ps);
-            CK_EXPECT(applied == (j == k - 1), "update %d pass %d: step returned %d", u, j, applied);
+            CK_EXPECT(applied == (j == k - 1), "update %d pass %d: step returned %d", u, j,
+                      applied);
             mlp_grad(&ref, pass * size * B, (long)size * B);
             for (int i = 0; i < NP; i++)
                 sum[i] += ref.grads[i];
@@ -345,7 +347,8 @@ START_TEST(gradients_fused_into_one_ring_pass)
 {
     mlp m;
     mlp_init(&m, 5);
-    optimizer *o = hvd_distributed_optimizer_ex(sgd_create(&m.ps, 0.1f, 0.9f), HVD_COMPRESS_NONE, 1);
+    optimizer *o =
+        hvd_distributed_optimizer_ex(sgd_create(&m.ps, 0.1f, 0.9f), HVD_COMPRESS_NONE, 1);
     size_t saved = hvd_fusion_threshold();
     size_t c0, t0, b0, c1, t1, b1;
     for (int off = 0; off < 2; off++) {

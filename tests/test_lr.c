@@ -15,8 +15,8 @@
 
 static void expect_lr(float got, double want, const char *what, int epoch, int batch)
 {
-    ck_assert_msg(fabs((double)got - want) <= REL * fabs(want), "%s at epoch %d batch %d: got %.9g want %.9g",
-                  what, epoch, batch, (double)got, want);
+    ck_assert_msg(fabs((double)got - want) <= REL * fabs(want),
+                  "%s at epoch %d batch %d: got %.9g want %.9g", what, epoch, batch, (double)got, want);
 }
 
 START_TEST(scaled_by_size)

@@ -47,7 +47,10 @@ static void small_init(small_set *s, const float *w, const int *counts, int nvie
     s->state[1] = -1.5f;
 }
 
-static void set_grads(small_set *s, const float *g) { memcpy(s->grads, g, s->ps.n * sizeof(float)); }
+static void set_grads(small_set *s, const float *g)
+{
+    memcpy(s->grads, g, s->ps.n * sizeof(float));
+}
 
 static void expect_close(const float *got, const double *want, size_t n, double rel,
                          const char *what)
