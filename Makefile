@@ -62,7 +62,7 @@ MPIRUN_FLAGS ?= --oversubscribe $(if $(filter 0,$(shell id -u)),--allow-run-as-r
 SETUP_PKGS := openmpi-bin libopenmpi-dev libopenblas-dev zlib1g-dev check pkg-config dataset-fashion-mnist
 
 .PHONY: all help setup lib tools tests benches test unit-tests cuda-check check-build demo \
-        bench-allreduce asan-test clean FORCE
+        bench-allreduce bench-epoch asan-test clean FORCE
 .DEFAULT_GOAL := all
 
 all: lib tools  ## build the runtime (build/libhvdlab.a) and hvdlab-info
@@ -143,6 +143,9 @@ demo: setup  ## train solution 10 on real Fashion-MNIST with 2 ranks (a couple o
 
 bench-allreduce: $(BUILD)/bench/allreduce  ## hvd_allreduce vs MPI_Allreduce, 4 KiB..256 MiB, 2 ranks
 	$(MPIRUN) $(MPIRUN_FLAGS) -n 2 $(BUILD)/bench/allreduce
+
+bench-epoch: $(BUILD)/bench/train  ## one epoch of real Fashion-MNIST on 2 ranks, time split into compute and allreduce
+	$(MPIRUN) $(MPIRUN_FLAGS) -n 2 $(BUILD)/bench/train --train-subset 0 $(EPOCH_FLAGS)
 
 clean:  ## remove build/ and the top-level binaries
 	rm -rf build $(TOOLS) $(STEPS:%=step%) $(STEPS:%=solution%)
