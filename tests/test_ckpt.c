@@ -576,6 +576,14 @@ START_TEST(param_set_layer_and_trace)
     float zeros[NP] = {0};
     ck_assert_int_eq(memcmp(p2, zeros, sizeof p2), 0); /* untouched */
     opt2.kind = OPT_SGD;
+    param_view tv[3]; /* same counts, another layout: refused */
+    memcpy(tv, f.views, sizeof tv);
+    tv[2] = view("fc.w", 20, 2, (int[]){2, 3}, 1);
+    ps2.views = tv;
+    ck_assert_int_eq(ckpt_load_params(tmp_path("log"), 4, &cfg, &ps2, &opt2, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "parameter view 2 is fc.w (3, 2) at 20 in the checkpoint, fc.w "
+                              "(2, 3) at 20 in the model"), "%s", err);
+    ps2.views = f.views;
     ck_assert_msg(ckpt_load_params(tmp_path("log"), 4, &cfg, &ps2, &opt2, err, sizeof err) == 0,
                   "%s", err);
     ck_assert_int_eq(memcmp(p2, f.params, sizeof p2), 0);
