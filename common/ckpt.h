@@ -61,9 +61,11 @@
  * "params when=restore epoch=N sum=%016llx state_sum=%016llx" (params_checksum) after the
  * weights are copied in. P is quoted (trace_quote) only when it holds a space, '"', '\' or '='.
  *
- * Public (ckpt.c, plain buffers, no model needed):
- *   ckpt_path, ckpt_save, ckpt_write_temp, ckpt_commit, ckpt_read_file, ckpt_file_free,
- *   ckpt_check, ckpt_load, ckpt_latest_epoch, ckpt_opt_name, ckpt_mkdirs
+ * Public, on plain buffers (no model needed):
+ *   ckpt.c (the format)        ckpt_path, ckpt_opt_name, ckpt_write_fd, ckpt_read_file,
+ *                              ckpt_file_free, ckpt_check
+ *   ckpt_files.c (directories) ckpt_mkdirs, ckpt_write_temp, ckpt_commit, ckpt_save, ckpt_load,
+ *                              ckpt_latest_epoch
  * Public (ckpt_model.c, on a param_set and an optimizer):
  *   ckpt_data_of, ckpt_expect_of, ckpt_save_params, ckpt_load_params
  * Public (inline here, on a wrn_model): ckpt_save_model, ckpt_load_model, ckpt_latest_model
@@ -128,6 +130,10 @@ typedef struct {
 
 /* "dir/checkpoint-{epoch}.ckpt" into buf; -1 if it does not fit. */
 int ckpt_path(char *buf, size_t len, const char *dir, int epoch);
+
+/* Writes d in the format above to fd (at its current position); path names it in messages.
+ * 0, or -1 and one line in err. */
+int ckpt_write_fd(int fd, const ckpt_data *d, const char *path, char *err, size_t errlen);
 
 /* mkdir -p dir. -1 and "dir: cannot create checkpoint directory: <reason>". */
 int ckpt_mkdirs(const char *dir, char *err, size_t errlen);
