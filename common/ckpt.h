@@ -1,11 +1,22 @@
 /* ckpt.h — one checkpoint file per epoch: model config, flat parameters, batch-norm state and
  * optimizer state, written atomically and verified by CRC32 when read.
  *
- *   Keras / Horovod lab                              hvdlab
- *   ModelCheckpoint('checkpoint-{epoch}.h5')      -> if (hvd_rank() == 0) ckpt_save_model(dir, epoch + 1, ...)
- *   restart_epoch() (newest existing file)        -> ckpt_latest_model(dir, model, opt, epochs, ...)
- *   hvd.load_model(...) on rank 0                 -> ckpt_load_model(dir, epoch, model, opt, ...)
- *   then broadcast from rank 0                    -> hvd_broadcast_parameters / _optimizer_state
+ * The lab's step 7 (Horovod tutorials: rank 0 reads, broadcasts; rank 0 writes), in a step program:
+ *   int resume = 0;                        // restart_epoch(): newest file, from --epochs down
+ *   if (hvd_rank() == 0 && (resume = ckpt_latest_model(dir, model, opt, epochs, err, len)) < 0)
+ *       hvd_fatal("%s", err);
+ *   hvd_broadcast_bytes(&resume, sizeof resume, 0, "resume_epoch");
+ *   if (resume > 0) {                      // hvd.load_model on rank 0, then broadcast
+ *       if (hvd_rank() == 0 && ckpt_load_model(dir, resume, model, opt, err, len))
+ *           hvd_fatal("%s", err);
+ *       hvd_broadcast_parameters(wrn_params(model), 0);
+ *       hvd_broadcast_optimizer_state(opt, 0);
+ *   }
+ *   for (int epoch = resume; epoch < epochs; epoch++) {
+ *       ...                                // ModelCheckpoint('checkpoint-{epoch}.h5') on rank 0:
+ *       if (hvd_rank() == 0 && ckpt_save_model(dir, epoch + 1, model, opt, err, len))
+ *           hvd_fatal("%s", err);
+ *   }
  *
  * Files: DIR/checkpoint-{epoch}.ckpt, where {epoch} counts finished epochs (the file written after
  * the 3rd epoch is checkpoint-3.ckpt; resuming from it starts at epoch index 3). A save writes
@@ -20,10 +31,10 @@
  *        8    4  u32 version = 1
  *       12    4  u32 header_bytes = 128 (where the view table starts)
  *       16    8  u64 file_bytes: size of the whole file, trailer included
- *       24    4  i32 depth  D        \
- *       28    4  i32 width  K         | model config (WideResNet-D-K, wrn.h)
- *       32    4  f32 dropout          |
- *       36   32  char name[32]       /  "wrn-D-K", NUL-padded
+ *       24    4  i32 depth D         (model config: WideResNet-D-K, wrn.h)
+ *       28    4  i32 width K
+ *       32    4  f32 dropout
+ *       36   32  char name[32]: "wrn-D-K", NUL-padded
  *       68    4  i32 epoch (finished epochs)
  *       72    4  i32 optimizer kind: 0 = SGD, 1 = NovoGrad (optim.h), -1 = none saved
  *       76    4  f32 last_lr (lr of the last applied step)
@@ -58,8 +69,9 @@
  *
  * Trace events (trace.h, HVDLAB_TRACE): "ckpt_save path=P epoch=N" after the rename,
  * "ckpt_restore path=P epoch=N" after a successful load, and from the model layer
- * "params when=restore epoch=N sum=%016llx state_sum=%016llx" (params_checksum) after the
- * weights are copied in. P is quoted (trace_quote) only when it holds a space, '"', '\' or '='.
+ * "params when=restore epoch=N sum=<%016llx> state_sum=<%016llx>" (params_checksum) after the
+ * weights are copied in (on the loading rank only; the broadcast traces its own line).
+ * P is quoted (trace_quote) only when it holds a space, '"', '\' or '='.
  *
  * Public, on plain buffers (no model needed):
  *   ckpt.c (the format)        ckpt_path, ckpt_opt_name, ckpt_write_fd, ckpt_read_file,
@@ -142,7 +154,8 @@ int ckpt_mkdirs(const char *dir, char *err, size_t errlen);
  * path in tmp (the first half of ckpt_save, split out so tests can stop between write and rename). */
 int ckpt_write_temp(const char *dir, const ckpt_data *d, char *tmp, size_t tmplen, char *err,
                     size_t errlen);
-/* Renames tmp to dir/checkpoint-{epoch}.ckpt, fsyncs dir, traces ckpt_save. Unlinks tmp on failure. */
+/* Renames tmp to dir/checkpoint-{epoch}.ckpt, fsyncs dir, traces ckpt_save. Unlinks tmp on
+ * failure. */
 int ckpt_commit(const char *dir, const char *tmp, int epoch, char *err, size_t errlen);
 /* ckpt_write_temp + ckpt_commit: dir/checkpoint-{d->epoch}.ckpt. 0, or -1 and one line in err. */
 int ckpt_save(const char *dir, const ckpt_data *d, char *err, size_t errlen);
