@@ -185,7 +185,8 @@ int ckpt_latest_epoch(const char *dir, const ckpt_expect *want, int max_epoch, c
         ep[n++] = e;
     }
     closedir(dp);
-    qsort(ep, (size_t)n, sizeof *ep, cmp_desc);
+    if (n > 1) /* qsort(NULL, 0, ...) is undefined */
+        qsort(ep, (size_t)n, sizeof *ep, cmp_desc);
     int found = 0;
     for (int i = 0; i < n && !found; i++) {
         char path[4096], msg[CKPT_ERRLEN];

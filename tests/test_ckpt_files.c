@@ -23,6 +23,8 @@ START_TEST(latest_skips_bad_files_with_one_warning_each)
     ckpt_expect w;
     fixture f;
     ck_assert_int_eq(ckpt_latest_epoch(dir, NULL, 0, err, sizeof err), 0); /* no dir yet */
+    ck_assert_int_eq(ckpt_mkdirs(dir, err, sizeof err), 0);
+    ck_assert_int_eq(ckpt_latest_epoch(dir, NULL, 0, err, sizeof err), 0); /* an empty one */
     for (int e = 1; e <= 4; e++) {
         make_fixture(&f, e == 4 ? 22 : 10, 2, e); /* epoch 4 is another model */
         save(dir, &f);
