@@ -197,6 +197,11 @@ START_TEST(unknown_missing_and_stray_arguments)
                  NULL);
     expect_error("unexpected argument 'extra' (flags start with --, see --help)", "--epochs", "2",
                  "extra", NULL);
+    /* Nothing is reordered (GNU getopt would move "extra" behind the flags). */
+    args a;
+    char err[256] = "";
+    ck_assert_int_eq(parse(&a, err, sizeof err, "extra", "--epochs", "2", NULL), -1);
+    ck_assert_str_eq(err, "unexpected argument 'extra' (flags start with --, see --help)");
 }
 END_TEST
 
@@ -262,6 +267,14 @@ START_TEST(help_lists_every_flag_with_its_default)
     char *argv3[] = {"step05", "--epochs", "x", "--help", NULL};
     ck_assert_int_eq(parse_capturing(argv3, 4, out, sizeof out), -1);
     ck_assert_str_eq(out, "");
+    /* A parse that stopped inside the cluster "-hx" leaves no state for the next parse. */
+    char *argv4[] = {"step05", "-hx", NULL};
+    ck_assert_int_eq(parse_capturing(argv4, 2, out, sizeof out), 1);
+    args a;
+    char err[256] = "";
+    char *argv5[] = {"step05", "--epochs", "3", NULL};
+    ck_assert_msg(args_parse(&a, 3, argv5, err, sizeof err) == 0, "after -hx: %s", err);
+    ck_assert_int_eq(a.epochs, 3);
 }
 END_TEST
 
