@@ -1,6 +1,8 @@
 /* conv2d.c — 2-D convolution (stride 1, "same" padding k/2, with bias) on the CPU, NCHW.
  *
- * Public: conv2d_work_floats, conv2d_forward, conv2d_backward (conv2d.h).
+ * Public: conv2d_work_floats, conv2d_forward, conv2d_backward, conv2d_set_backend,
+ *         conv2d_backend, conv2d_gemm_work_floats, conv2d_gemm_forward, conv2d_gemm_backward
+ *         (conv2d.h). The oneDNN backend is in conv2d_dnnl.c; the dispatch is at the end.
  *
  * Method: per image, the input is unrolled (im2col) a few output rows at a time into a column
  * matrix col (Cin·k·k, P) with P = rows·W positions, small enough to stay in cache, and the
@@ -13,7 +15,13 @@
 #include "conv2d.h"
 
 #include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#ifdef HVDLAB_DNNL
+#include "conv2d_dnnl.h"
+#endif
 
 /* An im2col chunk holds at most this many floats (1 MiB), so it stays in the core's L2 cache
  * (1 MiB on Zen 4) while sgemm packs it, yet spans enough positions for an efficient GEMM. */
@@ -31,7 +39,7 @@ static int chunk_rows(const conv2d_dims *d)
     return (int)r;
 }
 
-size_t conv2d_work_floats(const conv2d_dims *d)
+size_t conv2d_gemm_work_floats(const conv2d_dims *d)
 {
     if (d->k == 1)
         return 0;
@@ -119,8 +127,8 @@ static void fill_bias(float *out_img, const float *b, const conv2d_dims *d, int 
     }
 }
 
-void conv2d_forward(float *out, const float *in, const float *w, const float *b,
-                    const conv2d_dims *d, float *work)
+void conv2d_gemm_forward(float *out, const float *in, const float *w, const float *b,
+                         const conv2d_dims *d, float *work)
 {
     const int HW = d->h * d->w, K = d->cin * d->k * d->k;
     const int R = chunk_rows(d);
@@ -143,8 +151,8 @@ void conv2d_forward(float *out, const float *in, const float *w, const float *b,
     }
 }
 
-void conv2d_backward(float *din, float *dw, float *db, const float *dout, const float *in,
-                     const float *w, const conv2d_dims *d, float *work)
+void conv2d_gemm_backward(float *din, float *dw, float *db, const float *dout,
+                          const float *in, const float *w, const conv2d_dims *d, float *work)
 {
     const int HW = d->h * d->w, K = d->cin * d->k * d->k;
     const int R = chunk_rows(d);
@@ -185,4 +193,96 @@ void conv2d_backward(float *din, float *dw, float *db, const float *dout, const 
             }
         }
     }
+}
+
+/* ---- backend choice -------------------------------------------------------------------- */
+
+enum { BACKEND_UNSET = -1, BACKEND_GEMM = 0, BACKEND_DNNL = 1 };
+static int backend = BACKEND_UNSET;
+
+static int backend_of(const char *name)
+{
+    if (strcmp(name, "gemm") == 0)
+        return BACKEND_GEMM;
+#ifdef HVDLAB_DNNL
+    if (strcmp(name, "dnnl") == 0)
+        return BACKEND_DNNL;
+#endif
+    return BACKEND_UNSET;
+}
+
+/* First use: HVDLAB_CONV if set (a name this build lacks is reported once, then ignored),
+ * else the fastest backend built in. */
+static int current_backend(void)
+{
+    if (backend != BACKEND_UNSET)
+        return backend;
+#ifdef HVDLAB_DNNL
+    backend = BACKEND_DNNL;
+#else
+    backend = BACKEND_GEMM;
+#endif
+    const char *env = getenv("HVDLAB_CONV");
+    if (env && *env) {
+        const int b = backend_of(env);
+        if (b == BACKEND_UNSET)
+            fprintf(stderr, "hvdlab: warning: HVDLAB_CONV=%s is not a convolution backend of "
+                            "this build (gemm%s); using %s\n",
+                    env,
+#ifdef HVDLAB_DNNL
+                    ", dnnl",
+#else
+                    "",
+#endif
+                    backend == BACKEND_DNNL ? "dnnl" : "gemm");
+        else
+            backend = b;
+    }
+    return backend;
+}
+
+int conv2d_set_backend(const char *name)
+{
+    const int b = name ? backend_of(name) : BACKEND_UNSET;
+    if (b == BACKEND_UNSET)
+        return -1;
+    backend = b;
+    return 0;
+}
+
+const char *conv2d_backend(void) { return current_backend() == BACKEND_DNNL ? "dnnl" : "gemm"; }
+
+size_t conv2d_work_floats(const conv2d_dims *d)
+{
+    size_t n = conv2d_gemm_work_floats(d);
+#ifdef HVDLAB_DNNL
+    const size_t nd = conv2d_dnnl_work_floats(d);
+    if (nd > n)
+        n = nd;
+#endif
+    return n;
+}
+
+void conv2d_forward(float *out, const float *in, const float *w, const float *b,
+                    const conv2d_dims *d, float *work)
+{
+#ifdef HVDLAB_DNNL
+    if (current_backend() == BACKEND_DNNL) {
+        conv2d_dnnl_forward(out, in, w, b, d, work);
+        return;
+    }
+#endif
+    conv2d_gemm_forward(out, in, w, b, d, work);
+}
+
+void conv2d_backward(float *din, float *dw, float *db, const float *dout, const float *in,
+                     const float *w, const conv2d_dims *d, float *work)
+{
+#ifdef HVDLAB_DNNL
+    if (current_backend() == BACKEND_DNNL) {
+        conv2d_dnnl_backward(din, dw, db, dout, in, w, d, work);
+        return;
+    }
+#endif
+    conv2d_gemm_backward(din, dw, db, dout, in, w, d, work);
 }

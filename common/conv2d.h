@@ -3,6 +3,17 @@
  * CPU path: im2col in chunks + OpenBLAS cblas_sgemm. Weights in PyTorch order (Cout, Cin, k, k).
  * The workspace is allocated once by the caller (conv2d_work_floats) and reused every call.
  * Backward accumulates (+=) into din, dw and db; any of them may be NULL to skip it.
+ *
+ * Backends: conv2d_forward/backward run one of
+ *   "gemm"  im2col + OpenBLAS sgemm (conv2d_gemm_*, conv2d.c): the readable reference;
+ *   "dnnl"  oneDNN's direct convolutions (conv2d_dnnl.h), 2-3x faster on the narrow layers;
+ *           present when the build found Debian's libdnnl-dev, and then the default.
+ * HVDLAB_CONV=gemm|dnnl in the environment, or conv2d_set_backend(), chooses. Both give the
+ * same results up to float rounding (tests/test_conv_backends.c). conv2d_work_floats covers
+ * every backend and does not depend on d->n (the batch goes through in fixed-size pieces).
+ *
+ * Public: conv2d_work_floats, conv2d_forward, conv2d_backward, conv2d_set_backend,
+ *         conv2d_backend, conv2d_gemm_work_floats, conv2d_gemm_forward, conv2d_gemm_backward.
  */
 #ifndef HVDLAB_CONV2D_H
 #define HVDLAB_CONV2D_H
@@ -23,5 +34,16 @@ void conv2d_forward(float *out /* (N,Cout,H,W) */, const float *in /* (N,Cin,H,W
 void conv2d_backward(float *din /* (N,Cin,H,W) += or NULL */, float *dw /* (Cout,Cin,k,k) += */,
                      float *db /* (Cout) += or NULL */, const float *dout /* (N,Cout,H,W) */,
                      const float *in, const float *w, const conv2d_dims *d, float *work);
+
+/* "gemm" or "dnnl": 0, or -1 (backend unchanged) for a name this build does not have. */
+int conv2d_set_backend(const char *name);
+const char *conv2d_backend(void);
+
+/* The im2col + sgemm path, whatever the backend. */
+size_t conv2d_gemm_work_floats(const conv2d_dims *d);
+void conv2d_gemm_forward(float *out, const float *in, const float *w, const float *b,
+                         const conv2d_dims *d, float *work);
+void conv2d_gemm_backward(float *din, float *dw, float *db, const float *dout, const float *in,
+                          const float *w, const conv2d_dims *d, float *work);
 
 #endif

@@ -1,0 +1,34 @@
+/* layer_prof.h — optional per-layer timing of the model's forward and backward.
+ *
+ * Off by default; then each hook costs one load and branch. bench/train_speed turns it on for
+ * a few extra steps and prints where a training step's time goes (conv by shape, batch norm,
+ * ReLU, dropout, pools, dense, loss, optimizer...). Times are wall-clock seconds summed per name.
+ *
+ *   double t = lprof_start();           // 0 when off
+ *   ... the layer ...
+ *   lprof_stop(t, "bn fwd");            // or lprof_stopf(t, "conv%dx%d %d>%d fwd", ...)
+ *
+ * Public: lprof_enable, lprof_on, lprof_start, lprof_stop, lprof_stopf, lprof_count,
+ *         lprof_entry, lprof_reset.
+ */
+#ifndef HVDLAB_LAYER_PROF_H
+#define HVDLAB_LAYER_PROF_H
+
+#include <stddef.h>
+
+#define LPROF_NAME_LEN 48
+
+extern int lprof_enabled_flag;
+
+void lprof_enable(int on);
+static inline int lprof_on(void) { return lprof_enabled_flag; }
+double lprof_start(void);
+void lprof_stop(double t0, const char *name);
+void lprof_stopf(double t0, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Entries in first-seen order: name, total seconds, calls. */
+int lprof_count(void);
+void lprof_entry(int i, const char **name, double *seconds, long *calls);
+void lprof_reset(void);
+
+#endif

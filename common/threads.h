@@ -1,0 +1,19 @@
+/* threads.h — how many threads the CPU layers use (OpenMP loops and oneDNN).
+ *
+ * One number for the whole process: compute_set_threads(n) when the program says so, otherwise
+ * OpenBLAS's thread count, which hvd_pin_device sets to the rank's share of the cores. So a
+ * pinned rank's elementwise loops, oneDNN convolutions and BLAS calls all use the same cores.
+ * Every OpenMP loop in the layers asks compute_threads() and splits its work into fixed pieces,
+ * so results do not depend on the thread count (see DESIGN.md §3, "deterministic").
+ *
+ * Public: compute_set_threads, compute_threads.
+ */
+#ifndef HVDLAB_THREADS_H
+#define HVDLAB_THREADS_H
+
+/* n >= 1: that many threads from now on (also sets OpenBLAS's count). n <= 0: follow OpenBLAS. */
+void compute_set_threads(int n);
+/* >= 1 */
+int compute_threads(void);
+
+#endif
