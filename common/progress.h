@@ -11,7 +11,8 @@
  *
  * Output of a verbose process (stdout):
  *   Epoch 3/10
- *   14/14 [==============================] - 5s 357ms/step - loss: 0.3165 - accuracy: 0.9028 - val_loss: 0.3301 - val_accuracy: 0.8810
+ *   14/14 [==============================] - 5s 357ms/step - loss: 0.3165 - accuracy: 0.9028
+ *         - val_loss: 0.3301 - val_accuracy: 0.8810          (one line)
  *   Images/sec: 11804.72
  *   Cumulative training time after epoch 3: 15.27
  *   …

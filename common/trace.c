@@ -21,6 +21,7 @@ static struct {
     int fd;       /* -1: not open */
     int failed;   /* an error was reported; tracing is off from then on */
     int opened_initialized; /* the file belongs to the pre- or post-hvd_init naming */
+    int rank, size;         /* of the open file: a rank file stays after hvd_shutdown */
     double t0;
 } T = {.fd = -1};
 
@@ -53,8 +54,8 @@ static int ensure_open(void)
     if (!T.dir || T.failed)
         return 0;
     int init = hvd_is_initialized();
-    if (T.fd >= 0 && T.opened_initialized == init)
-        return 1;
+    if (T.fd >= 0 && (T.opened_initialized == init || T.opened_initialized))
+        return 1; /* after hvd_shutdown the events stay in rank-R.log, under that rank */
     if (T.fd >= 0)
         close(T.fd);
     if (mkdir(T.dir, 0777) != 0 && errno != EEXIST) {
@@ -72,6 +73,8 @@ static int ensure_open(void)
         return 0;
     }
     T.opened_initialized = init;
+    T.rank = hvd_rank();
+    T.size = hvd_size();
     return 1;
 }
 
@@ -94,7 +97,7 @@ void trace_event(const char *event, const char *fmt, ...)
      * their exact size, so no line is ever cut. */
     char stack[8192], *line = stack;
     int n = snprintf(stack, sizeof stack, "event=%s rank=%d size=%d pid=%ld t=%.6f ", event,
-                     hvd_rank(), hvd_size(), (long)getpid(), now() - T.t0);
+                     T.rank, T.size, (long)getpid(), now() - T.t0);
     if (n < 0 || (size_t)n >= sizeof stack / 2)
         return; /* an absurd event name: nothing sensible to write */
     va_list ap;

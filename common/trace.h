@@ -16,7 +16,8 @@
  *   params        when=init|broadcast|restore|epoch epoch sum=<hex checksum of params> state_sum
  *   step          opt=sgd|novograd lr distributed iter grad_sum=<hex, after averaging>
  *   shard         epoch loader_rank loader_size n shuffle count first sum=<FNV-1a 64 of the
- *                 indices as 8-byte LE integers> [idx=3,17,42 when count <= 4096] (loader_set_epoch)
+ *                 indices as 8-byte LE integers> [idx=3,17,42 when count <= 4096]
+ *                 (loader_set_epoch)
  *   ckpt_save     path epoch / ckpt_restore path epoch
  *   metrics       when=local|averaged name loss accuracy [count] (hvd_metric_average);
  *                 when=epoch epoch loss accuracy val_loss val_accuracy (progress_epoch_end)

@@ -5,5 +5,5 @@ MULTIRANK_TESTS += test_metrics
 
 .PHONY: progress-demo
 
-progress-demo: $(BUILD)/tests/test_progress  ## show the Keras-style progress output (a fake 3-epoch run)
+progress-demo: $(BUILD)/tests/test_progress  ## Keras-style progress output of a fake run (4 s)
 	@$(BUILD)/tests/test_progress --demo

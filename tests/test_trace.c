@@ -75,6 +75,7 @@ static int child_hooks(int argc, char **argv)
     progress_init(&p, rank == 0, 1, 100);
     progress_print(&p, "only rank 0 says \"hello\"");
     hvd_shutdown();
+    trace_event("after_shutdown", "ok=1"); /* still this rank's file, under this rank */
     return 0;
 }
 
@@ -269,6 +270,8 @@ static void check_hooks_run(int np)
             ck_assert_msg(atof(v) >= t_prev, "time goes back at line %zu", i + 1);
             t_prev = atof(v);
         }
+        ck_assert_msg(strncmp(lines[n - 1], "event=after_shutdown ", 21) == 0, "last line: %s",
+                      lines[n - 1]);
         for (int i = 0; i < npid; i++)
             pid_known |= pids[i] == pid;
         ck_assert_msg(pid_known, "rank %d (pid %ld) wrote no pid file before init", r, pid);
