@@ -213,6 +213,7 @@ START_TEST(config_parse)
         const char *in, *msg;
     } bad[] = {
         {"wrn-15-2", "--model: 'wrn-15-2': depth-4 must be divisible by 6"},
+        {"wrn-13-1", "--model: 'wrn-13-1': depth-4 must be divisible by 6"}, /* 9: by 3 only */
         {"wrn-4-2", "--model: 'wrn-4-2': depth must be at least 10"},
         {"wrn-16-0", "--model: 'wrn-16-0': width must be at least 1"},
         {"resnet-16-4", "--model: 'resnet-16-4': expected wrn-D-K"},
