@@ -4,11 +4,12 @@
  *
  * Block: L = Σ r·block(x); h = 1e-6 in double; tolerance 1e-4 of the largest |gradient| of each
  *   variable, floored at the block's largest gradient (float backward is ~1e-6 off).
- * Whole network: wrn-10-1 (all three groups, 1x1 shortcuts in groups 2 and 3, both pools),
- *   batch 2, dropout 0, weight decay 1e-3, with random gammas, betas and biases so that no
- *   parameter sits at a special value; L = mean cross-entropy + wd·Σw² computed in double from
- *   the kit's parameters through the view table; up to 5 entries per view (every view checked),
- *   h = 1e-6; tolerance 1e-4 relative to the largest |gradient| of the view, floored at 1e-3 of
+ * Whole network: wrn-10-1 (all three groups, 1x1 shortcuts in groups 2 and 3, both pools) and
+ *   wrn-16-1 (two blocks per group: identity blocks fed by blocks), batch 2, dropout 0,
+ *   wd 1e-3, with random gammas, betas and biases so that no parameter sits at a special value;
+ *   L = mean cross-entropy + wd·Σw² computed in double from the kit's parameters through the
+ *   view table; up to 5 (wrn-10-1) or 2 (wrn-16-1) entries of every view, first and last
+ *   included; h = 1e-6; tolerance 1e-4 relative to the largest |gradient| of the view, floored at 1e-3 of
  *   the largest gradient of the network (conv biases in front of a batch norm have an exact
  *   gradient of 0, where float rounding is all there is to see).
  */
@@ -264,13 +265,13 @@ static double net_loss(void *ctx)
     return ref_xent(logits, c->y, B, 10) + c->wd * l2;
 }
 
-START_TEST(whole_wrn_10_1)
+static void check_net(const char *model, int depth, size_t per_view)
 {
     const int B = 2;
     const float wd = 1e-3f;
     char err[256];
     wrn_config cfg = {.dropout = 0.0f};
-    ck_assert(wrn_config_parse("wrn-10-1", &cfg, err, sizeof err) == 0);
+    ck_assert(wrn_config_parse(model, &cfg, err, sizeof err) == 0);
     wrn_model *m = wrn_create(&cfg, B, 99, err, sizeof err);
     ck_assert_msg(m != NULL, "%s", err);
     param_set *ps = wrn_params(m);
@@ -288,11 +289,11 @@ START_TEST(whole_wrn_10_1)
     const wrn_result res = wrn_train_batch(m, x, y, B, wd);
 
     net_ctx c = {ps, ref_from_float(ps->params, ps->n), ref_from_float(x, (size_t)B * 784), y, B,
-                 10, 1, wd, {0}};
+                 depth, 1, wd, {0}};
     for (int i = 0; i < 5; i++)
         c.buf[i] = calloc((size_t)B * 64 * 784, sizeof(double));
     const double loss = net_loss(&c);
-    printf("  wrn-10-1 batch 2: kit loss %.7f, double %.7f\n", res.loss, loss);
+    printf("  %s batch 2: kit loss %.7f, double %.7f\n", model, res.loss, loss);
     ck_assert_msg(fabs(res.loss - loss) < 1e-5 * loss, "loss %g vs %g", res.loss, loss);
 
     double gmax = 0;
@@ -302,14 +303,21 @@ START_TEST(whole_wrn_10_1)
     for (int i = 0; i < ps->nviews; i++)
         v[i] = (ref_var){ps->views[i].name, c.p + ps->views[i].offset,
                          ps->grads + ps->views[i].offset, ps->views[i].count, 0.0f};
-    report("wrn-10-1, every view",
-           ref_gradcheck(net_loss, &c, v, ps->nviews, 5, H_STEP, 1e-4, 1e-3 * gmax), 1e-4);
+    char what[64];
+    snprintf(what, sizeof what, "%s, every view", model);
+    report(what, ref_gradcheck(net_loss, &c, v, ps->nviews, per_view, H_STEP, 1e-4, 1e-3 * gmax),
+           1e-4);
     free(v);
     for (int i = 0; i < 5; i++)
         free(c.buf[i]);
     free(c.p), free(c.x), free(x);
     wrn_free(m);
 }
+
+/* wrn-10-1: one block per group; wrn-16-1: two, so blocks also take another block's output. */
+START_TEST(whole_wrn_10_1) { check_net("wrn-10-1", 10, 5); }
+END_TEST
+START_TEST(whole_wrn_16_1) { check_net("wrn-16-1", 16, 2); }
 END_TEST
 
 static Suite *suite(void)
@@ -321,6 +329,7 @@ static Suite *suite(void)
     tcase_add_test(t, block_identity);
     tcase_add_test(t, block_shortcut_dropout);
     tcase_add_test(t, whole_wrn_10_1);
+    tcase_add_test(t, whole_wrn_16_1);
     suite_add_tcase(s, t);
     return s;
 }
