@@ -9,9 +9,9 @@
  *   wd 1e-3, with random gammas, betas and biases so that no parameter sits at a special value;
  *   L = mean cross-entropy + wd·Σw² computed in double from the kit's parameters through the
  *   view table; up to 5 (wrn-10-1) or 2 (wrn-16-1) entries of every view, first and last
- *   included; h = 1e-6; tolerance 1e-4 relative to the largest |gradient| of the view, floored at 1e-3 of
- *   the largest gradient of the network (conv biases in front of a batch norm have an exact
- *   gradient of 0, where float rounding is all there is to see).
+ *   included; h = 1e-6; tolerance 1e-4 relative to the largest |gradient| of the view, floored
+ *   at 1e-3 of the largest gradient of the network (conv biases in front of a batch norm have
+ *   an exact gradient of 0, where float rounding is all there is to see).
  */
 #include <math.h>
 #include <stdlib.h>
