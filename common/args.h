@@ -8,7 +8,7 @@
  *
  * Flags (DESIGN.md §4, the lab's argparse flags; defaults sized for a 2-core laptop):
  *   --epochs N  --batch-size N  --val-batch-size N  --base-lr X  --momentum X  --wd X
- *   --warmup-epochs X  --model wrn-D-K  --dropout X  --data-dir DIR  --train-subset N
+ *   --warmup-epochs N  --model wrn-D-K  --dropout X  --data-dir DIR  --train-subset N
  *   --test-subset N  --use-checkpointing  --log-dir DIR  --seed N  --target-accuracy X
  *   --patience N  --optimizer sgd|novograd  --help
  * `--flag=value` and `--flag value` both work. Positional arguments are an error.
@@ -32,18 +32,18 @@
 #define ARGS_PATH_LEN 1024
 
 typedef struct {
-    int epochs;             /* --epochs, >= 1 (default 5) */
+    int epochs;             /* --epochs, >= 1 (default 3) */
     int batch_size;         /* --batch-size, >= 1 (128) */
     int val_batch_size;     /* --val-batch-size, >= 1 (256) */
     double base_lr;         /* --base-lr, > 0 (0.01, the lab's; before any × size) */
     double momentum;        /* --momentum, in [0, 1) (0.9) */
     double wd;              /* --wd, >= 0 (5e-6; Keras L2: wd·Σw² in the loss) */
-    double warmup_epochs;   /* --warmup-epochs, >= 0 (5; 0 = no warmup) */
+    int warmup_epochs;      /* --warmup-epochs, >= 0 (5; 0 = no warmup) */
     wrn_config model;       /* --model wrn-D-K (wrn-16-1) with --dropout (0.01) */
     char model_name[WRN_NAME_LEN];   /* "wrn-16-1" as given */
     char data_dir[ARGS_PATH_LEN];    /* --data-dir, "" = the default search (dataset.h) */
-    size_t train_subset;    /* --train-subset, 0 = all 60,000 */
-    size_t test_subset;     /* --test-subset, 0 = all 10,000 */
+    size_t train_subset;    /* --train-subset, 0 = all 60,000 (default 12,000) */
+    size_t test_subset;     /* --test-subset, 0 = all 10,000 (default 2,000) */
     int use_checkpointing;  /* --use-checkpointing (off) */
     char log_dir[ARGS_PATH_LEN];     /* --log-dir (./logs) */
     uint64_t seed;          /* --seed (42): the data seed, the same on every rank */

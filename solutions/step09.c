@@ -121,7 +121,7 @@ int main(int argc, char **argv)
     /* The learning rate, batch by batch. Horovod: a warmup from lr/size to lr over the first
      * --warmup-epochs epochs, then x1 until epoch 15, x0.1 until 25, x0.01 until 35, x0.001 after. */
     lr_lab schedule;
-    if (lr_lab_init(&schedule, lr, hvd_size(), (int)a.warmup_epochs, steps_per_epoch, verbose, err,
+    if (lr_lab_init(&schedule, lr, hvd_size(), a.warmup_epochs, steps_per_epoch, verbose, err,
                     sizeof err) != 0)
         hvd_fatal("%s", err);
 

@@ -33,20 +33,20 @@ START_TEST(defaults_are_the_laptop_lab)
     args a;
     char err[256] = "";
     ck_assert_int_eq(parse(&a, err, sizeof err, NULL), 0);
-    ck_assert_int_eq(a.epochs, 5);
+    ck_assert_int_eq(a.epochs, 3);
     ck_assert_int_eq(a.batch_size, 128);
     ck_assert_int_eq(a.val_batch_size, 256);
     ck_assert_double_eq(a.base_lr, 0.01);
     ck_assert_double_eq(a.momentum, 0.9);
     ck_assert_double_eq(a.wd, 5e-6);
-    ck_assert_double_eq(a.warmup_epochs, 5);
+    ck_assert_int_eq(a.warmup_epochs, 5);
     ck_assert_int_eq(a.model.depth, 16);
     ck_assert_int_eq(a.model.width, 1);
     ck_assert_float_eq(a.model.dropout, 0.01f);
     ck_assert_str_eq(a.model_name, "wrn-16-1");
     ck_assert_str_eq(a.data_dir, "");
-    ck_assert_uint_eq(a.train_subset, 0);
-    ck_assert_uint_eq(a.test_subset, 0);
+    ck_assert_uint_eq(a.train_subset, 12000);
+    ck_assert_uint_eq(a.test_subset, 2000);
     ck_assert_int_eq(a.use_checkpointing, 0);
     ck_assert_str_eq(a.log_dir, "./logs");
     ck_assert_uint_eq(a.seed, 42);
@@ -65,7 +65,7 @@ START_TEST(every_flag_sets_its_field)
     char err[256] = "";
     int rc = parse(&a, err, sizeof err, "--epochs", "40", "--batch-size=512", "--val-batch-size",
                    "32", "--base-lr", "0.0125", "--momentum=0.5", "--wd", "0", "--warmup-epochs",
-                   "2.5", "--model", "wrn-28-10", "--dropout", "0.3", "--data-dir", "/d/fm",
+                   "2", "--model", "wrn-28-10", "--dropout", "0.3", "--data-dir", "/d/fm",
                    "--train-subset", "1000", "--test-subset=200", "--use-checkpointing",
                    "--log-dir", "runs/a b", "--seed", "18446744073709551615",
                    "--target-accuracy", "0.9", "--patience", "3", "--optimizer", "novograd", NULL);
@@ -76,7 +76,7 @@ START_TEST(every_flag_sets_its_field)
     ck_assert_double_eq(a.base_lr, 0.0125);
     ck_assert_double_eq(a.momentum, 0.5);
     ck_assert_double_eq(a.wd, 0);
-    ck_assert_double_eq(a.warmup_epochs, 2.5);
+    ck_assert_int_eq(a.warmup_epochs, 2);
     ck_assert_int_eq(a.model.depth, 28);
     ck_assert_int_eq(a.model.width, 10);
     ck_assert_float_eq(a.model.dropout, 0.3f);
@@ -160,7 +160,10 @@ START_TEST(bad_values_name_the_flag)
     expect_error("--momentum: '-0.1' is not a number in [0, 1)", "--momentum", "-0.1", NULL);
     expect_error("--dropout: '1.5' is not a number in [0, 1)", "--dropout", "1.5", NULL);
     expect_error("--wd: '-1e-5' is not a number >= 0", "--wd", "-1e-5", NULL);
-    expect_error("--warmup-epochs: 'five' is not a number >= 0", "--warmup-epochs", "five", NULL);
+    expect_error("--warmup-epochs: 'five' is not a whole number of epochs >= 0", "--warmup-epochs",
+                 "five", NULL);
+    expect_error("--warmup-epochs: '2.5' is not a whole number of epochs >= 0", "--warmup-epochs",
+                 "2.5", NULL);
     expect_error("--target-accuracy: '85' is not a number in [0, 1]", "--target-accuracy", "85",
                  NULL);
     expect_error("--optimizer: 'adam' is not sgd or novograd", "--optimizer", "adam", NULL);
@@ -236,15 +239,15 @@ START_TEST(help_lists_every_flag_with_its_default)
     ck_assert_int_eq(parse_capturing(argv, 4, out, sizeof out), 1);
     ck_assert_msg(strncmp(out, "usage: step05 [options]\n", 24) == 0, "%s", out);
     const char *flags[] = {"--epochs N ", "--batch-size N ", "--val-batch-size N ", "--base-lr X ",
-                           "--momentum X ", "--wd X ", "--warmup-epochs X ", "--model wrn-D-K ",
+                           "--momentum X ", "--wd X ", "--warmup-epochs N ", "--model wrn-D-K ",
                            "--dropout X ", "--data-dir DIR ", "--train-subset N ",
                            "--test-subset N ", "--use-checkpointing ", "--log-dir DIR ",
                            "--seed N ", "--target-accuracy X ", "--patience N ",
                            "--optimizer NAME ", "--help "};
-    const char *defaults[] = {"(default 5)", "(default 128)", "(default 256)", "(default 0.01)",
+    const char *defaults[] = {"(default 3;", "(default 128)", "(default 256)", "(default 0.01)",
                               "(default 0.9)", "(default 5e-06)", "(default 5)",
                               "(default wrn-16-1)", "(default 0.01)", "(default: $HVDLAB_DATA",
-                              "(default 0)", "(default 0)", "(default off)",
+                              "(default 12000)", "(default 2000)", "(default off)",
                               "(default ./logs)", "(default 42)", "(default 0.85)",
                               "(default 2)", "(default sgd)", "exit"};
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
