@@ -59,7 +59,8 @@ DEMO_FLAGS ?=
 MPIRUN ?= mpirun
 MPIRUN_FLAGS ?= --oversubscribe $(if $(filter 0,$(shell id -u)),--allow-run-as-root)
 
-SETUP_PKGS := openmpi-bin libopenmpi-dev libopenblas-dev zlib1g-dev check pkg-config dataset-fashion-mnist
+SETUP_PKGS := openmpi-bin libopenmpi-dev libopenblas-dev libdnnl-dev zlib1g-dev check pkg-config \
+              dataset-fashion-mnist
 
 .PHONY: all help setup lib tools tests benches test unit-tests cuda-check check-build demo \
         bench-allreduce bench-epoch asan-test clean FORCE
