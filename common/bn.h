@@ -6,10 +6,20 @@
  * the running variance taking the unbiased batch variance (see bn.c).
  * Inference: normalise with the running statistics.
  *
- * Public: bn_forward_train, bn_forward_infer, bn_backward.
+ * Fused forms for the WRN block (one read and one write of the tensor instead of three or four):
+ * bn_relu_forward_train/infer compute relu(bn(in)), then dropout (act.h's mask, training only),
+ * then + add; bn_relu_backward is their backward.
+ *
+ * Work is split by channel over compute_threads() threads (threads.h); results do not depend on
+ * the thread count.
+ *
+ * Public: bn_forward_train, bn_forward_infer, bn_backward, bn_relu_forward_train,
+ *         bn_relu_forward_infer, bn_relu_backward.
  */
 #ifndef HVDLAB_BN_H
 #define HVDLAB_BN_H
+
+#include <stdint.h>
 
 #define BN_EPS 1e-5f
 #define BN_MOMENTUM 0.9f
@@ -39,5 +49,33 @@ void bn_backward(float *din /* (N,C,HW) += */, float *dgamma /* (C) += */,
                  float *dbeta /* (C) += */, const float *dout /* (N,C,HW) */,
                  const float *in /* (N,C,HW) */, const float *gamma /* (C) */,
                  const float *mean /* (C) */, const float *invstd /* (C) */, const bn_dims *d);
+
+/* out = relu(bn(in)), · the dropout mask of (key, flat NCHW index) when p > 0 (dropout_forward,
+ * act.h), + add when add is not NULL; the same values as bn_forward_train, relu_forward,
+ * dropout_forward and the add in sequence. out may equal in or add. Statistics as
+ * bn_forward_train. */
+void bn_relu_forward_train(float *out /* (N,C,HW) */, const float *in /* (N,C,HW) */,
+                           const float *add /* (N,C,HW) or NULL */, float p, uint64_t key,
+                           const float *gamma /* (C) */, const float *beta /* (C) */,
+                           float *mean /* (C) out */, float *invstd /* (C) out */,
+                           float *run_mean /* (C) in/out */, float *run_var /* (C) in/out */,
+                           const bn_dims *d);
+
+/* Inference: out = relu(bn(in)) (+ add), running statistics, no dropout. */
+void bn_relu_forward_infer(float *out /* (N,C,HW) */, const float *in /* (N,C,HW) */,
+                           const float *add /* (N,C,HW) or NULL */, const float *gamma,
+                           const float *beta, const float *run_mean, const float *run_var,
+                           const bn_dims *d);
+
+/* Backward of bn_relu_forward_train: din = ∂L/∂in (overwritten, not +=; must not alias dout),
+ * dgamma, dbeta += (any may be NULL). The ReLU/dropout mask comes from the fused output `out`
+ * (> 0 where an element passed both; its gradient is scaled by 1/(1−p)) when that output had no
+ * add; otherwise pass out = NULL and p = 0, and the ReLU mask is recomputed from in. */
+void bn_relu_backward(float *din /* (N,C,HW) = */, float *dgamma /* (C) += */,
+                      float *dbeta /* (C) += */, const float *dout /* (N,C,HW) */,
+                      const float *in /* (N,C,HW) */, const float *out /* (N,C,HW) or NULL */,
+                      float p, const float *gamma /* (C) */, const float *beta /* (C) */,
+                      const float *mean /* (C) */, const float *invstd /* (C) */,
+                      const bn_dims *d);
 
 #endif

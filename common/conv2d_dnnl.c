@@ -39,6 +39,7 @@ typedef struct {
 typedef struct plan {
     conv2d_dims d;
     int bias;
+    int threads; /* oneDNN fixes its split of the work when a primitive is created */
     struct plan *next;
     /* forward */
     dnnl_primitive_t fwd;
@@ -250,16 +251,18 @@ static plan *build(const conv2d_dims *d, int bias)
 
 static plan *get_plan(const conv2d_dims *d, int bias)
 {
+    const int threads = compute_threads(); /* also sets OpenMP's count for creation */
     pthread_mutex_lock(&lock);
     if (!engine) {
         DNNL_OK(dnnl_engine_create(&engine, dnnl_cpu, 0), d);
         DNNL_OK(dnnl_stream_create(&stream, engine, dnnl_stream_default_flags), d);
     }
     plan *p = plans;
-    while (p && !(memcmp(&p->d, d, sizeof *d) == 0 && p->bias == bias))
+    while (p && !(memcmp(&p->d, d, sizeof *d) == 0 && p->bias == bias && p->threads == threads))
         p = p->next;
     if (!p) {
         p = build(d, bias);
+        p->threads = threads;
         p->next = plans;
         plans = p;
     }

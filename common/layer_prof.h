@@ -26,6 +26,14 @@ double lprof_start(void);
 void lprof_stop(double t0, const char *name);
 void lprof_stopf(double t0, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Times one statement under a fixed name: LPROF("bn fwd", bn_forward_train(...)); */
+#define LPROF(name, stmt)                                                                          \
+    do {                                                                                           \
+        const double lprof_t0_ = lprof_start();                                                    \
+        stmt;                                                                                      \
+        lprof_stop(lprof_t0_, name);                                                               \
+    } while (0)
+
 /* Entries in first-seen order: name, total seconds, calls. */
 int lprof_count(void);
 void lprof_entry(int i, const char **name, double *seconds, long *calls);

@@ -12,6 +12,7 @@
 
 #include "act.h"
 #include "hvd.h"
+#include "layer_prof.h"
 #include "pool.h"
 #include "wrn_internal.h"
 #include "xent.h"
@@ -39,23 +40,29 @@ static uint64_t block_key(const wrn_model *m, int b)
 /* Logits for x (B, 1, 28, 28) in m->logits. */
 static void forward(wrn_model *m, const float *x, int B, int train)
 {
-    const size_t stem_n = (size_t)B * WRN_STEM * WRN_IMG * WRN_IMG;
     wrn_conv_forward(&m->stem_conv, m->stem_c, x, B, m->work);
-    wrn_bn_forward(&m->stem_bn, m->stem_r, m->stem_c, B, train);
-    relu_forward(m->stem_r, m->stem_r, stem_n);
+    wrn_bn *sb = &m->stem_bn;
+    sb->d.n = B;
+    if (train)
+        LPROF("bn+relu fwd", bn_relu_forward_train(m->stem_r, m->stem_c, NULL, 0.0f, 0, sb->gamma,
+                                                   sb->beta, sb->mean, sb->invstd, sb->run_mean,
+                                                   sb->run_var, &sb->d));
+    else
+        LPROF("bn+relu fwd", bn_relu_forward_infer(m->stem_r, m->stem_c, NULL, sb->gamma, sb->beta,
+                                                   sb->run_mean, sb->run_var, &sb->d));
     for (int b = 0; b < m->nblocks; b++) {
         wrn_block_forward(&m->blocks[b], m->block_out[b], block_input(m, b), B, train,
                           block_key(m, b), m->work);
         const int g = b / m->per_group;
         if (b % m->per_group == m->per_group - 1 && g < 2) {
             const pool_dims pd = group_dims(m, g, B);
-            maxpool2_forward(m->pool[g], m->block_out[b], &pd);
+            LPROF("maxpool fwd", maxpool2_forward(m->pool[g], m->block_out[b], &pd));
         }
     }
     const pool_dims gd = group_dims(m, 2, B);
-    gap_forward(m->feat, m->block_out[m->nblocks - 1], &gd);
+    LPROF("avgpool fwd", gap_forward(m->feat, m->block_out[m->nblocks - 1], &gd));
     m->fc.n = B;
-    dense_forward(m->logits, m->feat, m->fc_w, m->fc_b, &m->fc);
+    LPROF("dense fwd", dense_forward(m->logits, m->feat, m->fc_w, m->fc_b, &m->fc));
 }
 
 /* Gradients of the mean loss into m->ps.grads (after forward(train = 1) and xent_forward). */
@@ -65,17 +72,18 @@ static void backward(wrn_model *m, const float *x, const int *y, int B)
     memset(m->dlogits, 0, (size_t)B * WRN_CLASSES * sizeof(float));
     xent_backward(m->dlogits, m->probs, y, B, WRN_CLASSES, 1.0f);
     memset(m->dfeat, 0, (size_t)B * c3 * sizeof(float));
-    dense_backward(m->dfeat, m->fc_dw, m->fc_db, m->dlogits, m->feat, m->fc_w, &m->fc);
+    LPROF("dense bwd",
+          dense_backward(m->dfeat, m->fc_dw, m->fc_db, m->dlogits, m->feat, m->fc_w, &m->fc));
 
     /* cur: gradient of the tensor being walked back through; nxt: the one before it. */
     int cur = 0, nxt = 1;
     const pool_dims gd = group_dims(m, 2, B);
-    memset(m->g[cur], 0, (size_t)B * c3 * gd.h * gd.w * sizeof(float));
-    gap_backward(m->g[cur], m->dfeat, &gd);
+    LPROF("zero", memset(m->g[cur], 0, (size_t)B * c3 * gd.h * gd.w * sizeof(float)));
+    LPROF("avgpool bwd", gap_backward(m->g[cur], m->dfeat, &gd));
     for (int b = m->nblocks - 1; b >= 0; b--) {
         wrn_block *blk = &m->blocks[b];
         const float *in = block_input(m, b);
-        memset(m->g[nxt], 0, (size_t)B * blk->cin * blk->h * blk->w * sizeof(float));
+        LPROF("zero", memset(m->g[nxt], 0, (size_t)B * blk->cin * blk->h * blk->w * sizeof(float)));
         wrn_block_backward(blk, m->g[nxt], m->g[cur], in, B, block_key(m, b), m->g[2], m->g[3],
                            m->work);
         cur = nxt;
@@ -83,19 +91,16 @@ static void backward(wrn_model *m, const float *x, const int *y, int B)
         if (b > 0 && b % m->per_group == 0) { /* in is a pool output: back through the pool */
             const int g = b / m->per_group - 1;
             const pool_dims pd = group_dims(m, g, B);
-            memset(m->g[nxt], 0, (size_t)B * pd.c * pd.h * pd.w * sizeof(float));
-            maxpool2_backward(m->g[nxt], m->g[cur], m->block_out[b - 1], m->pool[g], &pd);
+            LPROF("zero", memset(m->g[nxt], 0, (size_t)B * pd.c * pd.h * pd.w * sizeof(float)));
+            LPROF("maxpool bwd",
+                  maxpool2_backward(m->g[nxt], m->g[cur], m->block_out[b - 1], m->pool[g], &pd));
             cur = nxt;
             nxt = 1 - nxt;
         }
     }
-    /* stem: relu -> bn -> conv (no gradient for the input image) */
-    const size_t stem_n = (size_t)B * WRN_STEM * WRN_IMG * WRN_IMG;
-    memset(m->g[nxt], 0, stem_n * sizeof(float));
-    relu_backward(m->g[nxt], m->g[cur], m->stem_r, stem_n);
-    memset(m->g[cur], 0, stem_n * sizeof(float));
-    wrn_bn_backward(&m->stem_bn, m->g[cur], m->g[nxt], m->stem_c, B);
-    wrn_conv_backward(&m->stem_conv, NULL, m->g[cur], x, B, m->work);
+    /* stem: (relu -> bn) -> conv (no gradient for the input image) */
+    wrn_bn_relu_backward(&m->stem_bn, m->g[nxt], m->g[cur], m->stem_c, m->stem_r, 0.0f, B);
+    wrn_conv_backward(&m->stem_conv, NULL, m->g[nxt], x, B, m->work);
 }
 
 static void check_batch(const wrn_model *m, size_t B, const char *fn)
@@ -109,14 +114,14 @@ wrn_result wrn_train_batch(wrn_model *m, const float *x, const int *y, size_t B,
 {
     wrn_result r = {0.0, 0, B};
     check_batch(m, B, "wrn_train_batch");
-    memset(m->ps.grads, 0, m->ps.n * sizeof(float));
+    LPROF("zero", memset(m->ps.grads, 0, m->ps.n * sizeof(float)));
     if (B == 0)
         return r;
     forward(m, x, (int)B, 1);
-    r.loss = xent_forward(m->probs, m->logits, y, (int)B, WRN_CLASSES);
+    LPROF("softmax xent", r.loss = xent_forward(m->probs, m->logits, y, (int)B, WRN_CLASSES));
     r.correct = xent_correct(m->logits, y, (int)B, WRN_CLASSES);
     backward(m, x, y, (int)B);
-    r.loss += params_add_l2(&m->ps, wd);
+    LPROF("l2", r.loss += params_add_l2(&m->ps, wd));
     m->step++;
     return r;
 }

@@ -1,29 +1,45 @@
 /* wrn_block.c — one WideResNet residual block, forward and backward. See wrn_block.h.
  * Public: wrn_block_forward, wrn_block_backward, wrn_conv_forward, wrn_conv_backward,
- *         wrn_bn_forward, wrn_bn_backward.
+ *         wrn_bn_forward, wrn_bn_backward, wrn_bn_relu_backward.
  *
- * Memory: the block keeps four activations (c1, r1, c2, r2); ReLU and dropout run in place.
- * Dropout in place over the ReLU output is safe for backward: an element that survived keeps
- * its sign, and a dropped one has zero gradient through the dropout anyway, so "output > 0" is
- * still the right ReLU mask.
+ * Memory: the block keeps three activations for backward (c1, r1, c2). Batch norm runs fused
+ * with what follows it (bn.h): bn1 + ReLU + dropout writes r1 in one pass, bn2 + ReLU + the
+ * shortcut add writes the block output in one pass (relu(bn2) is never stored: its mask is
+ * recomputed from c2 in backward). Dropout's mask need not be regenerated in backward: an
+ * element of r1 is > 0 exactly where it passed both the ReLU and the dropout.
+ *
+ * Per-layer times go to layer_prof.h when it is on (bench/train_speed --profile).
  */
 #include "wrn_block.h"
 
 #include <string.h>
 
 #include "act.h"
+#include "layer_prof.h"
+#include "threads.h"
+
+static void conv_prof(double t0, const wrn_conv *c, const char *dir)
+{
+    if (lprof_on())
+        lprof_stopf(t0, "conv%dx%d %d>%d %dx%d %s", c->d.k, c->d.k, c->d.cin, c->d.cout, c->d.h,
+                    c->d.w, dir);
+}
 
 void wrn_conv_forward(wrn_conv *c, float *out, const float *in, int B, float *work)
 {
+    const double t0 = lprof_start();
     c->d.n = B;
     conv2d_forward(out, in, c->w, c->b, &c->d, work);
+    conv_prof(t0, c, "fwd");
 }
 
 void wrn_conv_backward(wrn_conv *c, float *din, const float *dout, const float *in, int B,
                        float *work)
 {
+    const double t0 = lprof_start();
     c->d.n = B;
     conv2d_backward(din, c->dw, c->db, dout, in, c->w, &c->d, work);
+    conv_prof(t0, c, "bwd");
 }
 
 void wrn_bn_forward(wrn_bn *bn, float *out, const float *in, int B, int train)
@@ -42,53 +58,66 @@ void wrn_bn_backward(wrn_bn *bn, float *din, const float *dout, const float *in,
     bn_backward(din, bn->dgamma, bn->dbeta, dout, in, bn->gamma, bn->mean, bn->invstd, &bn->d);
 }
 
+/* Fused batch norm + ReLU (+ dropout) (+ add) of a block, training or inference. */
+static void bn_relu(wrn_bn *bn, float *out, const float *in, const float *add, int B, int train,
+                    float p, uint64_t key)
+{
+    const double t0 = lprof_start();
+    bn->d.n = B;
+    if (train)
+        bn_relu_forward_train(out, in, add, p, key, bn->gamma, bn->beta, bn->mean, bn->invstd,
+                              bn->run_mean, bn->run_var, &bn->d);
+    else
+        bn_relu_forward_infer(out, in, add, bn->gamma, bn->beta, bn->run_mean, bn->run_var,
+                              &bn->d);
+    lprof_stop(t0, add ? "bn+relu+add fwd" : p > 0.0f ? "bn+relu+dropout fwd" : "bn+relu fwd");
+}
+
 void wrn_block_forward(wrn_block *blk, float *out, const float *in, int B, int train,
                        uint64_t key, float *work)
 {
-    const size_t n = (size_t)B * blk->cout * blk->h * blk->w;
     wrn_conv_forward(&blk->conv1, blk->c1, in, B, work);
-    wrn_bn_forward(&blk->bn1, blk->r1, blk->c1, B, train);
-    relu_forward(blk->r1, blk->r1, n);
-    dropout_forward(blk->r1, blk->r1, n, blk->dropout, key, train);
+    bn_relu(&blk->bn1, blk->r1, blk->c1, NULL, B, train, train ? blk->dropout : 0.0f, key);
     wrn_conv_forward(&blk->conv2, blk->c2, blk->r1, B, work);
-    wrn_bn_forward(&blk->bn2, blk->r2, blk->c2, B, train);
-    relu_forward(blk->r2, blk->r2, n);
-    if (blk->has_short)
+    const float *shortcut = in;
+    if (blk->has_short) {
         wrn_conv_forward(&blk->shortcut, out, in, B, work);
-    else
-        memcpy(out, in, n * sizeof *out);
-    for (size_t i = 0; i < n; i++)
-        out[i] += blk->r2[i];
+        shortcut = out;
+    }
+    bn_relu(&blk->bn2, out, blk->c2, shortcut, B, train, 0.0f, 0); /* out = relu(bn2) + shortcut */
+}
+
+/* Backward of bn_relu: din = ∂L/∂(bn input). relu_out: the fused output when it had no add
+ * (its mask), or NULL to recompute the ReLU mask. */
+void wrn_bn_relu_backward(wrn_bn *bn, float *din, const float *dout, const float *in,
+                          const float *relu_out, float p, int B)
+{
+    const double t0 = lprof_start();
+    bn->d.n = B;
+    bn_relu_backward(din, bn->dgamma, bn->dbeta, dout, in, relu_out, p, bn->gamma, bn->beta,
+                     bn->mean, bn->invstd, &bn->d);
+    lprof_stop(t0, "bn+relu bwd");
 }
 
 void wrn_block_backward(wrn_block *blk, float *din, const float *dout, const float *in, int B,
                         uint64_t key, float *t1, float *t2, float *work)
 {
-    const size_t n = (size_t)B * blk->cout * blk->h * blk->w, bytes = n * sizeof(float);
-    /* residual branch: relu2 -> bn2 -> conv2 */
-    memset(t1, 0, bytes);
-    relu_backward(t1, dout, blk->r2, n);
-    memset(t2, 0, bytes);
-    wrn_bn_backward(&blk->bn2, t2, t1, blk->c2, B);
-    memset(t1, 0, bytes);
-    wrn_conv_backward(&blk->conv2, t1, t2, blk->r1, B, work); /* t1: ∂/∂(dropout output) */
-    float *g = t1, *spare = t2;
-    if (blk->dropout > 0.0f) {
-        memset(t2, 0, bytes);
-        dropout_backward(t2, t1, n, blk->dropout, key);
-        g = t2;
-        spare = t1;
-    }
-    memset(spare, 0, bytes);
-    relu_backward(spare, g, blk->r1, n); /* spare: ∂/∂(bn1 output) */
-    memset(g, 0, bytes);
-    wrn_bn_backward(&blk->bn1, g, spare, blk->c1, B); /* g: ∂/∂c1 */
-    wrn_conv_backward(&blk->conv1, din, g, in, B, work);
+    (void)key; /* the dropout mask is read off r1 (see the top of this file) */
+    const size_t n = (size_t)B * blk->cout * blk->h * blk->w;
+    /* residual branch: (relu2 -> bn2) -> conv2 -> (dropout -> relu1 -> bn1) -> conv1 */
+    wrn_bn_relu_backward(&blk->bn2, t1, dout, blk->c2, NULL, 0.0f, B); /* t1: ∂/∂c2 */
+    LPROF("zero", memset(t2, 0, n * sizeof *t2));
+    wrn_conv_backward(&blk->conv2, t2, t1, blk->r1, B, work); /* t2: ∂/∂r1 */
+    wrn_bn_relu_backward(&blk->bn1, t1, t2, blk->c1, blk->r1, blk->dropout, B); /* t1: ∂/∂c1 */
+    wrn_conv_backward(&blk->conv1, din, t1, in, B, work);
     /* shortcut branch */
     if (blk->has_short) {
         wrn_conv_backward(&blk->shortcut, din, dout, in, B, work);
     } else {
+        const double t0 = lprof_start();
+#pragma omp parallel for simd schedule(static) num_threads(compute_threads())
         for (size_t i = 0; i < n; i++)
             din[i] += dout[i];
+        lprof_stop(t0, "shortcut add bwd");
     }
 }

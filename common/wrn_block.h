@@ -6,7 +6,7 @@
  * shortcut = 1x1 conv when Cin != Cout, identity otherwise.
  * Internal to the model (wrn.c builds blocks); public so that the tests can check one block.
  *
- * Public: wrn_block_forward, wrn_block_backward.
+ * Public: wrn_block_forward, wrn_block_backward (and the single layers at the end).
  */
 #ifndef HVDLAB_WRN_BLOCK_H
 #define HVDLAB_WRN_BLOCK_H
@@ -40,7 +40,7 @@ typedef struct {
     float *c1; /* conv1 output (bn1 input) */
     float *r1; /* relu(bn1) then dropout, in place (conv2 input) */
     float *c2; /* conv2 output (bn2 input) */
-    float *r2; /* relu(bn2) */
+    float *r2; /* unused: relu(bn2) is fused into the output (wrn_block.c); may be NULL */
 } wrn_block;
 
 /* out = block(in). train: batch statistics (running stats updated) and dropout with key;
@@ -61,5 +61,9 @@ void wrn_conv_backward(wrn_conv *c, float *din, const float *dout, const float *
                        float *work);
 void wrn_bn_forward(wrn_bn *bn, float *out, const float *in, int B, int train);
 void wrn_bn_backward(wrn_bn *bn, float *din, const float *dout, const float *in, int B);
+/* Backward of the fused bn + ReLU (+ dropout p) whose output was relu_out (NULL: recompute the
+ * ReLU mask, p = 0): din = ∂/∂in, overwritten. */
+void wrn_bn_relu_backward(wrn_bn *bn, float *din, const float *dout, const float *in,
+                          const float *relu_out, float p, int B);
 
 #endif
