@@ -83,6 +83,10 @@ int main(int argc, char **argv)
     /* Keras' len(train_iter) and len(test_iter): batches in one pass over the data. */
     int steps_per_epoch = (int)((train.n + (size_t)a.batch_size - 1) / (size_t)a.batch_size);
     int val_steps = (int)((val.n + (size_t)a.val_batch_size - 1) / (size_t)a.val_batch_size);
+    if (steps_per_epoch < 1 || val_steps < 1)
+        hvd_fatal("less than one batch per rank: %zu training images in batches of %d, %zu test "
+                  "images in batches of %d, %d ranks", train.n, a.batch_size, val.n,
+                  a.val_batch_size, hvd_size());
 
     /* The model, with this process's own random initial weights. */
     size_t max_batch = (size_t)(a.batch_size > a.val_batch_size ? a.batch_size : a.val_batch_size);

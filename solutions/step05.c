@@ -88,6 +88,10 @@ int main(int argc, char **argv)
     /* Horovod: each rank does its share of an epoch; validation draws 3x more, as the lab. */
     steps_per_epoch = steps_per_epoch / hvd_size();
     val_steps = 3 * val_steps / hvd_size();
+    if (steps_per_epoch < 1 || val_steps < 1)
+        hvd_fatal("less than one batch per rank: %zu training images in batches of %d, %zu test "
+                  "images in batches of %d, %d ranks", train.n, a.batch_size, val.n,
+                  a.val_batch_size, hvd_size());
 
     /* The model, with this process's own random initial weights. */
     size_t max_batch = (size_t)(a.batch_size > a.val_batch_size ? a.batch_size : a.val_batch_size);
