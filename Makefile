@@ -131,7 +131,7 @@ asan-test:  ## run the unit tests in an ASan+UBSan build
 cuda-check:  ## check that CUDA=1 compiles and links (skips when nvcc is absent)
 	@if [ -x "$(NVCC)" ]; then \
 	  $(MAKE) --no-print-directory CUDA=1 BUILD=build/cuda build/cuda/tools/hvdlab-info \
-	    build/cuda/tests/prog_errors >/dev/null && \
+	    build/cuda/tests/prog_errors build/cuda/solutions/step10 >/dev/null && \
 	  echo "cuda-check: CUDA=1 build compiled and linked; its device line on this machine:" && \
 	  build/cuda/tools/hvdlab-info | grep -A1 '\] CUDA' | sed 's/^ */  /' && \
 	  HVDLAB_REPORT_BINDINGS=1 $(MPIRUN) $(MPIRUN_FLAGS) -n 1 build/cuda/tests/prog_errors pin \
