@@ -28,33 +28,61 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "layer_math.h"
 #include "threads.h"
 
-/* Sum of row[i] − shift over n floats, in float (vectorised; n ≤ a few thousand). */
-static inline float row_sum(const float *row, size_t n, float shift)
+/* Row sums run in LANES independent float accumulators (lane j takes elements j, j+LANES, ...;
+ * a row's tail goes to lane 0), added up in lane order at the end: a fixed order of operations,
+ * so every build (SSE or AVX2 clone) gives the same bits, and the compiler can keep the lanes in
+ * one vector register. */
+#define LANES 8
+
+/* The per-channel workers are built for AVX2 as well as the baseline, picked at load time
+ * (without FMA contraction, so both give the same bits). */
+#define HOT __attribute__((target_clones("avx2", "default")))
+
+static inline __attribute__((always_inline)) float lanes_sum(const float *l)
 {
     float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-    for (size_t i = 0; i < n; i++)
-        s += row[i] - shift;
+    for (int j = 0; j < LANES; j++)
+        s += l[j];
     return s;
 }
 
-static inline float row_sumsq(const float *row, size_t n, float mean)
+/* Σ (row[i] − shift) over n floats. */
+static inline __attribute__((always_inline)) float row_sum(const float *row, size_t n, float shift)
 {
-    float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-    for (size_t i = 0; i < n; i++) {
+    float acc[LANES] = {0};
+    size_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int j = 0; j < LANES; j++)
+            acc[j] += row[i + j] - shift;
+    for (; i < n; i++)
+        acc[0] += row[i] - shift;
+    return lanes_sum(acc);
+}
+
+/* Σ (row[i] − mean)² over n floats. */
+static inline __attribute__((always_inline)) float row_sumsq(const float *row, size_t n, float mean)
+{
+    float acc[LANES] = {0};
+    size_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int j = 0; j < LANES; j++) {
+            const float t = row[i + j] - mean;
+            acc[j] += t * t;
+        }
+    for (; i < n; i++) {
         const float t = row[i] - mean;
-        s += t * t;
+        acc[0] += t * t;
     }
-    return s;
+    return lanes_sum(acc);
 }
 
 /* Batch mean and biased variance of channel c, in double. */
-static void channel_stats(const float *in, int c, const bn_dims *d, double *mean, double *var)
+static inline __attribute__((always_inline)) void channel_stats(const float *in, int c, const bn_dims *d, double *mean, double *var)
 {
     const size_t HW = (size_t)d->hw, CHW = (size_t)d->c * HW;
     const double M = (double)d->n * (double)HW;
@@ -82,60 +110,75 @@ typedef struct {
     const float *add; /* (N,C,HW) added last, or NULL */
 } bn_post;
 
-/* out[c] = post(bn(in[c])) with scale/shift of channel c. */
-static void channel_apply(float *out, const float *in, int c, float m, float is, float g, float b,
+/* out[c] = post(bn(in[c])) with scale/shift of channel c. One loop per combination, so that
+ * each is a plain vectorisable loop. */
+static inline __attribute__((always_inline)) void channel_apply(float *out, const float *in, int c, float m, float is, float g, float b,
                           const bn_post *post, const bn_dims *d)
 {
     const size_t HW = (size_t)d->hw, CHW = (size_t)d->c * HW;
-    const float keep = post->p > 0.0f ? 1.0f / (1.0f - post->p) : 1.0f;
+    const int relu = post->relu;
+    const float p = post->p, keep = p > 0.0f ? 1.0f / (1.0f - p) : 1.0f;
+    const uint64_t key = post->key;
+    const uint32_t drop = lm_dropout_threshold(p);
     for (int n = 0; n < d->n; n++) {
         const size_t base = (size_t)n * CHW + (size_t)c * HW;
-        const float *x = in + base;
-        float *y = out + base;
+        const float *restrict x = in + base;
+        float *restrict y = out + base; /* out == in is fine: element i only reads x[i] first */
         const float *a = post->add ? post->add + base : NULL;
-        if (!post->relu && post->p == 0.0f && !a) {
+        if (!relu) {
 #pragma omp simd
             for (size_t i = 0; i < HW; i++)
                 y[i] = lm_bn_apply(x[i], m, is, g, b);
-            continue;
-        }
-        if (post->p == 0.0f) {
-            if (a) {
-#pragma omp simd
-                for (size_t i = 0; i < HW; i++)
-                    y[i] = lm_relu(lm_bn_apply(x[i], m, is, g, b)) + a[i];
-            } else {
-#pragma omp simd
-                for (size_t i = 0; i < HW; i++)
-                    y[i] = lm_relu(lm_bn_apply(x[i], m, is, g, b));
+        } else if (p > 0.0f) { /* relu, dropout (+ add); drop = lm_uniform01 < p, as integers */
+            for (size_t i = 0; i < HW; i++) {
+                const float v = lm_relu(lm_bn_apply(x[i], m, is, g, b)) *
+                                (lm_bits24(key, base + i) < drop ? 0.0f : keep);
+                y[i] = a ? v + a[i] : v;
             }
-            continue;
-        }
-        for (size_t i = 0; i < HW; i++) {
-            float v = lm_relu(lm_bn_apply(x[i], m, is, g, b));
-            v *= lm_uniform01(post->key, base + i) < post->p ? 0.0f : keep;
-            y[i] = a ? v + a[i] : v;
+        } else if (a) {
+#pragma omp simd
+            for (size_t i = 0; i < HW; i++)
+                y[i] = lm_relu(lm_bn_apply(x[i], m, is, g, b)) + a[i];
+        } else {
+#pragma omp simd
+            for (size_t i = 0; i < HW; i++)
+                y[i] = lm_relu(lm_bn_apply(x[i], m, is, g, b));
         }
     }
+}
+
+/* One channel of the training forward: statistics, running update, apply. */
+HOT static void train_channel(float *out, const float *in, const float *gamma, const float *beta,
+                              float *mean, float *invstd, float *run_mean, float *run_var,
+                              const bn_post *post, const bn_dims *d, int c)
+{
+    const double M = (double)d->n * (double)d->hw;
+    double mu, var;
+    channel_stats(in, c, d, &mu, &var);
+    const float m = (float)mu, is = (float)(1.0 / sqrt(var + d->eps));
+    mean[c] = m;
+    invstd[c] = is;
+    run_mean[c] = lm_running(run_mean[c], m, d->momentum);
+    run_var[c] = lm_running(run_var[c], (float)(M > 1.0 ? var * M / (M - 1.0) : var),
+                            d->momentum);
+    channel_apply(out, in, c, m, is, gamma[c], beta[c], post, d);
+}
+
+HOT static void infer_channel(float *out, const float *in, const float *gamma, const float *beta,
+                              const float *run_mean, const float *run_var, const bn_post *post,
+                              const bn_dims *d, int c)
+{
+    const float m = run_mean[c], is = 1.0f / sqrtf(run_var[c] + d->eps);
+    channel_apply(out, in, c, m, is, gamma[c], beta[c], post, d);
 }
 
 static void forward_train(float *out, const float *in, const float *gamma, const float *beta,
                           float *mean, float *invstd, float *run_mean, float *run_var,
                           const bn_post *post, const bn_dims *d)
 {
-    const double M = (double)d->n * (double)d->hw;
 #pragma omp parallel for schedule(static) num_threads(compute_threads())
-    for (int c = 0; c < d->c; c++) {
-        double mu, var;
-        channel_stats(in, c, d, &mu, &var);
-        const float m = (float)mu, is = (float)(1.0 / sqrt(var + d->eps));
-        mean[c] = m;
-        invstd[c] = is;
-        run_mean[c] = lm_running(run_mean[c], m, d->momentum);
-        run_var[c] = lm_running(run_var[c], (float)(M > 1.0 ? var * M / (M - 1.0) : var),
-                                d->momentum);
-        channel_apply(out, in, c, m, is, gamma[c], beta[c], post, d);
-    }
+    for (int c = 0; c < d->c; c++)
+        train_channel(out, in, gamma, beta, mean, invstd, run_mean, run_var, post, d, c);
 }
 
 static void forward_infer(float *out, const float *in, const float *gamma, const float *beta,
@@ -143,10 +186,8 @@ static void forward_infer(float *out, const float *in, const float *gamma, const
                           const bn_dims *d)
 {
 #pragma omp parallel for schedule(static) num_threads(compute_threads())
-    for (int c = 0; c < d->c; c++) {
-        const float m = run_mean[c], is = 1.0f / sqrtf(run_var[c] + d->eps);
-        channel_apply(out, in, c, m, is, gamma[c], beta[c], post, d);
-    }
+    for (int c = 0; c < d->c; c++)
+        infer_channel(out, in, gamma, beta, run_mean, run_var, post, d, c);
 }
 
 void bn_forward_train(float *out, const float *in, const float *gamma, const float *beta,
@@ -182,84 +223,152 @@ void bn_relu_forward_infer(float *out, const float *in, const float *add, const 
 
 /* ---- backward ---------------------------------------------------------------------------- */
 
-/* How the gradient reaching batch norm is formed from dout: dy = dout (mode NONE); through the
- * fused ReLU (and dropout), dy = dout·keep where the fused output `out` > 0 (mode FROM_OUT), or
- * dy = dout where gamma·xhat + beta > 0, recomputed from in (mode RECOMPUTE). */
+/* How the gradient reaching batch norm is formed from dout: dy = dout (MASK_NONE); through the
+ * fused ReLU (and dropout), dy = dout·keep where the fused output `out` > 0 (MASK_FROM_OUT), or
+ * dy = dout where gamma·xhat + beta > 0, recomputed from in (MASK_RECOMPUTE). */
 enum { MASK_NONE, MASK_FROM_OUT, MASK_RECOMPUTE };
 
-typedef struct {
-    int mode;
-    const float *out;
-    float keep; /* 1/(1−p) */
-    int accumulate; /* din += (else din =) */
-} bn_grad_in;
-
-static inline float masked_dy(const bn_grad_in *gi, float dy, float x, float o, float m, float is,
-                              float g, float b)
+static inline __attribute__((always_inline)) float masked_dy(int mode, float dy, float x, float o,
+                                                             float keep, float m, float is,
+                                                             float g, float b)
 {
-    if (gi->mode == MASK_FROM_OUT)
-        return o > 0.0f ? dy * gi->keep : 0.0f;
-    if (gi->mode == MASK_RECOMPUTE)
-        return lm_bn_apply(x, m, is, g, b) > 0.0f ? dy : 0.0f;
+    /* Selects between two values, not branches: the mask is data, and a branch on it would be
+     * mispredicted half the time. */
+    if (mode == MASK_FROM_OUT)
+        return dy * (o > 0.0f ? keep : 0.0f);
+    if (mode == MASK_RECOMPUTE)
+        return lm_relu_grad(dy, lm_bn_apply(x, m, is, g, b));
     return dy;
 }
 
-static void backward(float *din, float *dgamma, float *dbeta, const float *dout, const float *in,
-                     const float *gamma, const float *beta, const float *mean,
-                     const float *invstd, const bn_grad_in *gi, const bn_dims *d)
+/* The same with LANES floats at a time (GCC vector extension: one AVX register in the AVX2
+ * clone, two SSE registers in the baseline one). A comparison gives an all-ones/zero mask per
+ * lane, so the ReLU/dropout mask is an AND, never a branch. */
+/* The helpers below are always inlined, so the ABI note GCC gives for passing 32-byte vectors
+ * to a function of the baseline build does not apply. */
+#pragma GCC diagnostic ignored "-Wpsabi"
+typedef float vfloat __attribute__((vector_size(LANES * sizeof(float))));
+typedef int32_t vint __attribute__((vector_size(LANES * sizeof(int32_t))));
+
+static inline __attribute__((always_inline)) vfloat vload(const float *p)
+{
+    vfloat v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline __attribute__((always_inline)) vfloat vsplat(float x)
+{
+    return (vfloat){0} + x;
+}
+
+static inline __attribute__((always_inline)) vfloat masked_dy_v(int mode, const float *dyp,
+                                                                const float *xp, const float *op,
+                                                                float keep, float m, float is,
+                                                                float g, float b)
+{
+    const vfloat dy = vload(dyp), x = vload(xp), o = vload(op);
+    if (mode == MASK_FROM_OUT)
+        return (vfloat)((vint)(dy * keep) & (o > 0.0f));
+    if (mode == MASK_RECOMPUTE)
+        return (vfloat)((vint)dy & ((g * ((x - m) * is) + b) > 0.0f)); /* lm_bn_apply > 0 */
+    return dy;
+}
+
+/* One channel's backward; mode and accumulate are constants at every call site, so each use is
+ * compiled into its own loops. Lane j of the sums takes elements j, j+LANES, ... of each row,
+ * the row's tail goes to lane 0 (see LANES). */
+static inline __attribute__((always_inline)) void
+channel_backward(float *din, float *dgamma, float *dbeta, const float *dout, const float *in,
+                 const float *outp, float keep, int c, float g, float b, float m, float is,
+                 int mode, int accumulate, const bn_dims *d)
 {
     const size_t HW = (size_t)d->hw, CHW = (size_t)d->c * HW;
     const double M = (double)d->n * (double)HW;
-#pragma omp parallel for schedule(static) num_threads(compute_threads())
-    for (int c = 0; c < d->c; c++) {
-        const float m = mean[c], is = invstd[c], g = gamma[c], b = beta ? beta[c] : 0.0f;
-        double sdy = 0.0, sdyx = 0.0; /* Σ dy and Σ dy·xhat over the channel */
-        for (int n = 0; n < d->n; n++) {
-            const size_t base = (size_t)n * CHW + (size_t)c * HW;
-            const float *x = in + base, *dy = dout + base;
-            const float *o = gi->out ? gi->out + base : x;
-            float s1 = 0.0f, s2 = 0.0f;
-#pragma omp simd reduction(+ : s1, s2)
-            for (size_t i = 0; i < HW; i++) {
-                const float t = masked_dy(gi, dy[i], x[i], o[i], m, is, g, b);
-                s1 += t;
-                s2 += t * ((x[i] - m) * is);
-            }
-            sdy += s1;
-            sdyx += s2;
+    double sdy = 0.0, sdyx = 0.0; /* Σ dy and Σ dy·xhat over the channel */
+    for (int n = 0; n < d->n; n++) {
+        const size_t base = (size_t)n * CHW + (size_t)c * HW;
+        const float *x = in + base, *dy = dout + base, *o = outp ? outp + base : x;
+        vfloat a1 = {0}, a2 = {0};
+        size_t i = 0;
+        for (; i + LANES <= HW; i += LANES) {
+            const vfloat xv = vload(x + i);
+            const vfloat t = masked_dy_v(mode, dy + i, x + i, o + i, keep, m, is, g, b);
+            a1 += t;
+            a2 += t * ((xv - m) * is);
         }
-        if (dgamma)
-            dgamma[c] += (float)sdyx;
-        if (dbeta)
-            dbeta[c] += (float)sdy;
-        if (!din)
-            continue;
-        const float mdy = (float)(sdy / M), mdyx = (float)(sdyx / M);
-        for (int n = 0; n < d->n; n++) {
-            const size_t base = (size_t)n * CHW + (size_t)c * HW;
-            const float *x = in + base, *dy = dout + base;
-            const float *o = gi->out ? gi->out + base : x;
-            float *dx = din + base;
-            if (gi->accumulate) {
-#pragma omp simd
-                for (size_t i = 0; i < HW; i++)
-                    dx[i] += lm_bn_grad(masked_dy(gi, dy[i], x[i], o[i], m, is, g, b), x[i], m,
-                                        is, g, mdy, mdyx);
-            } else {
-#pragma omp simd
-                for (size_t i = 0; i < HW; i++)
-                    dx[i] = lm_bn_grad(masked_dy(gi, dy[i], x[i], o[i], m, is, g, b), x[i], m,
-                                       is, g, mdy, mdyx);
-            }
+        for (; i < HW; i++) {
+            const float t = masked_dy(mode, dy[i], x[i], o[i], keep, m, is, g, b);
+            a1[0] += t;
+            a2[0] += t * ((x[i] - m) * is);
+        }
+        float l1[LANES], l2[LANES];
+        memcpy(l1, &a1, sizeof l1);
+        memcpy(l2, &a2, sizeof l2);
+        sdy += lanes_sum(l1);
+        sdyx += lanes_sum(l2);
+    }
+    if (dgamma)
+        dgamma[c] += (float)sdyx;
+    if (dbeta)
+        dbeta[c] += (float)sdy;
+    if (!din)
+        return;
+    const float mdy = (float)(sdy / M), mdyx = (float)(sdyx / M), gis = g * is;
+    for (int n = 0; n < d->n; n++) {
+        const size_t base = (size_t)n * CHW + (size_t)c * HW;
+        const float *x = in + base, *dy = dout + base, *o = outp ? outp + base : x;
+        float *dx = din + base;
+        size_t i = 0;
+        for (; i + LANES <= HW; i += LANES) { /* lm_bn_grad, LANES at a time */
+            const vfloat xv = vload(x + i);
+            const vfloat t = masked_dy_v(mode, dy + i, x + i, o + i, keep, m, is, g, b);
+            vfloat v = vsplat(gis) * ((t - mdy) - ((xv - m) * is) * mdyx);
+            if (accumulate)
+                v = vload(dx + i) + v;
+            memcpy(dx + i, &v, sizeof v);
+        }
+        for (; i < HW; i++) {
+            const float v = lm_bn_grad(masked_dy(mode, dy[i], x[i], o[i], keep, m, is, g, b), x[i],
+                                       m, is, g, mdy, mdyx);
+            dx[i] = accumulate ? dx[i] + v : v;
         }
     }
+}
+
+/* The three uses of channel_backward, each compiled with its mode fixed. */
+HOT static void backward_plain(float *din, float *dgamma, float *dbeta, const float *dout,
+                               const float *in, const float *gamma, const float *mean,
+                               const float *invstd, const bn_dims *d, int c)
+{
+    channel_backward(din, dgamma, dbeta, dout, in, NULL, 1.0f, c, gamma[c], 0.0f, mean[c],
+                     invstd[c], MASK_NONE, 1, d);
+}
+
+HOT static void backward_relu_out(float *din, float *dgamma, float *dbeta, const float *dout,
+                                  const float *in, const float *out, float keep,
+                                  const float *gamma, const float *beta, const float *mean,
+                                  const float *invstd, const bn_dims *d, int c)
+{
+    channel_backward(din, dgamma, dbeta, dout, in, out, keep, c, gamma[c], beta[c], mean[c],
+                     invstd[c], MASK_FROM_OUT, 0, d);
+}
+
+HOT static void backward_relu_recompute(float *din, float *dgamma, float *dbeta,
+                                        const float *dout, const float *in, const float *gamma,
+                                        const float *beta, const float *mean,
+                                        const float *invstd, const bn_dims *d, int c)
+{
+    channel_backward(din, dgamma, dbeta, dout, in, NULL, 1.0f, c, gamma[c], beta[c], mean[c],
+                     invstd[c], MASK_RECOMPUTE, 0, d);
 }
 
 void bn_backward(float *din, float *dgamma, float *dbeta, const float *dout, const float *in,
                  const float *gamma, const float *mean, const float *invstd, const bn_dims *d)
 {
-    const bn_grad_in gi = {MASK_NONE, NULL, 1.0f, 1};
-    backward(din, dgamma, dbeta, dout, in, gamma, NULL, mean, invstd, &gi, d);
+#pragma omp parallel for schedule(static) num_threads(compute_threads())
+    for (int c = 0; c < d->c; c++)
+        backward_plain(din, dgamma, dbeta, dout, in, gamma, mean, invstd, d, c);
 }
 
 void bn_relu_backward(float *din, float *dgamma, float *dbeta, const float *dout,
@@ -267,7 +376,13 @@ void bn_relu_backward(float *din, float *dgamma, float *dbeta, const float *dout
                       const float *beta, const float *mean, const float *invstd,
                       const bn_dims *d)
 {
-    const bn_grad_in gi = {out ? MASK_FROM_OUT : MASK_RECOMPUTE, out,
-                           p > 0.0f ? 1.0f / (1.0f - p) : 1.0f, 0};
-    backward(din, dgamma, dbeta, dout, in, gamma, beta, mean, invstd, &gi, d);
+    const float keep = p > 0.0f ? 1.0f / (1.0f - p) : 1.0f;
+#pragma omp parallel for schedule(static) num_threads(compute_threads())
+    for (int c = 0; c < d->c; c++) {
+        if (out)
+            backward_relu_out(din, dgamma, dbeta, dout, in, out, keep, gamma, beta, mean, invstd,
+                              d, c);
+        else
+            backward_relu_recompute(din, dgamma, dbeta, dout, in, gamma, beta, mean, invstd, d, c);
+    }
 }

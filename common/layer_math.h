@@ -4,7 +4,8 @@
  * the very same code as the CPU loops and the CPU unit tests cover the GPU math too.
  *
  *   lm_mix64, lm_splitmix64      splitmix64 finaliser and generator (seeded, never rand())
- *   lm_uniform01                 counter-based uniform in [0, 1) from (key, index)
+ *   lm_uniform01, lm_bits24      counter-based uniform in [0, 1) from (key, index), its 24 bits
+ *   lm_dropout_threshold         p as a threshold on those bits
  *   lm_dropout_scale             inverted-dropout multiplier of element i: 0 or 1/(1-p)
  *   lm_relu, lm_relu_grad        ReLU and its gradient given the ReLU's output
  *   lm_bn_apply                  gamma·(x-mean)·invstd + beta
@@ -14,6 +15,7 @@
 #ifndef HVDLAB_LAYER_MATH_H
 #define HVDLAB_LAYER_MATH_H
 
+#include <math.h>
 #include <stdint.h>
 
 #include "half.h" /* HVD_HOST_DEVICE */
@@ -33,9 +35,21 @@ static inline HVD_HOST_DEVICE uint64_t lm_splitmix64(uint64_t *state)
 
 /* Uniform in [0, 1) with 24 random bits, a pure function of (key, i): any thread can draw
  * element i without a shared generator state (what a GPU kernel needs). */
+static inline HVD_HOST_DEVICE uint32_t lm_bits24(uint64_t key, uint64_t i)
+{
+    return (uint32_t)(lm_mix64(key ^ lm_mix64(i + 0x9e3779b97f4a7c15ull)) >> 40);
+}
+
 static inline HVD_HOST_DEVICE float lm_uniform01(uint64_t key, uint64_t i)
 {
-    return (float)(lm_mix64(key ^ lm_mix64(i + 0x9e3779b97f4a7c15ull)) >> 40) * 0x1.0p-24f;
+    return (float)lm_bits24(key, i) * 0x1.0p-24f;
+}
+
+/* lm_uniform01(key, i) < p exactly when lm_bits24(key, i) < lm_dropout_threshold(p): p·2^24 is
+ * exact in float and the bits are an integer. Integer compares vectorise (bn.c's fused dropout). */
+static inline HVD_HOST_DEVICE uint32_t lm_dropout_threshold(float p)
+{
+    return (uint32_t)ceilf(p * 16777216.0f);
 }
 
 /* Inverted dropout: element i is dropped with probability p and otherwise scaled by 1/(1-p),

@@ -17,3 +17,6 @@ endif
 
 bench-conv: $(BUILD)/bench/conv_micro  ## conv shapes of wrn-16-1/4: im2col+sgemm vs oneDNN, 1 and 2 threads
 	$(BUILD)/bench/conv_micro --model 16-1,16-4 --threads 1,2
+
+# The layers' elementwise loops: -O3 vectorises them fully (as ring.o's reduction loops).
+$(BUILD)/common/bn.o $(BUILD)/common/act.o $(BUILD)/common/pool.o: CFLAGS += -O3
