@@ -1,16 +1,21 @@
 /* pool.c — 2x2 max pooling and global average pooling, CPU. See pool.h.
- * Public: maxpool2_forward, maxpool2_backward, gap_forward, gap_backward. */
+ * Public: maxpool2_forward, maxpool2_backward, gap_forward, gap_backward.
+ * Planes (n, c) are split over compute_threads() threads (threads.h); every output element is
+ * computed by one thread in the same way, so results do not depend on the thread count. */
 #include "pool.h"
 
 #include <stddef.h>
 
+#include "threads.h"
+
 void maxpool2_forward(float *out, const float *in, const pool_dims *d)
 {
     const int H = d->h, W = d->w, Ho = H / 2, Wo = W / 2;
-    const size_t planes = (size_t)d->n * d->c;
-    for (size_t pl = 0; pl < planes; pl++) {
-        const float *x = in + pl * H * W;
-        float *y = out + pl * Ho * Wo;
+    const long planes = (long)d->n * d->c;
+#pragma omp parallel for schedule(static) num_threads(compute_threads())
+    for (long pl = 0; pl < planes; pl++) {
+        const float *x = in + (size_t)pl * H * W;
+        float *y = out + (size_t)pl * Ho * Wo;
         for (int i = 0; i < Ho; i++) {
             const float *r0 = x + (size_t)(2 * i) * W, *r1 = r0 + W;
             for (int j = 0; j < Wo; j++) {
@@ -31,11 +36,12 @@ void maxpool2_backward(float *din, const float *dout, const float *in, const flo
                        const pool_dims *d)
 {
     const int H = d->h, W = d->w, Ho = H / 2, Wo = W / 2;
-    const size_t planes = (size_t)d->n * d->c;
-    for (size_t pl = 0; pl < planes; pl++) {
-        const float *x = in + pl * H * W;
-        float *dx = din + pl * H * W;
-        const float *y = out + pl * Ho * Wo, *dy = dout + pl * Ho * Wo;
+    const long planes = (long)d->n * d->c;
+#pragma omp parallel for schedule(static) num_threads(compute_threads())
+    for (long pl = 0; pl < planes; pl++) {
+        const float *x = in + (size_t)pl * H * W;
+        float *dx = din + (size_t)pl * H * W;
+        const float *y = out + (size_t)pl * Ho * Wo, *dy = dout + (size_t)pl * Ho * Wo;
         for (int i = 0; i < Ho; i++) {
             for (int j = 0; j < Wo; j++) {
                 const float m = y[(size_t)i * Wo + j], g = dy[(size_t)i * Wo + j];
@@ -54,9 +60,11 @@ void maxpool2_backward(float *din, const float *dout, const float *in, const flo
 
 void gap_forward(float *out, const float *in, const pool_dims *d)
 {
-    const size_t HW = (size_t)d->h * d->w, planes = (size_t)d->n * d->c;
-    for (size_t pl = 0; pl < planes; pl++) {
-        const float *x = in + pl * HW;
+    const size_t HW = (size_t)d->h * d->w;
+    const long planes = (long)d->n * d->c;
+#pragma omp parallel for schedule(static) num_threads(compute_threads())
+    for (long pl = 0; pl < planes; pl++) {
+        const float *x = in + (size_t)pl * HW;
         float s = 0.0f;
         for (size_t i = 0; i < HW; i++)
             s += x[i];
@@ -66,10 +74,12 @@ void gap_forward(float *out, const float *in, const pool_dims *d)
 
 void gap_backward(float *din, const float *dout, const pool_dims *d)
 {
-    const size_t HW = (size_t)d->h * d->w, planes = (size_t)d->n * d->c;
-    for (size_t pl = 0; pl < planes; pl++) {
+    const size_t HW = (size_t)d->h * d->w;
+    const long planes = (long)d->n * d->c;
+#pragma omp parallel for schedule(static) num_threads(compute_threads())
+    for (long pl = 0; pl < planes; pl++) {
         const float g = dout[pl] / (float)HW;
-        float *dx = din + pl * HW;
+        float *dx = din + (size_t)pl * HW;
         for (size_t i = 0; i < HW; i++)
             dx[i] += g;
     }

@@ -1,8 +1,9 @@
 /* threads.c — the layers' thread count. See threads.h.
- * Public: compute_set_threads, compute_threads. */
+ * Public: compute_set_threads, compute_threads, compute_zero. */
 #include "threads.h"
 
 #include <cblas.h>
+#include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -27,4 +28,15 @@ int compute_threads(void)
         omp_set_num_threads(n);
 #endif
     return n;
+}
+
+void compute_zero(float *p, size_t n)
+{
+    const size_t piece = (size_t)1 << 16; /* 256 KiB: small buffers stay on one thread */
+    const long pieces = (long)((n + piece - 1) / piece);
+#pragma omp parallel for schedule(static) num_threads(compute_threads()) if (pieces > 1)
+    for (long i = 0; i < pieces; i++) {
+        const size_t a = (size_t)i * piece, b = a + piece < n ? a + piece : n;
+        memset(p + a, 0, (b - a) * sizeof *p);
+    }
 }

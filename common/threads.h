@@ -6,14 +6,20 @@
  * Every OpenMP loop in the layers asks compute_threads() and splits its work into fixed pieces,
  * so results do not depend on the thread count (see DESIGN.md §3, "deterministic").
  *
- * Public: compute_set_threads, compute_threads.
+ * Public: compute_set_threads, compute_threads, compute_zero.
  */
 #ifndef HVDLAB_THREADS_H
 #define HVDLAB_THREADS_H
+
+#include <stddef.h>
 
 /* n >= 1: that many threads from now on (also sets OpenBLAS's count). n <= 0: follow OpenBLAS. */
 void compute_set_threads(int n);
 /* >= 1 */
 int compute_threads(void);
+
+/* p[0..n) = 0, split over the threads (a memset of a large activation is bandwidth-bound, and
+ * two cores pull more bandwidth than one). */
+void compute_zero(float *p /* (n) */, size_t n);
 
 #endif

@@ -14,6 +14,7 @@
 #include "hvd.h"
 #include "layer_prof.h"
 #include "pool.h"
+#include "threads.h"
 #include "wrn_internal.h"
 #include "xent.h"
 
@@ -78,12 +79,12 @@ static void backward(wrn_model *m, const float *x, const int *y, int B)
     /* cur: gradient of the tensor being walked back through; nxt: the one before it. */
     int cur = 0, nxt = 1;
     const pool_dims gd = group_dims(m, 2, B);
-    LPROF("zero", memset(m->g[cur], 0, (size_t)B * c3 * gd.h * gd.w * sizeof(float)));
+    LPROF("zero", compute_zero(m->g[cur], (size_t)B * c3 * gd.h * gd.w));
     LPROF("avgpool bwd", gap_backward(m->g[cur], m->dfeat, &gd));
     for (int b = m->nblocks - 1; b >= 0; b--) {
         wrn_block *blk = &m->blocks[b];
         const float *in = block_input(m, b);
-        LPROF("zero", memset(m->g[nxt], 0, (size_t)B * blk->cin * blk->h * blk->w * sizeof(float)));
+        LPROF("zero", compute_zero(m->g[nxt], (size_t)B * blk->cin * blk->h * blk->w));
         wrn_block_backward(blk, m->g[nxt], m->g[cur], in, B, block_key(m, b), m->g[2], m->g[3],
                            m->work);
         cur = nxt;
@@ -91,7 +92,7 @@ static void backward(wrn_model *m, const float *x, const int *y, int B)
         if (b > 0 && b % m->per_group == 0) { /* in is a pool output: back through the pool */
             const int g = b / m->per_group - 1;
             const pool_dims pd = group_dims(m, g, B);
-            LPROF("zero", memset(m->g[nxt], 0, (size_t)B * pd.c * pd.h * pd.w * sizeof(float)));
+            LPROF("zero", compute_zero(m->g[nxt], (size_t)B * pd.c * pd.h * pd.w));
             LPROF("maxpool bwd",
                   maxpool2_backward(m->g[nxt], m->g[cur], m->block_out[b - 1], m->pool[g], &pd));
             cur = nxt;
@@ -114,7 +115,7 @@ wrn_result wrn_train_batch(wrn_model *m, const float *x, const int *y, size_t B,
 {
     wrn_result r = {0.0, 0, B};
     check_batch(m, B, "wrn_train_batch");
-    LPROF("zero", memset(m->ps.grads, 0, m->ps.n * sizeof(float)));
+    LPROF("zero", compute_zero(m->ps.grads, m->ps.n));
     if (B == 0)
         return r;
     forward(m, x, (int)B, 1);

@@ -106,7 +106,7 @@ void wrn_block_backward(wrn_block *blk, float *din, const float *dout, const flo
     const size_t n = (size_t)B * blk->cout * blk->h * blk->w;
     /* residual branch: (relu2 -> bn2) -> conv2 -> (dropout -> relu1 -> bn1) -> conv1 */
     wrn_bn_relu_backward(&blk->bn2, t1, dout, blk->c2, NULL, 0.0f, B); /* t1: ∂/∂c2 */
-    LPROF("zero", memset(t2, 0, n * sizeof *t2));
+    LPROF("zero", compute_zero(t2, n));
     wrn_conv_backward(&blk->conv2, t2, t1, blk->r1, B, work); /* t2: ∂/∂r1 */
     wrn_bn_relu_backward(&blk->bn1, t1, t2, blk->c1, blk->r1, blk->dropout, B); /* t1: ∂/∂c1 */
     wrn_conv_backward(&blk->conv1, din, t1, in, B, work);

@@ -13,7 +13,10 @@ CPPFLAGS += -DHVDLAB_DNNL=1
 LDLIBS += -ldnnl
 endif
 
-.PHONY: bench-conv
+.PHONY: bench-conv bench-train
+
+bench-train: $(BUILD)/bench/train_speed  ## WRN training images/s, GFLOP/s, peak memory: kit vs PyTorch, 1 and 2 threads (~5 min)
+	$(BUILD)/bench/train_speed
 
 bench-conv: $(BUILD)/bench/conv_micro  ## conv shapes of wrn-16-1/4: im2col+sgemm vs oneDNN, 1 and 2 threads
 	$(BUILD)/bench/conv_micro --model 16-1,16-4 --threads 1,2
