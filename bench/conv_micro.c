@@ -20,7 +20,9 @@
 #include <cblas.h>
 #include <math.h>
 #include <omp.h>
+#ifdef HVDLAB_DNNL
 #include <oneapi/dnnl/dnnl.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +31,7 @@
 void openblas_set_num_threads(int);
 char *openblas_get_corename(void);
 
+#ifdef HVDLAB_DNNL
 #define CHECK(x)                                                                    \
     do {                                                                            \
         dnnl_status_t s_ = (x);                                                     \
@@ -37,6 +40,7 @@ char *openblas_get_corename(void);
             exit(1);                                                                \
         }                                                                           \
     } while (0)
+#endif
 
 typedef struct {
     int cin, cout, hw, k, count; /* count: how many convs of this shape in the model */
@@ -184,6 +188,7 @@ static void gemm_bwd_w_range(float *dw, float *db, const float *dout, const floa
     }
 }
 
+#ifdef HVDLAB_DNNL
 /* ---- oneDNN ------------------------------------------------------------------------------- */
 
 typedef struct {
@@ -316,6 +321,8 @@ static void dnnl_times(dnnl_ctx *c, const shape *s, int n, int plain, int reps, 
     dnnl_primitive_desc_destroy(wpd);
 }
 
+#endif /* HVDLAB_DNNL */
+
 /* ---- GEMM timing -------------------------------------------------------------------------- */
 
 static void gemm_times(const shape *s, int n, int threads, int split, int reps, double t[3]) {
@@ -424,9 +431,13 @@ int main(int argc, char **argv) {
         else { fprintf(stderr, "conv_micro: unknown option %s\n", argv[i]); return 2; }
     }
     printf("openblas_core %s\n", openblas_get_corename());
+#ifdef HVDLAB_DNNL
     dnnl_ctx c;
     CHECK(dnnl_engine_create(&c.eng, dnnl_cpu, 0));
     CHECK(dnnl_stream_create(&c.st, c.eng, dnnl_stream_default_flags));
+#else
+    printf("built without oneDNN (libdnnl-dev): GEMM backends only\n");
+#endif
     static const char *opname[3] = {"fwd", "bwd_data", "bwd_w"};
     char mbuf[256], tbuf[64];
     snprintf(mbuf, sizeof mbuf, "%s", models);
@@ -457,8 +468,12 @@ int main(int argc, char **argv) {
                 char impl[3][48] = {"", "", ""}, implp[3][48] = {"", "", ""};
                 if (has(backends, "gemm")) gemm_times(s, n, T, 0, reps, tg);
                 if (has(backends, "gemm1")) gemm_times(s, n, T, 1, reps, tg1);
+#ifdef HVDLAB_DNNL
                 if (has(backends, "dnnl")) dnnl_times(&c, s, n, 0, reps, td, tr, impl);
                 if (has(backends, "dnnlp")) dnnl_times(&c, s, n, 1, reps, tp, trp, implp);
+#else
+                (void)trp;
+#endif
                 for (int op = 0; op < 3; op++) {
                     double f = flops(s, n) / 1e9;
                     char lab[32];
@@ -482,7 +497,9 @@ int main(int argc, char **argv) {
             fflush(stdout);
         }
     }
+#ifdef HVDLAB_DNNL
     dnnl_stream_destroy(c.st);
     dnnl_engine_destroy(c.eng);
+#endif
     return 0;
 }
