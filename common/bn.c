@@ -95,11 +95,8 @@ static inline __attribute__((always_inline)) void channel_stats(const float *in,
     double ss = 0.0;
     for (int n = 0; n < d->n; n++)
         ss += row_sumsq(in + (size_t)n * CHW + (size_t)c * HW, HW, mf);
-    /* Σ(x − mf)² = Σ(x − mu)² + M·(mu − mf)²: remove the rounding of the mean. */
-    const double dm = mu - (double)mf;
-    double v = ss / M - dm * dm;
     *mean = mu;
-    *var = v > 0.0 ? v : 0.0;
+    *var = ss / M;
 }
 
 /* What follows batch norm in a fused call. */
