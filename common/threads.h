@@ -6,6 +6,12 @@
  * Every OpenMP loop in the layers asks compute_threads() and splits its work into fixed pieces,
  * so results do not depend on the thread count (see DESIGN.md §3, "deterministic").
  *
+ * Oversubscription: OpenMP threads (libgomp, and oneDNN inside it) spin at their barriers, so
+ * ranks that are not pinned and each run all cores' worth of threads slow each other down a lot
+ * (2 ranks x 2 threads on 2 cores: ~4x slower per rank than 1 thread each; measured in
+ * bench/train_speed's child). hvd_pin_device gives each rank its share and this follows it.
+ * OMP_WAIT_POLICY=passive in the environment softens it (and costs ~13% when pinned).
+ *
  * Public: compute_set_threads, compute_threads, compute_zero.
  */
 #ifndef HVDLAB_THREADS_H
