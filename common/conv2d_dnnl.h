@@ -12,7 +12,8 @@
  * Which path runs: conv2d.c dispatches (conv2d_backend()); this file only exists when the
  * build found oneDNN (HVDLAB_DNNL, set by mk/bench-model.mk). Primitives are created on first
  * use for each shape and cached for the life of the process (conv2d_dnnl_release frees them).
- * Threads: compute_threads() (threads.h).
+ * Threads: compute_threads() (threads.h); primitives are built for a thread count, so a change
+ * of count gets its own. One caller thread at a time per shape (the plans hold memory objects).
  *
  * Public: conv2d_dnnl_work_floats, conv2d_dnnl_forward, conv2d_dnnl_backward,
  *         conv2d_dnnl_set_chunk, conv2d_dnnl_release.
