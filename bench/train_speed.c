@@ -19,7 +19,7 @@
  *                    [--rounds R] [--iters I] [--no-torch] [--peer bench/peer_torch.py]
  *        train_speed --child --model wrn-16-4 --threads 2 [--iters 3 --warmup 1 --profile 1]
  * Default rounds/iterations per model keep a full run near 4-5 minutes on 2 cores: wrn-16-1
- * 3 rounds × 15 steps, wrn-16-4 2 rounds × 2 steps, wrn-16-10 1 round × 1 step (a step takes
+ * 3 rounds × 10 steps, wrn-16-4 2 rounds × 2 steps, wrn-16-10 1 round × 1 step (a step takes
  * 7-25 s there, so one step is already a long average; min = median then).
  */
 #include <errno.h>
@@ -290,7 +290,7 @@ static void split_list(const char *s, char out[][32], int *n, int max)
 static void schedule(int k, int *rounds, int *iters, int *warmup)
 {
     if (k <= 2) {
-        *rounds = 3, *iters = 15, *warmup = 3;
+        *rounds = 3, *iters = 10, *warmup = 3;
     } else if (k <= 6) {
         *rounds = 2, *iters = 2, *warmup = 1;
     } else {
