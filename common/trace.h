@@ -13,8 +13,10 @@
  *   collective    op=allreduce|broadcast|broadcast_bytes|allgather name="…" count root
  *                 [reduce=sum|average fp16=0|1]; also before hvd_init (hvd_allreduce/_ex/_async:
  *                 one event per call; hvd_broadcast, hvd_broadcast_bytes, hvd_allgather)
- *   params        when=init|broadcast|restore|epoch epoch sum=<hex checksum of params> state_sum
+ *   params        when=broadcast root | when=restore epoch; sum=<params_checksum of params>
+ *                 state_sum=<of the BN state>      (hvd_broadcast_parameters, ckpt_load_params)
  *   step          opt=sgd|novograd lr distributed iter grad_sum=<hex, after averaging>
+ *                 param_sum=<hex, after the update>                        (optimizer_step)
  *   shard         epoch loader_rank loader_size n shuffle count first sum=<FNV-1a 64 of the
  *                 indices as 8-byte LE integers> [idx=3,17,42 when count <= 4096]
  *                 (loader_set_epoch)
