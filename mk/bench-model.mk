@@ -16,6 +16,7 @@ endif
 .PHONY: bench-conv bench-train
 
 bench-train: $(BUILD)/bench/train_speed  ## WRN training images/s, GFLOP/s, peak memory: kit vs PyTorch, 1 and 2 threads (~5 min)
+	@sh tools/setup.sh python3-torch
 	$(BUILD)/bench/train_speed
 
 bench-conv: $(BUILD)/bench/conv_micro  ## conv shapes of wrn-16-1/4: im2col+sgemm vs oneDNN, 1 and 2 threads
