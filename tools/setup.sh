@@ -8,7 +8,7 @@ for p in "$@"; do
     [ "$st" = "install ok installed" ] || missing="$missing $p"
 done
 if [ -z "$missing" ]; then
-    echo "setup: all $# packages present"
+    [ $# -eq 1 ] && echo "setup: $1 is present" || echo "setup: all $# packages present"
     exit 0
 fi
 cmd="apt-get install -y --no-install-recommends$missing"
