@@ -104,6 +104,11 @@ int dataset_locate_in(const char *const *places, const char *const *origins, siz
 
 int dataset_locate(const char *data_dir, char *dir, size_t dirlen, char *err, size_t errlen)
 {
+    /* An explicit --data-dir is what the user asked for: no silent fall-back to another place. */
+    if (data_dir && *data_dir) {
+        const char *const only[1] = {data_dir}, *const origin[1] = {"--data-dir"};
+        return dataset_locate_in(only, origin, 1, dir, dirlen, err, errlen);
+    }
     const char *places[4] = {data_dir, getenv("HVDLAB_DATA"), DATASET_LOCAL_DIR,
                              DATASET_SYSTEM_DIR};
     const char *const origins[4] = {"--data-dir", "$HVDLAB_DATA", "current directory",

@@ -1,10 +1,10 @@
 /* dataset.h — find and load Fashion-MNIST (IDX files, plain or .gz), training-set pixel stats.
  *
- * Location, first place that holds all four files wins (see datasets/README.md):
- *   1. the --data-dir value (data_dir argument, may be NULL)
- *   2. $HVDLAB_DATA
- *   3. datasets/fashion-mnist/ relative to the current directory
- *   4. /usr/share/datasets/fashion-mnist/ (Debian package dataset-fashion-mnist)
+ * Location (see datasets/README.md): a non-empty data_dir (--data-dir) is the only place looked
+ * at; without one, the first place that holds all four files wins:
+ *   1. $HVDLAB_DATA
+ *   2. datasets/fashion-mnist/ relative to the current directory
+ *   3. /usr/share/datasets/fashion-mnist/ (Debian package dataset-fashion-mnist)
  * Each of the four files may be plain (train-images-idx3-ubyte) or gzip (…-ubyte.gz; tried first).
  * Errors: status -1 and one line in err; DATASET_ERRLEN is enough for every message.
  */

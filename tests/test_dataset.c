@@ -165,14 +165,18 @@ START_TEST(locate_order)
     ck_assert_str_eq(dir, a); /* --data-dir first */
     ck_assert_msg(dataset_locate(NULL, dir, sizeof dir, err, sizeof err) == 0, "%s", err);
     ck_assert_str_eq(dir, b); /* then $HVDLAB_DATA */
-    ck_assert_msg(dataset_locate(partial, dir, sizeof dir, err, sizeof err) == 0, "%s", err);
-    ck_assert_str_eq(dir, b); /* a place without all four files is skipped */
+    /* an explicit --data-dir without all four files is an error naming it, never a fall-back */
+    ck_assert_int_eq(dataset_locate(partial, dir, sizeof dir, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, partial) && strstr(err, "[--data-dir]"), "%s", err);
+    ck_assert_msg(strstr(err, "$HVDLAB_DATA") == NULL, "%s", err);
+    setenv("HVDLAB_DATA", partial, 1); /* the search skips an incomplete place */
+    ck_assert_msg(dataset_locate(NULL, dir, sizeof dir, err, sizeof err) == 0, "%s", err);
+    ck_assert_str_eq(dir, DATASET_LOCAL_DIR);
     unsetenv("HVDLAB_DATA");
     ck_assert_msg(dataset_locate(NULL, dir, sizeof dir, err, sizeof err) == 0, "%s", err);
     ck_assert_str_eq(dir, DATASET_LOCAL_DIR); /* then ./datasets/fashion-mnist */
-    setenv("HVDLAB_DATA", "", 1);             /* empty means unset */
-    ck_assert_msg(dataset_locate(tmp_path("nowhere"), dir, sizeof dir, err, sizeof err) == 0, "%s",
-                  err);
+    setenv("HVDLAB_DATA", "", 1);             /* empty means unset, and so does --data-dir "" */
+    ck_assert_msg(dataset_locate("", dir, sizeof dir, err, sizeof err) == 0, "%s", err);
     ck_assert_str_eq(dir, DATASET_LOCAL_DIR);
 
     /* what was found is what gets loaded */
@@ -188,7 +192,7 @@ START_TEST(locate_order)
     ck_assert_int_eq(chdir(tmp_dir), 0);
     struct stat st;
     int have_system = stat(DATASET_SYSTEM_DIR "/train-images-idx3-ubyte.gz", &st) == 0;
-    int rc = dataset_locate(tmp_path("nowhere"), dir, sizeof dir, err, sizeof err);
+    int rc = dataset_locate(NULL, dir, sizeof dir, err, sizeof err);
     if (have_system) {
         ck_assert_int_eq(rc, 0);
         ck_assert_str_eq(dir, DATASET_SYSTEM_DIR);
