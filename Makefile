@@ -114,10 +114,11 @@ benches: $(BENCH_BIN)  ## build the benchmarks without running them
 $(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB)
 	$(CC) $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
 
-test: setup  ## install if needed, build, check the CUDA build, unit tests, then the lab's graders
+test: setup  ## install if needed, build, check the CUDA build, unit tests, the lab's graders, the lab text's commands
 	@$(MAKE) --no-print-directory cuda-check
 	@$(MAKE) --no-print-directory unit-tests
 	@$(MAKE) --no-print-directory lab-test
+	@$(MAKE) --no-print-directory check-docs
 
 unit-tests: tests  ## run the unit tests only (no setup, no CUDA check)
 	@MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" MULTIRANK="$(MULTIRANK_TESTS)" \
