@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "ck_mpi.h"
+#include "fill.h"
 #include "conv2d.h"
 #include "layer_math.h"
 #ifdef HVDLAB_DNNL
@@ -28,13 +29,7 @@
 
 static uint64_t rng = 777;
 
-static float *randf(size_t n, float lo, float hi)
-{
-    float *x = malloc((n ? n : 1) * sizeof *x);
-    for (size_t i = 0; i < n; i++)
-        x[i] = lo + (hi - lo) * (float)((lm_splitmix64(&rng) >> 40) * 0x1.0p-24);
-    return x;
-}
+static float *randf(size_t n, float lo, float hi) { return rand_floats(&rng, n, lo, hi); }
 
 #ifdef HVDLAB_DNNL
 static float *copyf(const float *a, size_t n)

@@ -22,6 +22,7 @@
 #include "act.h"
 #include "bn.h"
 #include "ck_mpi.h"
+#include "fill.h"
 #include "conv2d.h"
 #include "dense.h"
 #include "params.h"
@@ -37,22 +38,9 @@
 
 static uint64_t rng = 12345;
 
-/* Uniform floats in [lo, hi). */
-static float *randf(size_t n, float lo, float hi)
-{
-    float *x = malloc((n ? n : 1) * sizeof *x);
-    for (size_t i = 0; i < n; i++)
-        x[i] = lo + (hi - lo) * (float)((lm_splitmix64(&rng) >> 40) * 0x1.0p-24);
-    return x;
-}
+static float *randf(size_t n, float lo, float hi) { return rand_floats(&rng, n, lo, hi); }
 
-static float *filled(size_t n, float v)
-{
-    float *x = malloc((n ? n : 1) * sizeof *x);
-    for (size_t i = 0; i < n; i++)
-        x[i] = v;
-    return x;
-}
+static float *filled(size_t n, float v) { return const_floats(n, v); }
 
 static double dot(const double *a, const double *b, size_t n)
 {

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "ck_mpi.h"
+#include "fill.h"
 #include "ref_double.h"
 #include "wrn.h"
 #include "wrn_block.h"
@@ -27,21 +28,9 @@
 
 static uint64_t rng = 777;
 
-static float *randf(size_t n, float lo, float hi)
-{
-    float *x = malloc((n ? n : 1) * sizeof *x);
-    for (size_t i = 0; i < n; i++)
-        x[i] = lo + (hi - lo) * (float)((lm_splitmix64(&rng) >> 40) * 0x1.0p-24);
-    return x;
-}
+static float *randf(size_t n, float lo, float hi) { return rand_floats(&rng, n, lo, hi); }
 
-static float *filled(size_t n, float v)
-{
-    float *x = malloc((n ? n : 1) * sizeof *x);
-    for (size_t i = 0; i < n; i++)
-        x[i] = v;
-    return x;
-}
+static float *filled(size_t n, float v) { return const_floats(n, v); }
 
 static void report(const char *what, ref_check rc, double tol)
 {
