@@ -139,7 +139,7 @@ cuda-check:  ## check that CUDA=1 compiles and links (skips when nvcc is absent)
 	    2>&1 | sed 's/^/  /'; \
 	else echo "cuda-check: skipped, no nvcc at $(NVCC)"; fi
 
-demo: setup  ## train solution 10 on real Fashion-MNIST with 2 ranks (a couple of minutes)
+demo: setup  ## train solution 10 on real Fashion-MNIST with 2 ranks (about a minute)
 	@$(MAKE) --no-print-directory solution10
 	$(MPIRUN) $(MPIRUN_FLAGS) -n 2 ./solution10 $(DEMO_FLAGS)
 
