@@ -246,45 +246,53 @@ static int check_shards(grade_ctx *g, char *msg, size_t len)
 
 static const char *const metric_keys[] = {"loss", "accuracy", "val_loss", "val_accuracy"};
 
+/* The n-th (0-based) "metrics" event of p with when=<when>, or NULL. */
+static const grade_event *metrics_nth(const grade_proc *p, const char *when, int n)
+{
+    const grade_event *m;
+    for (int i = 0; p && (m = grade_nth(p, "metrics", i)); i++)
+        if (same(grade_get(m, "when"), when) && n-- == 0)
+            return m;
+    return NULL;
+}
+
+/* What p reported at the end of epoch e (1-based), or NULL. */
+static const grade_event *metrics_of_epoch(const grade_proc *p, int e)
+{
+    char es[16];
+    snprintf(es, sizeof es, "%d", e);
+    const grade_event *m;
+    for (int i = 0; (m = metrics_nth(p, "epoch", i)); i++)
+        if (same(grade_get(m, "epoch"), es))
+            return m;
+    return NULL;
+}
+
 static int check_metrics(grade_ctx *g, char *msg, size_t len)
 {
     grade_proc *p0 = grade_rank(&g->a, 0);
-    for (int e = 0; e < g->epochs; e++) {
-        const grade_event *m0 = grade_nth(p0, "metrics", 0);
-        char es[16];
-        snprintf(es, sizeof es, "%d", e + 1);
-        m0 = NULL;
-        for (int i = 0; (m0 = grade_nth(p0, "metrics", i)); i++)
-            if (same(grade_get(m0, "when"), "epoch") && same(grade_get(m0, "epoch"), es))
-                break;
+    /* 1. The end-of-epoch metrics: every rank that reports them reports rank 0's values (a
+     *    solution may skip the progress calls on silent ranks altogether). */
+    for (int e = 1; e <= g->epochs; e++) {
+        const grade_event *m0 = metrics_of_epoch(p0, e);
         if (!m0)
-            return fail(msg, len, "rank 0 reported no metrics for epoch %d.", e + 1);
+            return fail(msg, len, "rank 0 reported no metrics for epoch %d.", e);
         for (int k = 1; k < g->np; k++) {
-            const grade_event *m = NULL;
-            for (int i = 0; (m = grade_nth(grade_rank(&g->a, k), "metrics", i)); i++)
-                if (same(grade_get(m, "when"), "epoch") && same(grade_get(m, "epoch"), es))
-                    break;
-            for (size_t j = 0; j < sizeof metric_keys / sizeof *metric_keys; j++)
-                if (!m || !same(grade_get(m, metric_keys[j]), grade_get(m0, metric_keys[j])))
+            const grade_event *m = metrics_of_epoch(grade_rank(&g->a, k), e);
+            for (size_t j = 0; m && j < sizeof metric_keys / sizeof *metric_keys; j++)
+                if (!same(grade_get(m, metric_keys[j]), grade_get(m0, metric_keys[j])))
                     return fail(msg, len, "epoch %d: rank %d ended with %s = %s, rank 0 with %s: "
                                 "each rank only knows its own shard's metrics.\n  Hint: average "
                                 "the train and validation metrics over the ranks with "
-                                "hvd_metric_average before printing them.", e + 1, k,
-                                metric_keys[j], m ? grade_get(m, metric_keys[j]) : "(none)",
+                                "hvd_metric_average before printing them.", e, k,
+                                metric_keys[j], grade_get(m, metric_keys[j]),
                                 grade_get(m0, metric_keys[j]));
         }
     }
-    /* The averages must really be the mean of what the ranks measured. */
+    /* 2. Each averaging: the same values on every rank, the mean of what the ranks measured. */
     for (int i = 0;; i++) {
-        const grade_event *loc0 = NULL, *avg0 = NULL;
-        int nl = 0, na = 0;
-        for (int j = 0; (loc0 = grade_nth(p0, "metrics", j)); j++)
-            if (same(grade_get(loc0, "when"), "local") && nl++ == i)
-                break;
-        for (int j = 0; (avg0 = grade_nth(p0, "metrics", j)); j++)
-            if (same(grade_get(avg0, "when"), "averaged") && na++ == i)
-                break;
-        if (!loc0 || !avg0)
+        const grade_event *avg0 = metrics_nth(p0, "averaged", i);
+        if (!avg0)
             return i > 0 ? 0 : fail(msg, len, "no averaged metrics were seen.\n  Hint: call "
                                     "hvd_metric_average on the train and validation metrics.");
         for (const char *const *key = metric_keys; key < metric_keys + 4; key++) {
@@ -292,11 +300,13 @@ static int check_metrics(grade_ctx *g, char *msg, size_t len)
                 continue;
             double sum = 0;
             for (int k = 0; k < g->np; k++) {
-                const grade_event *lk = NULL;
-                int c = 0;
-                for (int j = 0; (lk = grade_nth(grade_rank(&g->a, k), "metrics", j)); j++)
-                    if (same(grade_get(lk, "when"), "local") && c++ == i)
-                        break;
+                grade_proc *pk = grade_rank(&g->a, k);
+                const grade_event *lk = metrics_nth(pk, "local", i);
+                const grade_event *ak = metrics_nth(pk, "averaged", i);
+                if (!ak || !same(grade_get(ak, *key), grade_get(avg0, *key)))
+                    return fail(msg, len, "averaging #%d: rank %d got %s = %s, rank 0 %s.", i + 1,
+                                k, *key, ak ? grade_get(ak, *key) : "(none)",
+                                grade_get(avg0, *key));
                 sum += lk ? grade_num(lk, *key, NAN) : NAN;
             }
             double want = sum / g->np, got = grade_num(avg0, *key, NAN);
