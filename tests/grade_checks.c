@@ -37,6 +37,12 @@ static int fail(char *msg, size_t len, const char *fmt, ...)
 
 static int same(const char *a, const char *b) { return a && b && strcmp(a, b) == 0; }
 
+/* Optimizer steps each of np ranks makes per epoch: Keras' len(train_iter) // size. */
+static int steps_per_epoch(const grade_ctx *g, int np)
+{
+    return (g->train_n + g->batch - 1) / g->batch / np;
+}
+
 /* Every rank 0..np-1 wrote its own rank-R.log; 0 if so. */
 static int have_all_ranks(grade_run *r, int np)
 {
@@ -181,7 +187,7 @@ static int mark_indices(const char *list, int n, unsigned char *seen, int *repea
  * repeats allowed are DistributedSampler's padding (ceil(n/np)*np - n samples drawn twice). */
 static int check_shards_of(grade_ctx *g, grade_run *r, int np, int epochs, char *msg, size_t len)
 {
-    int spe = (g->train_n + g->batch - 1) / g->batch / np; /* len(train_iter) // size */
+    int spe = steps_per_epoch(g, np);
     int pad = (g->train_n + np - 1) / np * np - g->train_n;
     char nstr[32];
     snprintf(nstr, sizeof nstr, "%d", g->train_n);
@@ -366,7 +372,7 @@ static int check_checkpoints(grade_ctx *g, char *msg, size_t len)
                         "weights.\n  Hint: load on rank 0, then broadcast parameters and "
                         "optimizer state from rank 0 to everyone.", k);
     }
-    int spe = (g->train_n + g->batch - 1) / g->batch / g->np;
+    int spe = steps_per_epoch(g, g->np);
     char first_epoch[64], skipped[64];
     snprintf(first_epoch, sizeof first_epoch, "Epoch %d/%d", g->epochs + 1, g->epochs + 1);
     snprintf(skipped, sizeof skipped, "Epoch 1/%d", g->epochs + 1);
@@ -406,7 +412,7 @@ static int check_lr_scaled(grade_ctx *g, char *msg, size_t len)
 
 static int check_warmup(grade_ctx *g, char *msg, size_t len)
 {
-    int spe = (g->train_n + g->batch - 1) / g->batch / g->np;
+    int spe = steps_per_epoch(g, g->np);
     int n = grade_count(grade_rank(&g->a, 0), "step");
     for (int i = 0; i < n; i++) {
         int epoch = i / spe, batch = i % spe;
