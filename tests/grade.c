@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mpirun_cmd.h"
+
 static char *slurp(const char *path)
 {
     FILE *f = fopen(path, "rb");
@@ -104,13 +106,8 @@ int grade_run_prog(grade_run *r, const char *prog, int np, const char *args, con
     snprintf(err, sizeof err, "%s/%s.err", workdir, tag);
     mkdir(workdir, 0777);
     mkdir(tdir, 0777);
-    const char *mpirun = getenv("MPIRUN");
     char dflt[128];
-    if (!mpirun || !*mpirun) {
-        snprintf(dflt, sizeof dflt, "mpirun --oversubscribe%s",
-                 geteuid() == 0 ? " --allow-run-as-root" : "");
-        mpirun = dflt;
-    }
+    const char *mpirun = mpirun_cmd(dflt, sizeof dflt);
     snprintf(r->cmd, sizeof r->cmd, "%s -n %d %s %s", mpirun, np, prog, args);
     char cmd[8192];
     snprintf(cmd, sizeof cmd, "HVDLAB_TRACE='%s' timeout %d %s >'%s' 2>'%s' </dev/null", tdir,

@@ -10,6 +10,7 @@
 #include "ck_mpi.h"
 #include "hvd.h"
 #include "json_check.h"
+#include "mpirun_cmd.h"
 
 static char prog[1024];
 
@@ -21,13 +22,8 @@ typedef struct {
 /* Runs `env mpirun -n np prog_errors args` with a 60 s bound; stdout and stderr together. */
 static job run_job(const char *env, int np, const char *args)
 {
-    const char *mpirun = getenv("MPIRUN");
     char dflt[128];
-    if (!mpirun) {
-        snprintf(dflt, sizeof dflt, "mpirun --oversubscribe%s",
-                 geteuid() == 0 ? " --allow-run-as-root" : "");
-        mpirun = dflt;
-    }
+    const char *mpirun = mpirun_cmd(dflt, sizeof dflt);
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "env %s timeout 60 %s -n %d %s %s 2>&1", env, mpirun, np, prog,
              args);

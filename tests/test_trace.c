@@ -17,6 +17,7 @@
 #include "json_check.h"
 #include "loader.h"
 #include "metrics.h"
+#include "mpirun_cmd.h"
 #include "progress.h"
 #include "tmpdir.h"
 #include "trace.h"
@@ -100,13 +101,8 @@ static int child(int argc, char **argv)
 
 static int run_child(const char *trace_dir, int np, const char *scenario, char *out, size_t outlen)
 {
-    const char *mpirun = getenv("MPIRUN");
     char dflt[128];
-    if (!mpirun) {
-        snprintf(dflt, sizeof dflt, "mpirun --oversubscribe%s",
-                 geteuid() == 0 ? " --allow-run-as-root" : "");
-        mpirun = dflt;
-    }
+    const char *mpirun = mpirun_cmd(dflt, sizeof dflt);
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "env HVDLAB_TRACE='%s' timeout 60 %s -n %d %s --child %s 2>&1",
              trace_dir, mpirun, np, self, scenario);
