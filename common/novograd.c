@@ -49,22 +49,11 @@ optimizer *novograd_create(const param_set *ps, float lr, const novograd_options
         if (ps->views[t].offset + ps->views[t].count > ps->n)
             hvd_fatal("novograd_create: view \"%s\" ends at %zu, past the %zu parameters",
                       ps->views[t].name, ps->views[t].offset + ps->views[t].count, ps->n);
-    optimizer *opt = calloc(1, sizeof *opt);
-    if (!opt)
-        return NULL;
-    opt->kind = OPT_NOVOGRAD;
-    opt->lr = lr;
-    opt->momentum = d.beta1; /* informational; the update reads nov.beta1 */
-    opt->nov = d;
-    opt->n_state = ps->n + (size_t)ntensors(ps);
-    opt->state = hvd_alloc(opt->n_state * sizeof(float));
-    if (!opt->state) {
-        free(opt);
-        return NULL;
-    }
-    opt->backward_passes_per_step = 1;
-    opt->compression = HVD_COMPRESS_NONE;
-    opt->momentum_correction = 1;
+    /* state: m, one per parameter, then v, one per view; momentum is informational (the
+     * update reads nov.beta1) */
+    optimizer *opt = optimizer_new(OPT_NOVOGRAD, lr, d.beta1, ps->n + (size_t)ntensors(ps));
+    if (opt)
+        opt->nov = d;
     return opt;
 }
 

@@ -1,6 +1,6 @@
 /* optim.c — what every optimizer shares: optimizer_step (local accumulation, averaging over
  * ranks, momentum correction, the inner update, the trace event), free and name. See optim.h.
- * Public: optimizer_step, optimizer_free, optimizer_name.
+ * Public: optimizer_new, optimizer_step, optimizer_free, optimizer_name.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +9,26 @@
 #include "lr.h"
 #include "optim.h"
 #include "trace.h"
+
+optimizer *optimizer_new(opt_kind kind, float lr, float momentum, size_t n_state)
+{
+    optimizer *opt = calloc(1, sizeof *opt);
+    if (!opt)
+        return NULL;
+    opt->kind = kind;
+    opt->lr = lr;
+    opt->momentum = momentum;
+    opt->n_state = n_state;
+    opt->state = hvd_alloc(n_state * sizeof(float)); /* zeroed; broadcast and saved whole */
+    if (!opt->state) {
+        free(opt);
+        return NULL;
+    }
+    opt->backward_passes_per_step = 1;
+    opt->compression = HVD_COMPRESS_NONE;
+    opt->momentum_correction = 1;
+    return opt;
+}
 
 void optimizer_free(optimizer *opt)
 {

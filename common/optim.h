@@ -58,6 +58,10 @@ novograd_options novograd_defaults(void); /* β1 0.9, β2 0.999, ε 1e-7, wd 0, 
 optimizer *sgd_create(const param_set *ps, float lr, float momentum);
 optimizer *novograd_create(const param_set *ps, float lr, const novograd_options *o);
 void optimizer_free(optimizer *opt);
+/* For the create functions: a zeroed optimizer of kind with a zeroed state buffer of n_state
+ * floats, one backward pass per step, no compression, momentum correction on; NULL when out of
+ * memory. */
+optimizer *optimizer_new(opt_kind kind, float lr, float momentum, size_t n_state);
 const char *optimizer_name(const optimizer *opt); /* "sgd" / "novograd" */
 
 /* Horovod's DistributedOptimizer: returns opt, now averaging gradients over all ranks (one fused

@@ -18,22 +18,8 @@ optimizer *sgd_create(const param_set *ps, float lr, float momentum)
         hvd_fatal("sgd_create: NULL param_set");
     if (!(momentum >= 0.0f && momentum < 1.0f))
         hvd_fatal("sgd_create: momentum %g must be in [0, 1)", momentum);
-    optimizer *opt = calloc(1, sizeof *opt);
-    if (!opt)
-        return NULL;
-    opt->kind = OPT_SGD;
-    opt->lr = lr;
-    opt->momentum = momentum;
-    opt->n_state = ps->n; /* velocity, one per parameter */
-    opt->state = hvd_alloc(opt->n_state * sizeof(float)); /* zeroed; broadcast and saved whole */
-    if (!opt->state) {
-        free(opt);
-        return NULL;
-    }
-    opt->backward_passes_per_step = 1;
-    opt->compression = HVD_COMPRESS_NONE;
-    opt->momentum_correction = 1;
-    return opt;
+    /* state: the velocity, one per parameter */
+    return optimizer_new(OPT_SGD, lr, momentum, ps->n);
 }
 
 void sgd_apply(optimizer *opt, param_set *ps, float momentum)
