@@ -15,8 +15,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "fatal.h"
 #include "hvd.h"
 #include "ring.h"
+#include "timer.h"
 
 /* Implementations timed: 0 hvd_allreduce, 1 MPI_Allreduce, 2.. hvd_allreduce with other ring
  * tuning (--variants SEG:BLOCK,…, for tuning on a new machine). */
@@ -24,13 +26,6 @@
 static int nimpl = 2;
 static size_t var_seg[MAXIMPL], var_block[MAXIMPL];
 static int profile_hvd;
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 static size_t parse_size(const char *flag, const char *s)
 {
@@ -44,7 +39,7 @@ static size_t parse_size(const char *flag, const char *s)
     else if (*end == 'G' || *end == 'g')
         mult = (size_t)1 << 30, end++;
     if (end == s || *end || v <= 0)
-        hvd_fatal("%s %s: expected a size such as 4K, 64M or 1G", flag, s);
+        fatal_error("%s %s: expected a size such as 4K, 64M or 1G", flag, s);
     return (size_t)(v * (double)mult);
 }
 
@@ -79,14 +74,14 @@ static double timed(int which, float *buf, size_t n, int iters)
     if (which >= 2)
         ring_set_tuning(var_seg[which], var_block[which]);
     MPI_Barrier(MPI_COMM_WORLD);
-    double t0 = now();
+    double t0 = timer_seconds();
     for (int i = 0; i < iters; i++) {
         if (which != 1)
             hvd_allreduce(buf, n, HVD_SUM, "bench");
         else
             MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     }
-    double t = (now() - t0) / iters, tmax;
+    double t = (timer_seconds() - t0) / iters, tmax;
     ring_set_tuning(0, 0);
     MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     return tmax;
@@ -105,7 +100,7 @@ static void verify(float *buf, size_t n, int rank, int size)
         for (size_t i = 0; i < n; i++) {
             float want = (float)((i % 1000) * size + 1000 * size * (size - 1) / 2);
             if (buf[i] != want)
-                hvd_fatal("%s gave %g at index %zu of %zu, expected %g",
+                fatal_error("%s gave %g at index %zu of %zu, expected %g",
                           which ? "MPI_Allreduce" : "hvd_allreduce", buf[i], i, n, want);
         }
     }
@@ -132,7 +127,7 @@ int main(int argc, char **argv)
             for (char *tok = strtok(argv[++i], ","); tok && nimpl < MAXIMPL; tok = strtok(NULL, ",")) {
                 char *colon = strchr(tok, ':');
                 if (!colon)
-                    hvd_fatal("--variants %s: expected SEG:BLOCK pairs such as 256K:1M", tok);
+                    fatal_error("--variants %s: expected SEG:BLOCK pairs such as 256K:1M", tok);
                 *colon = '\0';
                 var_seg[nimpl] = parse_size("--variants", tok);
                 var_block[nimpl] = parse_size("--variants", colon + 1);
@@ -140,7 +135,7 @@ int main(int argc, char **argv)
             }
         }
         else
-            hvd_fatal("unknown argument %s (use --min-bytes, --max-bytes, --passes)", argv[i]);
+            fatal_error("unknown argument %s (use --min-bytes, --max-bytes, --passes)", argv[i]);
     }
     int rank = hvd_rank(), size = hvd_size();
     double worst_ratio = 1e30, at64[2] = {0, 0}; /* median busbw: hvd, MPI */
@@ -153,12 +148,12 @@ int main(int argc, char **argv)
                "hvd time(us) min/med", "busbw GB/s m/m", "MPI time(us) min/med",
                "busbw GB/s m/m", "ratio (med)", "memcpy");
     }
-    /* The same kind of buffer the kit's model uses for its flat gradients (hvd_alloc), for
+    /* The same kind of buffer the kit's model uses for its flat gradients (memory_alloc), for
      * both implementations; --plain-malloc for buffers of the C library instead. */
-    float *buf = plain ? malloc(max_b) : hvd_alloc(max_b);
-    char *src = plain ? malloc(max_b) : hvd_alloc(max_b), *dst = plain ? malloc(max_b) : hvd_alloc(max_b);
+    float *buf = plain ? malloc(max_b) : memory_alloc(max_b);
+    char *src = plain ? malloc(max_b) : memory_alloc(max_b), *dst = plain ? malloc(max_b) : memory_alloc(max_b);
     if (!buf || !src || !dst)
-        hvd_fatal("cannot allocate 3 x %zu bytes", max_b);
+        fatal_error("cannot allocate 3 x %zu bytes", max_b);
     memset(src, 1, max_b);
     memset(dst, 0, max_b);
     for (size_t bytes = min_b; bytes <= max_b; bytes *= 2) {
@@ -183,10 +178,10 @@ int main(int argc, char **argv)
         if (rank == 0) {
             double best = 1e30;
             for (int p = 0; p < 5; p++) {
-                double t0 = now();
+                double t0 = timer_seconds();
                 for (int i = 0; i < iters; i++)
                     memcpy(dst, src, bytes);
-                double dt = (now() - t0) / iters;
+                double dt = (timer_seconds() - t0) / iters;
                 best = dt < best ? dt : best;
             }
             mc = (double)bytes / best / 1e9;
@@ -238,9 +233,9 @@ int main(int argc, char **argv)
         free(src);
         free(dst);
     } else {
-        hvd_free(buf);
-        hvd_free(src);
-        hvd_free(dst);
+        memory_free(buf);
+        memory_free(src);
+        memory_free(dst);
     }
     hvd_shutdown();
     return 0;

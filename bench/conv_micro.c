@@ -26,7 +26,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "timer.h"
 
 void openblas_set_num_threads(int);
 char *openblas_get_corename(void);
@@ -45,12 +46,6 @@ char *openblas_get_corename(void);
 typedef struct {
     int cin, cout, hw, k, count; /* count: how many convs of this shape in the model */
 } shape;
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + 1e-9 * t.tv_nsec;
-}
 
 static float *falloc(size_t n) {
     float *p = aligned_alloc(64, ((n * sizeof(float) + 63) / 64) * 64 + 64);
@@ -208,10 +203,10 @@ static double time_prim(dnnl_ctx *c, dnnl_primitive_t p, int nargs, dnnl_exec_ar
     CHECK(dnnl_primitive_execute(p, c->st, nargs, args)); /* warm-up */
     CHECK(dnnl_stream_wait(c->st));
     for (int r = 0; r < reps; r++) {
-        double t0 = now();
+        double t0 = timer_seconds();
         CHECK(dnnl_primitive_execute(p, c->st, nargs, args));
         CHECK(dnnl_stream_wait(c->st));
-        double dt = now() - t0;
+        double dt = timer_seconds() - t0;
         if (dt < best) best = dt;
     }
     return best;
@@ -342,7 +337,7 @@ static void gemm_times(const shape *s, int n, int threads, int split, int reps, 
     for (int op = 0; op < 3; op++) {
         double best = 1e30;
         for (int r = 0; r <= reps; r++) {
-            double t0 = now();
+            double t0 = timer_seconds();
             if (!split) {
                 if (op == 0) gemm_fwd_range(out, in, wt, b, s, 0, n, &ws[0]);
                 if (op == 1) gemm_bwd_data_range(din, dout, wt, s, 0, n, &ws[0]);
@@ -365,7 +360,7 @@ static void gemm_times(const shape *s, int n, int threads, int split, int reps, 
                         for (int j = 0; j < s->cout; j++) db[j] += db[(size_t)i * s->cout + j];
                     }
             }
-            double dt = now() - t0;
+            double dt = timer_seconds() - t0;
             if (r > 0 && dt < best) best = dt; /* r = 0 is warm-up */
         }
         t[op] = best;

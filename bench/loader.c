@@ -14,19 +14,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <zlib.h>
 
 #include "dataset.h"
 #include "idx.h"
+#include "timer.h"
 #include "loader.h"
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 /* Inflates the whole file with zlib and nothing else; returns seconds, -1 on error. */
 static double inflate_only(const char *path, size_t expect, double *sum)
@@ -34,7 +27,7 @@ static double inflate_only(const char *path, size_t expect, double *sum)
     uint8_t *buf = malloc(expect + 4096);
     if (!buf)
         return -1;
-    double t0 = now();
+    double t0 = timer_seconds();
     gzFile gz = gzopen(path, "rb");
     if (!gz) {
         free(buf);
@@ -46,7 +39,7 @@ static double inflate_only(const char *path, size_t expect, double *sum)
     while ((r = gzread(gz, buf + got, (unsigned)(expect + 4096 - got))) > 0)
         got += (size_t)r;
     gzclose(gz);
-    double t = now() - t0;
+    double t = timer_seconds() - t0;
     *sum += buf[got / 2];
     free(buf);
     return got + 1 >= expect ? t : -1;
@@ -64,7 +57,7 @@ static double run_loader(const dataset_split *s, const loader_options *o, int ep
     float *x = malloc(o->batch_size * LOADER_PIXELS * sizeof *x);
     int *y = malloc(o->batch_size * sizeof *y);
     size_t images = 0, k;
-    double t0 = now();
+    double t0 = timer_seconds();
     for (int e = 0; e < epochs; e++) {
         loader_set_epoch(&L, e);
         while ((k = loader_next(&L, x, y)) > 0) {
@@ -72,7 +65,7 @@ static double run_loader(const dataset_split *s, const loader_options *o, int ep
             *sum += x[(k - 1) * LOADER_PIXELS + 400] + y[0];
         }
     }
-    double t = now() - t0;
+    double t = timer_seconds() - t0;
     free(x);
     free(y);
     loader_free(&L);
@@ -109,7 +102,7 @@ int main(int argc, char **argv)
     CPU_SET(cpu < 0 ? 0 : cpu, &set);
     sched_setaffinity(0, sizeof set, &set);
 
-    char err[DATASET_ERRLEN], dir[DATASET_PATHLEN], path[DATASET_PATHLEN];
+    char err[ERRMSG_LEN], dir[DATASET_PATHLEN], path[DATASET_PATHLEN];
     if (dataset_locate(data_dir, dir, sizeof dir, err, sizeof err)) {
         fprintf(stderr, "bench/loader: %s\n", err);
         return 1;
@@ -119,12 +112,12 @@ int main(int argc, char **argv)
     size_t nbytes = 0;
     for (int r = 0; r < repeats; r++) {
         idx_array a;
-        double t0 = now();
+        double t0 = timer_seconds();
         if (idx_read_file(path, &a, err, sizeof err)) {
             fprintf(stderr, "bench/loader: %s\n", err);
             return 1;
         }
-        double t = now() - t0;
+        double t = timer_seconds() - t0;
         best = t < best ? t : best;
         nbytes = a.nbytes;
         sum += a.data[a.nbytes / 3];
@@ -141,12 +134,12 @@ int main(int argc, char **argv)
     }
 
     dataset ds;
-    double t0 = now();
+    double t0 = timer_seconds();
     if (dataset_load(dir, &ds, err, sizeof err)) {
         fprintf(stderr, "bench/loader: %s\n", err);
         return 1;
     }
-    printf("dataset_load_train_test_stats %.3f s\n", now() - t0);
+    printf("dataset_load_train_test_stats %.3f s\n", timer_seconds() - t0);
 
     loader_options o = loader_defaults();
     o.batch_size = batch;

@@ -17,27 +17,20 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "hvdlab.h"
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
+#include "timer.h"
 
 int main(int argc, char **argv)
 {
     hvd_init(&argc, &argv);
     hvd_pin_device(hvd_local_rank(), NULL);
-    char err[DATASET_ERRLEN];
+    char err[ERRMSG_LEN];
     args a;
     args_defaults(&a);
     int rc = args_parse(&a, argc, argv, err, sizeof err);
     if (rc < 0)
-        hvd_fatal("%s", err);
+        fatal_error("%s", err);
     if (rc > 0) {
         hvd_shutdown();
         return 0;
@@ -46,7 +39,7 @@ int main(int argc, char **argv)
 
     dataset ds;
     if (dataset_load(a.data_dir, &ds, err, sizeof err) != 0)
-        hvd_fatal("%s", err);
+        fatal_error("%s", err);
     loader train;
     loader_options o = loader_defaults();
     o.rank = hvd_rank();
@@ -57,19 +50,19 @@ int main(int argc, char **argv)
     o.batch_size = (size_t)a.batch_size;
     o.subset = a.train_subset;
     if (loader_init(&train, ds.train.images, ds.train.labels, ds.train.n, &o, err, sizeof err))
-        hvd_fatal("%s", err);
+        fatal_error("%s", err);
     loader val;
     o.shuffle = 0;
     o.augment = 0;
     o.subset = a.test_subset;
     if (loader_init(&val, ds.test.images, ds.test.labels, ds.test.n, &o, err, sizeof err))
-        hvd_fatal("%s", err);
+        fatal_error("%s", err);
     int steps = (int)((train.n + o.batch_size - 1) / o.batch_size) / hvd_size();
 
     wrn_model *model = wrn_create(&a.model, o.batch_size, args_init_seed(&a, hvd_rank()), err,
                                   sizeof err);
     if (!model)
-        hvd_fatal("%s", err);
+        fatal_error("%s", err);
     param_set *ps = wrn_params(model);
     optimizer *opt = sgd_create(ps, lr_scaled((float)a.base_lr, hvd_size()), (float)a.momentum);
     hvd_broadcast_parameters(ps, 0);
@@ -85,7 +78,7 @@ int main(int argc, char **argv)
     float *x = malloc(o.batch_size * LOADER_PIXELS * sizeof *x); /* (B, 1, 28, 28) */
     int *y = malloc(o.batch_size * sizeof *y);                    /* (B) */
     if (!x || !y)
-        hvd_fatal("out of memory");
+        fatal_error("out of memory");
     progress p;
     progress_init(&p, verbose, 1, train.n);
     progress_epoch_begin(&p, 0, (size_t)steps);
@@ -93,17 +86,17 @@ int main(int argc, char **argv)
     metrics_reset(&m);
     double t_data = 0, t_compute = 0, t_allreduce = 0, t_update = 0;
     hvd_barrier();
-    double t_start = now();
+    double t_start = timer_seconds();
     for (int b = 0; b < steps; b++) {
-        double t0 = now();
+        double t0 = timer_seconds();
         size_t n = loader_next(&train, x, y);
-        double t1 = now();
+        double t1 = timer_seconds();
         wrn_result r = wrn_train_batch(model, x, y, n, (float)a.wd);
-        double t2 = now();
+        double t2 = timer_seconds();
         hvd_allreduce_gradients(ps, HVD_COMPRESS_DEFAULT); /* what the distributed optimizer does */
-        double t3 = now();
+        double t3 = timer_seconds();
         optimizer_step(opt, ps);
-        double t4 = now();
+        double t4 = timer_seconds();
         t_data += t1 - t0;
         t_compute += t2 - t1;
         t_allreduce += t3 - t2;
@@ -112,7 +105,7 @@ int main(int argc, char **argv)
         progress_batch(&p, (size_t)b + 1, metrics_loss(&m), metrics_accuracy(&m));
     }
     hvd_barrier();
-    double epoch_s = now() - t_start;
+    double epoch_s = timer_seconds() - t_start;
     hvd_metric_average(&m, "train");
     metrics v; /* one pass over this rank's shard of the test set (not timed above) */
     metrics_reset(&v);

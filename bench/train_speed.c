@@ -30,7 +30,6 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "conv2d.h"
@@ -38,18 +37,12 @@
 #include "optim.h"
 #include "params.h"
 #include "threads.h"
+#include "timer.h"
 #include "wrn.h"
 
 #define MAXM 8
 #define MAXT 4
 #define MAXR 8
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 /* ---- analytic FLOPs ------------------------------------------------------------------------ */
 
@@ -102,10 +95,10 @@ static double peak_gflops(int threads)
     double best = 0;
     for (int r = 0; r < 3; r++) {
         float sink = 0;
-        const double t0 = now();
+        const double t0 = timer_seconds();
 #pragma omp parallel num_threads(threads) reduction(+ : sink)
         sink += fma_loop(n);
-        const double g = threads * (double)n * 10 * 16 / (now() - t0) / 1e9;
+        const double g = threads * (double)n * 10 * 16 / (timer_seconds() - t0) / 1e9;
         if (g > best)
             best = g;
         if (sink == 12345.0f)
@@ -151,12 +144,12 @@ static int child(const child_opts *o)
         loss = wrn_train_batch(m, x, y, (size_t)o->batch, 0.0f).loss;
         optimizer_step(opt, ps);
     }
-    const double t0 = now();
+    const double t0 = timer_seconds();
     for (int i = 0; i < o->iters; i++) {
         loss = wrn_train_batch(m, x, y, (size_t)o->batch, 0.0f).loss;
         optimizer_step(opt, ps);
     }
-    const double dt = now() - t0;
+    const double dt = timer_seconds() - t0;
     printf("kit.images_per_s %.2f images/s\n", o->iters * o->batch / dt);
     printf("kit.step_ms %.2f ms\n", 1e3 * dt / o->iters);
     printf("kit.params %zu count\n", wrn_param_count(m));
@@ -165,7 +158,7 @@ static int child(const child_opts *o)
     if (o->profile > 0) {
         lprof_reset();
         lprof_enable(1);
-        const double p0 = now();
+        const double p0 = timer_seconds();
         for (int i = 0; i < o->profile; i++) {
             double t = lprof_start();
             wrn_train_batch(m, x, y, (size_t)o->batch, 0.0f);
@@ -174,7 +167,7 @@ static int child(const child_opts *o)
             optimizer_step(opt, ps);
             lprof_stop(t, "sgd step");
         }
-        const double pt = now() - p0;
+        const double pt = timer_seconds() - p0;
         lprof_enable(0);
         for (int i = 0; i < lprof_count(); i++) {
             const char *name;
@@ -354,7 +347,7 @@ int main(int argc, char **argv)
         return 1;
     }
     self[sl] = 0;
-    const double t_start = now();
+    const double t_start = timer_seconds();
     for (int mi = 0; mi < nm; mi++) {
         int depth, k;
         if (sscanf(ml[mi], "wrn-%d-%d", &depth, &k) != 2) {
@@ -427,7 +420,7 @@ int main(int argc, char **argv)
                 fflush(stdout);
             }
     }
-    const double total = now() - t_start;
+    const double total = timer_seconds() - t_start;
 
     /* ---- table ---- */
     printf("\n%-10s %3s | %-24s | %-24s | %5s | %6s %5s | %6s %5s | %7s %7s\n", "model", "thr",

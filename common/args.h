@@ -3,7 +3,7 @@
  *   args a;
  *   char err[256];
  *   int rc = args_parse(&a, argc, argv, err, sizeof err);
- *   if (rc < 0) hvd_fatal("%s", err);   // every rank exits non-zero, one line names the flag
+ *   if (rc < 0) fatal_error("%s", err);   // every rank exits non-zero, one line names the flag
  *   if (rc > 0) { hvd_shutdown(); return 0; }   // --help: usage printed (by rank 0)
  *
  * Flags (DESIGN.md §4, the lab's argparse flags; defaults sized for a 2-core laptop):

@@ -4,18 +4,18 @@
  * The lab's step 7 (Horovod tutorials: rank 0 reads, broadcasts; rank 0 writes), in a step program:
  *   int resume = 0;                        // restart_epoch(): newest file, from --epochs down
  *   if (hvd_rank() == 0 && (resume = ckpt_latest_model(dir, model, opt, epochs, err, len)) < 0)
- *       hvd_fatal("%s", err);
+ *       fatal_error("%s", err);
  *   hvd_broadcast_bytes(&resume, sizeof resume, 0, "resume_epoch");
  *   if (resume > 0) {                      // hvd.load_model on rank 0, then broadcast
  *       if (hvd_rank() == 0 && ckpt_load_model(dir, resume, model, opt, err, len))
- *           hvd_fatal("%s", err);
+ *           fatal_error("%s", err);
  *       hvd_broadcast_parameters(wrn_params(model), 0);
  *       hvd_broadcast_optimizer_state(opt, 0);
  *   }
  *   for (int epoch = resume; epoch < epochs; epoch++) {
  *       ...                                // ModelCheckpoint('checkpoint-{epoch}.h5') on rank 0:
  *       if (hvd_rank() == 0 && ckpt_save_model(dir, epoch + 1, model, opt, err, len))
- *           hvd_fatal("%s", err);
+ *           fatal_error("%s", err);
  *   }
  *
  * Files: DIR/checkpoint-{epoch}.ckpt, where {epoch} counts finished epochs (the file written after
@@ -88,6 +88,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "errmsg.h" /* ERRMSG_LEN */
 #include "optim.h"
 #include "params.h"
 #include "wrn.h"
@@ -96,7 +97,6 @@
 #define CKPT_VERSION 1
 #define CKPT_HEADER_BYTES 128
 #define CKPT_VIEW_BYTES 104
-#define CKPT_ERRLEN 1024 /* enough for a message naming a long path and two configs */
 
 /* Everything a checkpoint holds. Arrays are borrowed: the writer reads them, the reader points
  * them into its file buffer (ckpt_file). */

@@ -189,7 +189,7 @@ int ckpt_latest_epoch(const char *dir, const ckpt_expect *want, int max_epoch, c
         qsort(ep, (size_t)n, sizeof *ep, cmp_desc);
     int found = 0;
     for (int i = 0; i < n && !found; i++) {
-        char path[4096], msg[CKPT_ERRLEN];
+        char path[4096], msg[ERRMSG_LEN];
         ckpt_file f;
         if (ckpt_path(path, sizeof path, dir, ep[i]))
             continue;

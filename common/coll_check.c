@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hvd.h"
+#include "fatal.h"
 
 const char *coll_kind_name(int kind)
 {
@@ -67,7 +67,7 @@ void coll_check(MPI_Comm comm, coll_kind kind, const char *name, size_t count, i
     coll_desc mine = coll_describe(kind, name, count, root);
     coll_desc *all = malloc((size_t)size * sizeof *all);
     if (!all)
-        hvd_fatal("collective check: out of memory");
+        fatal_error("collective check: out of memory");
     MPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE, comm);
     int bad = -1;
     for (int r = 1; r < size && bad < 0; r++)

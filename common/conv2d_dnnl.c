@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hvd.h"
+#include "fatal.h"
 #include "threads.h"
 
 /* A reorder between two layouts of one tensor; p == NULL when the layouts are equal. */
@@ -67,7 +67,7 @@ static dnnl_stream_t stream;
     do {                                                                                         \
         dnnl_status_t st_ = (call);                                                              \
         if (st_ != dnnl_success)                                                                 \
-            hvd_fatal("conv2d_dnnl: %s failed (status %d) for conv %dx%d %d->%d on %dx%dx%d",   \
+            fatal_error("conv2d_dnnl: %s failed (status %d) for conv %dx%d %d->%d on %dx%dx%d",   \
                       #call, (int)st_, (d)->k, (d)->k, (d)->cin, (d)->cout, (d)->n, (d)->h,       \
                       (d)->w);                                                                   \
     } while (0)
@@ -160,7 +160,7 @@ static plan *build(const conv2d_dims *d, int bias)
 {
     plan *p = calloc(1, sizeof *p);
     if (!p)
-        hvd_fatal("conv2d_dnnl: out of memory");
+        fatal_error("conv2d_dnnl: out of memory");
     p->d = *d;
     p->bias = bias;
     const dnnl_dims_t sd = {d->n, d->cin, d->h, d->w}, wd = {d->cout, d->cin, d->k, d->k},

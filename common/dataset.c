@@ -65,7 +65,7 @@ int dataset_file_path(const char *dir, const char *prefix, const char *kind, cha
 int dataset_locate_in(const char *const *places, const char *const *origins, size_t nplaces,
                       char *dir, size_t dirlen, char *err, size_t errlen)
 {
-    char tried[DATASET_ERRLEN] = "";
+    char tried[ERRMSG_LEN] = "";
     int ntried = 0;
     for (size_t i = 0; i < nplaces; i++) {
         const char *p = places[i];

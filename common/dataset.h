@@ -6,7 +6,7 @@
  *   2. datasets/fashion-mnist/ relative to the current directory
  *   3. /usr/share/datasets/fashion-mnist/ (Debian package dataset-fashion-mnist)
  * Each of the four files may be plain (train-images-idx3-ubyte) or gzip (…-ubyte.gz; tried first).
- * Errors: status -1 and one line in err; DATASET_ERRLEN is enough for every message.
+ * Errors: status -1 and one line in err; ERRMSG_LEN is enough for every message.
  */
 #ifndef HVDLAB_DATASET_H
 #define HVDLAB_DATASET_H
@@ -20,7 +20,6 @@
 #define DATASET_COLS 28
 #define DATASET_PIXELS (DATASET_ROWS * DATASET_COLS)
 #define DATASET_CLASSES 10
-#define DATASET_ERRLEN 2048
 #define DATASET_PATHLEN 4096
 #define DATASET_SYSTEM_DIR "/usr/share/datasets/fashion-mnist"
 #define DATASET_LOCAL_DIR "datasets/fashion-mnist"

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fatal.h"
 #include "hvd.h"
 #include "trace.h"
 
@@ -94,7 +95,7 @@ int hvd_pin_device(int local_rank, device_binding *out)
         b.backend = DEVICE_CUDA;
         b.gpu = local_rank % ngpu;
         if (device_cuda_set(b.gpu) != 0)
-            hvd_fatal("cudaSetDevice(%d) failed", b.gpu);
+            fatal_error("cudaSetDevice(%d) failed", b.gpu);
     } else if (hvd_rank() == 0) {
         fprintf(stderr, "hvdlab: CUDA build, but no GPU is visible (%s); running on the CPU\n", why);
     }

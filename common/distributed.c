@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fatal.h"
 #include "hvd.h"
 #include "optim.h"
 #include "trace.h"
@@ -19,20 +20,20 @@ optimizer *hvd_distributed_optimizer_ex(optimizer *opt, int compression,
                                         int backward_passes_per_step)
 {
     if (!opt)
-        hvd_fatal("hvd_distributed_optimizer: NULL optimizer");
+        fatal_error("hvd_distributed_optimizer: NULL optimizer");
     if (compression != HVD_COMPRESS_NONE && compression != HVD_COMPRESS_FP16 &&
         compression != HVD_COMPRESS_DEFAULT)
-        hvd_fatal("hvd_distributed_optimizer: unknown compression %d (use HVD_COMPRESS_NONE, "
+        fatal_error("hvd_distributed_optimizer: unknown compression %d (use HVD_COMPRESS_NONE, "
                   "_FP16 or _DEFAULT)", compression);
     if (backward_passes_per_step < 1) /* Horovod: "backward_passes_per_step must be > 0" */
-        hvd_fatal("hvd_distributed_optimizer: backward_passes_per_step %d must be >= 1",
+        fatal_error("hvd_distributed_optimizer: backward_passes_per_step %d must be >= 1",
                   backward_passes_per_step);
     opt->distributed = 1;
     opt->compression = compression;
     opt->backward_passes_per_step = backward_passes_per_step;
     opt->passes = 0; /* a partial accumulation from before does not count */
     if (opt->accum) {
-        hvd_free(opt->accum);
+        memory_free(opt->accum);
         opt->accum = NULL;
     }
     return opt;
@@ -73,7 +74,7 @@ void hvd_allreduce_gradients(param_set *ps, int compression)
 void hvd_broadcast_parameters(param_set *ps, int root)
 {
     if (!ps)
-        hvd_fatal("hvd_broadcast_parameters: NULL param_set");
+        fatal_error("hvd_broadcast_parameters: NULL param_set");
     hvd_broadcast(ps->params, ps->n, root, "broadcast.params");
     hvd_broadcast(ps->state, ps->n_state, root, "broadcast.state");
     if (trace_enabled())
@@ -85,7 +86,7 @@ void hvd_broadcast_parameters(param_set *ps, int root)
 void hvd_broadcast_optimizer_state(optimizer *opt, int root)
 {
     if (!opt)
-        hvd_fatal("hvd_broadcast_optimizer_state: NULL optimizer");
+        fatal_error("hvd_broadcast_optimizer_state: NULL optimizer");
     /* Sizes first, so that ranks with different optimizers stop with a message instead of a
      * truncated MPI broadcast. */
     struct {
@@ -95,7 +96,7 @@ void hvd_broadcast_optimizer_state(optimizer *opt, int root)
     } h = {(long long)opt->n_state, opt->iterations, (int)opt->kind, opt->last_lr}, mine = h;
     hvd_broadcast_bytes(&h, sizeof h, root, "broadcast.optimizer_header");
     if (h.n_state != mine.n_state || h.kind != mine.kind)
-        hvd_fatal("hvd_broadcast_optimizer_state: root %d has a %s state of %lld floats, this "
+        fatal_error("hvd_broadcast_optimizer_state: root %d has a %s state of %lld floats, this "
                   "rank a %s state of %lld", root, h.kind == OPT_NOVOGRAD ? "novograd" : "sgd",
                   h.n_state, optimizer_name(opt), mine.n_state);
     hvd_broadcast(opt->state, opt->n_state, root, "broadcast.optimizer_state");

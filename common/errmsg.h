@@ -7,6 +7,10 @@
 
 #include <stddef.h>
 
+/* The size of an error buffer anywhere in the kit: a message naming a long path and two
+ * model configurations fits. */
+#define ERRMSG_LEN 2048
+
 /* Writes "prefix: message" (or just the message when prefix is NULL) into err, cut to errlen;
  * err may be NULL. Always returns -1, so `return errmsg_set(...)` reports the failure. */
 int errmsg_set(char *err, size_t errlen, const char *prefix, const char *fmt, ...)

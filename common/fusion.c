@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fatal.h"
 #include "half.h"
+#include "memory.h"
 #include "timeline.h"
 
 void fusion_enqueue(fusion_queue *q, float *buf, size_t n, hvd_op op, int fp16, const char *name)
@@ -15,7 +17,7 @@ void fusion_enqueue(fusion_queue *q, float *buf, size_t n, hvd_op op, int fp16, 
         size_t cap = q->cap ? 2 * q->cap : 64;
         fusion_entry *e = realloc(q->entries, cap * sizeof *e);
         if (!e)
-            hvd_fatal("tensor fusion: out of memory queueing \"%s\"", name ? name : "");
+            fatal_error("tensor fusion: out of memory queueing \"%s\"", name ? name : "");
         q->entries = e;
         q->cap = cap;
     }
@@ -53,10 +55,10 @@ static void *grow(void *p, size_t *have, size_t need, size_t esize)
 {
     if (*have >= need)
         return p;
-    hvd_free(p);
-    p = hvd_alloc(need * esize); /* pre-faulted once, not on every use */
+    memory_free(p);
+    p = memory_alloc(need * esize); /* pre-faulted once, not on every use */
     if (!p)
-        hvd_fatal("tensor fusion: cannot allocate a %zu-byte fusion buffer", need * esize);
+        fatal_error("tensor fusion: cannot allocate a %zu-byte fusion buffer", need * esize);
     *have = need;
     return p;
 }
@@ -150,8 +152,8 @@ void fusion_flush(fusion_queue *q, MPI_Comm comm, size_t threshold, MPI_Comm che
 void fusion_free(fusion_queue *q)
 {
     free(q->entries);
-    hvd_free(q->fbuf);
-    hvd_free(q->hbuf);
+    memory_free(q->fbuf);
+    memory_free(q->hbuf);
     ring_workspace_free(&q->ws);
     memset(q, 0, sizeof *q);
 }

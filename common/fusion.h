@@ -14,7 +14,7 @@
 #include <stddef.h>
 
 #include "coll_check.h"
-#include "hvd.h"
+#include "reduce_op.h"
 #include "ring.h"
 
 typedef struct {

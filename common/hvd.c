@@ -1,6 +1,6 @@
 /* hvd.c — the Horovod-shaped API: process set-up, settings, and the collective entry points.
  * Public: hvd_init, hvd_shutdown, hvd_is_initialized, hvd_rank, hvd_size, hvd_local_rank,
- *         hvd_local_size, hvd_barrier, hvd_fatal, hvd_allreduce, hvd_allreduce_ex,
+ *         hvd_local_size, hvd_barrier, hvd_allreduce, hvd_allreduce_ex,
  *         hvd_allreduce_async, hvd_synchronize, hvd_broadcast, hvd_broadcast_bytes,
  *         hvd_allgather, hvd_fusion_threshold, hvd_set_fusion_threshold,
  *         hvd_default_compression, hvd_fusion_stats, hvd_start_timeline, hvd_stop_timeline.
@@ -10,12 +10,12 @@
 #include <errno.h>
 #include <limits.h>
 #include <mpi.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "coll_check.h"
+#include "fatal.h"
 #include "fusion.h"
 #include "timeline.h"
 #include "trace.h"
@@ -48,22 +48,14 @@ void hvd_fusion_stats(size_t *ring_calls, size_t *tensors, size_t *bytes_copied)
     *bytes_copied = S.queue.stats.bytes_copied;
 }
 
-void hvd_fatal(const char *fmt, ...)
+/* fatal_error's hook once hvd_init has run: every rank of the job goes down with this one. */
+static void abort_job(void)
 {
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    fflush(stdout);
-    fprintf(stderr, "hvdlab: error: [rank %d] %s\n", hvd_rank(), msg);
-    fflush(stderr);
     int init = 0, fin = 0;
     MPI_Initialized(&init);
     MPI_Finalized(&fin);
     if (init && !fin)
-        MPI_Abort(MPI_COMM_WORLD, 1); /* takes every rank down: nobody waits forever */
-    exit(EXIT_FAILURE);
+        MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
 /* "67108864", "64M", "64MiB", "1G", "0". Returns -1 on anything else. */
@@ -96,14 +88,14 @@ static void read_settings(void)
 {
     const char *v = getenv("HVD_FUSION_THRESHOLD");
     if (v && *v && parse_bytes(v, &S.fusion_threshold) != 0)
-        hvd_fatal("HVD_FUSION_THRESHOLD=%s: expected a byte count such as 67108864, 64M or 0", v);
+        fatal_error("HVD_FUSION_THRESHOLD=%s: expected a byte count such as 67108864, 64M or 0", v);
     v = getenv("HVD_COMPRESSION");
     if (!v || !*v || strcmp(v, "none") == 0)
         S.compression = HVD_COMPRESS_NONE;
     else if (strcmp(v, "fp16") == 0)
         S.compression = HVD_COMPRESS_FP16;
     else
-        hvd_fatal("HVD_COMPRESSION=%s: expected none or fp16", v);
+        fatal_error("HVD_COMPRESSION=%s: expected none or fp16", v);
     v = getenv("HVD_CHECK_COLLECTIVES");
     S.check = v && *v && strcmp(v, "0") != 0;
     v = getenv("HVD_TIMELINE");
@@ -125,7 +117,7 @@ void hvd_start_timeline(const char *path)
         return;
     char err[512];
     if (timeline_open(path, err, sizeof err) != 0)
-        hvd_fatal("%s", err);
+        fatal_error("%s", err);
 }
 
 void hvd_stop_timeline(void)
@@ -138,11 +130,12 @@ int hvd_init(int *argc, char ***argv)
 {
     if (S.initialized)
         return 0;
+    fatal_set_abort_hook(abort_job);
     int mpi_init = 0;
     MPI_Initialized(&mpi_init);
     if (!mpi_init) {
         if (MPI_Init(argc, argv) != MPI_SUCCESS)
-            hvd_fatal("MPI_Init failed");
+            fatal_error("MPI_Init failed");
         S.we_initialized_mpi = 1;
     }
     MPI_Comm_dup(MPI_COMM_WORLD, &S.comm);
@@ -155,7 +148,8 @@ int hvd_init(int *argc, char ***argv)
     MPI_Comm_size(local, &S.local_size);
     MPI_Comm_free(&local);
     S.initialized = 1;
-    trace_reopen(); /* events from here on go to rank-R.log */
+    fatal_set_rank(S.rank);
+    trace_reopen(S.rank, S.size); /* events from here on go to rank-R.log */
     trace_event("init", "local_rank=%d local_size=%d", S.local_rank, S.local_size); /* + size */
     read_settings();
     return 0;
@@ -173,6 +167,7 @@ void hvd_shutdown(void)
     MPI_Comm_free(&S.check_comm);
     MPI_Comm_free(&S.comm);
     S.initialized = 0;
+    fatal_set_rank(0); /* hvd_rank() is 0 again */
     if (S.we_initialized_mpi)
         MPI_Finalize();
 }
@@ -210,7 +205,7 @@ static int resolve_compression(int compression)
     if (compression == HVD_COMPRESS_DEFAULT)
         return S.compression;
     if (compression != HVD_COMPRESS_NONE && compression != HVD_COMPRESS_FP16)
-        hvd_fatal("allreduce: unknown compression %d (use HVD_COMPRESS_NONE or _FP16)",
+        fatal_error("allreduce: unknown compression %d (use HVD_COMPRESS_NONE or _FP16)",
                   compression);
     return compression;
 }
@@ -218,10 +213,10 @@ static int resolve_compression(int compression)
 void hvd_allreduce_async(float *buf, size_t n, hvd_op op, const char *name, int compression)
 {
     if (op != HVD_SUM && op != HVD_AVERAGE)
-        hvd_fatal("allreduce \"%s\": unknown op %d (use HVD_SUM or HVD_AVERAGE)",
+        fatal_error("allreduce \"%s\": unknown op %d (use HVD_SUM or HVD_AVERAGE)",
                   name ? name : "", (int)op);
     if (n && !buf)
-        hvd_fatal("allreduce \"%s\": NULL buffer for %zu elements", name ? name : "", n);
+        fatal_error("allreduce \"%s\": NULL buffer for %zu elements", name ? name : "", n);
     int fp16 = resolve_compression(compression) == HVD_COMPRESS_FP16;
     trace_collective("allreduce", name, n, -1, op == HVD_SUM ? "sum" : "average", fp16);
     if (!S.initialized)
@@ -254,7 +249,7 @@ void hvd_allreduce(float *buf, size_t n, hvd_op op, const char *name)
 static void broadcast(void *buf, size_t count, size_t esize, int root, const char *name)
 {
     if (root < 0 || root >= hvd_size())
-        hvd_fatal("broadcast \"%s\": root %d is not a rank (size %d)", name ? name : "", root,
+        fatal_error("broadcast \"%s\": root %d is not a rank (size %d)", name ? name : "", root,
                   hvd_size());
     trace_collective(esize == 1 ? "broadcast_bytes" : "broadcast", name, count, root, NULL, 0);
     if (!S.initialized)
@@ -288,7 +283,7 @@ float *hvd_allgather(const float *buf, size_t n, size_t *total, size_t *counts, 
     long long mine = (long long)n;
     long long *all = malloc((size_t)size * sizeof *all);
     if (!all)
-        hvd_fatal("allgather \"%s\": out of memory", name ? name : "");
+        fatal_error("allgather \"%s\": out of memory", name ? name : "");
     trace_collective("allgather", name, n, -1, NULL, 0);
     if (S.initialized) {
         flush_queue();
@@ -303,12 +298,12 @@ float *hvd_allgather(const float *buf, size_t n, size_t *total, size_t *counts, 
     for (int r = 0; r < size; r++)
         sum += (size_t)all[r];
     if (sum > INT_MAX)
-        hvd_fatal("allgather \"%s\": %zu elements in all exceeds this runtime's limit of %d",
+        fatal_error("allgather \"%s\": %zu elements in all exceeds this runtime's limit of %d",
                   name ? name : "", sum, INT_MAX);
     float *out = malloc((sum ? sum : 1) * sizeof *out);
     int *cnt = malloc((size_t)size * sizeof *cnt), *disp = malloc((size_t)size * sizeof *disp);
     if (!out || !cnt || !disp)
-        hvd_fatal("allgather \"%s\": cannot allocate %zu floats", name ? name : "", sum);
+        fatal_error("allgather \"%s\": cannot allocate %zu floats", name ? name : "", sum);
     for (int r = 0, d = 0; r < size; d += (int)all[r], r++) {
         cnt[r] = (int)all[r];
         disp[r] = d;

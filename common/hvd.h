@@ -20,11 +20,10 @@
 
 #include <stddef.h>
 
-#include "memory.h" /* hvd_alloc: buffers the collectives move fastest */
+#include "memory.h" /* memory_alloc: buffers the collectives move fastest */
+#include "reduce_op.h" /* hvd_op: HVD_SUM, HVD_AVERAGE */
 
 #define HVDLAB_VERSION "0.1.0"
-
-typedef enum { HVD_SUM = 0, HVD_AVERAGE = 1 } hvd_op;
 
 /* Flags for hvd_allreduce_ex / hvd_allreduce_async. */
 #define HVD_COMPRESS_NONE 0
@@ -41,9 +40,6 @@ int hvd_size(void);
 int hvd_local_rank(void);
 int hvd_local_size(void);
 void hvd_barrier(void);
-
-/* One line "hvdlab: error: [rank r] ..." on stderr, then every rank of the job exits non-zero. */
-void hvd_fatal(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 
 /* In-place allreduce of n floats. name identifies the tensor (timeline, collective checks). */
 void hvd_allreduce(float *buf, size_t n, hvd_op op, const char *name);

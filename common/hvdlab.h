@@ -5,7 +5,8 @@
  *   loader.h    sharded, shuffled, augmented batches             wrn.h      the WideResNet
  *   optim.h     SGD, NovoGrad, hvd_distributed_optimizer         lr.h       scaling, warmup, schedule
  *   metrics.h   running metrics, hvd_metric_average              progress.h Keras-style output
- *   ckpt.h      checkpoints
+ *   ckpt.h      checkpoints                                      fatal.h    fatal_error: stop every rank
+ *   errmsg.h    ERRMSG_LEN, the size of an error buffer
  */
 #ifndef HVDLAB_HVDLAB_H
 #define HVDLAB_HVDLAB_H
@@ -14,6 +15,8 @@
 #include "ckpt.h"
 #include "dataset.h"
 #include "device.h"
+#include "errmsg.h"
+#include "fatal.h"
 #include "hvd.h"
 #include "loader.h"
 #include "lr.h"

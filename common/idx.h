@@ -9,7 +9,7 @@
  * Files may be plain or gzip-compressed; the content decides (gzip signature 1f 8b), with one
  * extra check: a file whose name ends in ".gz" but is not gzip is rejected ("not gzip"), since that
  * is almost always a broken download. Every failure returns -1 and writes one line naming the file
- * and what is wrong into err (errlen bytes, IDX_ERRLEN is plenty); nothing here aborts or exits.
+ * and what is wrong into err (errlen bytes, ERRMSG_LEN is plenty); nothing here aborts or exits.
  */
 #ifndef HVDLAB_IDX_H
 #define HVDLAB_IDX_H
@@ -17,9 +17,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "errmsg.h" /* ERRMSG_LEN */
+
 #define IDX_MAGIC_LABELS 0x00000801u /* ubyte, 1 dimension  (N) */
 #define IDX_MAGIC_IMAGES 0x00000803u /* ubyte, 3 dimensions (N, rows, cols) */
-#define IDX_ERRLEN 512
 
 typedef struct {
     uint32_t magic;      /* IDX_MAGIC_LABELS or IDX_MAGIC_IMAGES */

@@ -6,7 +6,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
+
+#include "timer.h"
 
 #define LPROF_MAX 256
 
@@ -19,22 +20,15 @@ static struct {
 } entries[LPROF_MAX];
 static int nentries;
 
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 void lprof_enable(int on) { lprof_enabled_flag = on != 0; }
 
-double lprof_start(void) { return lprof_enabled_flag ? now() : 0.0; }
+double lprof_start(void) { return lprof_enabled_flag ? timer_seconds() : 0.0; }
 
 void lprof_stop(double t0, const char *name)
 {
     if (!lprof_enabled_flag)
         return;
-    const double dt = now() - t0;
+    const double dt = timer_seconds() - t0;
     int i = 0;
     while (i < nentries && strcmp(entries[i].name, name) != 0)
         i++;

@@ -1,5 +1,5 @@
 /* memory.c — huge-page backed, pre-faulted buffers. See memory.h.
- * Public: hvd_alloc, hvd_free. */
+ * Public: memory_alloc, memory_free. */
 #include "memory.h"
 
 #include <stdlib.h>
@@ -8,7 +8,7 @@
 
 #define HUGE_PAGE ((size_t)2 << 20)
 
-void *hvd_alloc(size_t bytes)
+void *memory_alloc(size_t bytes)
 {
     size_t len = bytes ? (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE : HUGE_PAGE;
     void *p = NULL;
@@ -19,4 +19,4 @@ void *hvd_alloc(size_t bytes)
     return p;
 }
 
-void hvd_free(void *p) { free(p); }
+void memory_free(void *p) { free(p); }

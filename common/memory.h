@@ -11,8 +11,8 @@
 
 #include <stddef.h>
 
-/* NULL when out of memory. Release with hvd_free. */
-void *hvd_alloc(size_t bytes);
-void hvd_free(void *p);
+/* NULL when out of memory. Release with memory_free. */
+void *memory_alloc(size_t bytes);
+void memory_free(void *p);
 
 #endif

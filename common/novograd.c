@@ -21,7 +21,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "hvd.h"
+#include "fatal.h"
 #include "optim.h"
 
 novograd_options novograd_defaults(void)
@@ -35,19 +35,19 @@ static int ntensors(const param_set *ps) { return ps->nviews > 0 ? ps->nviews : 
 optimizer *novograd_create(const param_set *ps, float lr, const novograd_options *o)
 {
     if (!ps)
-        hvd_fatal("novograd_create: NULL param_set");
+        fatal_error("novograd_create: NULL param_set");
     novograd_options d = o ? *o : novograd_defaults();
     if (!(d.beta1 >= 0.0f && d.beta1 < 1.0f))
-        hvd_fatal("novograd_create: beta1 %g must be in [0, 1)", d.beta1);
+        fatal_error("novograd_create: beta1 %g must be in [0, 1)", d.beta1);
     if (!(d.beta2 >= 0.0f && d.beta2 < 1.0f))
-        hvd_fatal("novograd_create: beta2 %g must be in [0, 1)", d.beta2);
+        fatal_error("novograd_create: beta2 %g must be in [0, 1)", d.beta2);
     if (!(d.eps >= 0.0f))
-        hvd_fatal("novograd_create: epsilon %g must be >= 0", d.eps);
+        fatal_error("novograd_create: epsilon %g must be >= 0", d.eps);
     if (!(d.weight_decay >= 0.0f)) /* tfa: "Weight decay rate cannot be negative" */
-        hvd_fatal("novograd_create: weight decay %g must be >= 0", d.weight_decay);
+        fatal_error("novograd_create: weight decay %g must be >= 0", d.weight_decay);
     for (int t = 0; t < ps->nviews; t++)
         if (ps->views[t].offset + ps->views[t].count > ps->n)
-            hvd_fatal("novograd_create: view \"%s\" ends at %zu, past the %zu parameters",
+            fatal_error("novograd_create: view \"%s\" ends at %zu, past the %zu parameters",
                       ps->views[t].name, ps->views[t].offset + ps->views[t].count, ps->n);
     /* state: m, one per parameter, then v, one per view; momentum is informational (the
      * update reads nov.beta1) */

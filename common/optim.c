@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fatal.h"
 #include "hvd.h"
 #include "lr.h"
 #include "optim.h"
@@ -19,7 +20,7 @@ optimizer *optimizer_new(opt_kind kind, float lr, float momentum, size_t n_state
     opt->lr = lr;
     opt->momentum = momentum;
     opt->n_state = n_state;
-    opt->state = hvd_alloc(n_state * sizeof(float)); /* zeroed; broadcast and saved whole */
+    opt->state = memory_alloc(n_state * sizeof(float)); /* zeroed; broadcast and saved whole */
     if (!opt->state) {
         free(opt);
         return NULL;
@@ -34,8 +35,8 @@ void optimizer_free(optimizer *opt)
 {
     if (!opt)
         return;
-    hvd_free(opt->state);
-    hvd_free(opt->accum);
+    memory_free(opt->state);
+    memory_free(opt->accum);
     free(opt);
 }
 
@@ -51,7 +52,7 @@ static void check_shape(const optimizer *opt, const param_set *ps)
     size_t tensors = (size_t)(ps->nviews > 0 ? ps->nviews : 1);
     size_t want = ps->n + (opt->kind == OPT_NOVOGRAD ? tensors : 0);
     if (opt->n_state != want)
-        hvd_fatal("optimizer_step: %s state holds %zu floats, this param_set needs %zu "
+        fatal_error("optimizer_step: %s state holds %zu floats, this param_set needs %zu "
                   "(%zu parameters, %d views): was the optimizer created for another model?",
                   optimizer_name(opt), opt->n_state, want, ps->n, ps->nviews);
 }
@@ -64,9 +65,9 @@ static int accumulate(optimizer *opt, param_set *ps)
     if (opt->backward_passes_per_step <= 1)
         return 1;
     if (!opt->accum) {
-        opt->accum = hvd_alloc((ps->n ? ps->n : 1) * sizeof(float)); /* zeroed */
+        opt->accum = memory_alloc((ps->n ? ps->n : 1) * sizeof(float)); /* zeroed */
         if (!opt->accum)
-            hvd_fatal("optimizer_step: out of memory for a %zu-float gradient accumulator", ps->n);
+            fatal_error("optimizer_step: out of memory for a %zu-float gradient accumulator", ps->n);
     }
     float *restrict a = opt->accum;       // (n)
     const float *restrict g = ps->grads;  // (n)
@@ -83,7 +84,7 @@ static int accumulate(optimizer *opt, param_set *ps)
 int optimizer_step(optimizer *opt, param_set *ps)
 {
     if (!opt || !ps)
-        hvd_fatal("optimizer_step: NULL %s", opt ? "param_set" : "optimizer");
+        fatal_error("optimizer_step: NULL %s", opt ? "param_set" : "optimizer");
     check_shape(opt, ps);
     if (!accumulate(opt, ps))
         return 0;

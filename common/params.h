@@ -29,7 +29,7 @@ typedef struct {
 } param_view;
 
 typedef struct {
-    float *params;            /* (n) trainable parameters, hvd_alloc'd */
+    float *params;            /* (n) trainable parameters, memory_alloc'd */
     float *grads;             /* (n) their gradients, same layout */
     size_t n;
     param_view *views;        /* (nviews) in model order */

@@ -10,19 +10,12 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "timer.h"
 #include "trace.h"
 
 #define LINE_LEN 1024
-
-static double monotonic(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* snprintf that appends at *o and never runs past len. */
 static void add(char *buf, size_t len, size_t *o, const char *fmt, ...)
@@ -119,7 +112,7 @@ void progress_init(progress *p, int verbose, int epochs, size_t total_images)
     p->verbose = verbose;
     p->out = stdout;
     p->tty = verbose ? output_is_terminal(stdout) : 0;
-    p->clock = monotonic;
+    p->clock = timer_seconds;
     p->epochs = epochs;
     p->total_images = total_images;
     p->t_train = p->clock();

@@ -20,8 +20,8 @@
  */
 #include "ring.h"
 
+#include "fatal.h"
 #include "half.h"
-#include "hvd.h"
 #include "memory.h"
 
 /* Defaults measured with bench/allreduce on a 2-core VM (ring_set_tuning changes them). */
@@ -58,7 +58,7 @@ size_t ring_chunk_begin(size_t n, int nchunks, int c)
 
 void ring_workspace_free(ring_workspace *ws)
 {
-    hvd_free(ws->scratch);
+    memory_free(ws->scratch);
     ws->scratch = NULL;
     ws->scratch_bytes = 0;
 }
@@ -67,10 +67,10 @@ static void *workspace_slots(ring_workspace *ws)
 {
     size_t need = NSLOTS * seg_bytes > RD_MAX ? NSLOTS * seg_bytes : RD_MAX;
     if (ws->scratch_bytes < need) {
-        hvd_free(ws->scratch);
-        ws->scratch = hvd_alloc(need); /* pre-faulted: no page faults inside the ring */
+        memory_free(ws->scratch);
+        ws->scratch = memory_alloc(need); /* pre-faulted: no page faults inside the ring */
         if (!ws->scratch)
-            hvd_fatal("ring allreduce: cannot allocate %zu bytes of scratch", need);
+            fatal_error("ring allreduce: cannot allocate %zu bytes of scratch", need);
         ws->scratch_bytes = need;
     }
     return ws->scratch;

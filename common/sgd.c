@@ -9,15 +9,15 @@
  */
 #include <stdlib.h>
 
-#include "hvd.h"
+#include "fatal.h"
 #include "optim.h"
 
 optimizer *sgd_create(const param_set *ps, float lr, float momentum)
 {
     if (!ps)
-        hvd_fatal("sgd_create: NULL param_set");
+        fatal_error("sgd_create: NULL param_set");
     if (!(momentum >= 0.0f && momentum < 1.0f))
-        hvd_fatal("sgd_create: momentum %g must be in [0, 1)", momentum);
+        fatal_error("sgd_create: momentum %g must be in [0, 1)", momentum);
     /* state: the velocity, one per parameter */
     return optimizer_new(OPT_SGD, lr, momentum, ps->n);
 }

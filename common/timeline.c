@@ -7,8 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "timer.h"
 
 #define TAIL "]\n"
 
@@ -16,7 +17,7 @@ static struct {
     int fd;
     off_t pos;      /* where the closing bracket starts */
     int nevents;
-    struct timespec t0;
+    double t0;      /* timer_seconds() at open */
     char **tensors; /* index + 1 = pid */
     int ntensors, cap;
 } tl = {.fd = -1};
@@ -39,7 +40,7 @@ int timeline_open(const char *path, char *err, unsigned errlen)
     tl.fd = fd;
     tl.pos = 1;
     tl.nevents = 0;
-    clock_gettime(CLOCK_MONOTONIC, &tl.t0);
+    tl.t0 = timer_seconds();
     return 0;
 }
 
@@ -128,10 +129,7 @@ void timeline_event(const char *tensor, const char *activity, char phase)
     int pid = tensor_pid(tensor && *tensor ? tensor : "unnamed");
     if (pid == 0 || tl.fd < 0)
         return;
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    long long us = (long long)(t.tv_sec - tl.t0.tv_sec) * 1000000LL +
-                   (t.tv_nsec - tl.t0.tv_nsec) / 1000;
+    long long us = (long long)((timer_seconds() - tl.t0) * 1e6);
     char ev[256];
     if (phase == 'B')
         snprintf(ev, sizeof ev, "{\"name\": \"%s\", \"ph\": \"B\", \"ts\": %lld, \"pid\": %d, "

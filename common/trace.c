@@ -10,27 +10,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "hvd.h"
+#include "timer.h"
 
 static struct {
     int checked;  /* HVDLAB_TRACE looked up */
     const char *dir;
     int fd;       /* -1: not open */
     int failed;   /* an error was reported; tracing is off from then on */
-    int opened_initialized; /* the file belongs to the pre- or post-hvd_init naming */
-    int rank, size;         /* of the open file: a rank file stays after hvd_shutdown */
+    int named;    /* trace_reopen gave this process its rank: the file is rank-R.log */
+    int rank, size; /* 0 and 1 until then; a rank file stays after hvd_shutdown */
     double t0;
-} T = {.fd = -1};
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+} T = {.fd = -1, .size = 1};
 
 static void fail(const char *what, const char *path)
 {
@@ -49,22 +41,19 @@ static int ensure_open(void)
         T.checked = 1;
         const char *d = getenv("HVDLAB_TRACE");
         T.dir = (d && *d) ? d : NULL;
-        T.t0 = now();
+        T.t0 = timer_seconds();
     }
     if (!T.dir || T.failed)
         return 0;
-    int init = hvd_is_initialized();
-    if (T.fd >= 0 && (T.opened_initialized == init || T.opened_initialized))
-        return 1; /* after hvd_shutdown the events stay in rank-R.log, under that rank */
     if (T.fd >= 0)
-        close(T.fd);
+        return 1;
     if (mkdir(T.dir, 0777) != 0 && errno != EEXIST) {
         fail("cannot create", T.dir);
         return 0;
     }
     char path[4096];
-    if (init)
-        snprintf(path, sizeof path, "%s/rank-%d.log", T.dir, hvd_rank());
+    if (T.named)
+        snprintf(path, sizeof path, "%s/rank-%d.log", T.dir, T.rank);
     else
         snprintf(path, sizeof path, "%s/pid-%ld.log", T.dir, (long)getpid());
     T.fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
@@ -72,16 +61,16 @@ static int ensure_open(void)
         fail("cannot open", path);
         return 0;
     }
-    T.opened_initialized = init;
-    T.rank = hvd_rank();
-    T.size = hvd_size();
     return 1;
 }
 
 int trace_enabled(void) { return ensure_open(); }
 
-void trace_reopen(void)
+void trace_reopen(int rank, int size)
 {
+    T.named = 1;
+    T.rank = rank;
+    T.size = size;
     if (T.fd >= 0)
         close(T.fd);
     T.fd = -1;
@@ -97,7 +86,7 @@ void trace_event(const char *event, const char *fmt, ...)
      * their exact size, so no line is ever cut. */
     char stack[8192], *line = stack;
     int n = snprintf(stack, sizeof stack, "event=%s rank=%d size=%d pid=%ld t=%.6f ", event,
-                     T.rank, T.size, (long)getpid(), now() - T.t0);
+                     T.rank, T.size, (long)getpid(), timer_seconds() - T.t0);
     if (n < 0 || (size_t)n >= sizeof stack / 2)
         return; /* an absurd event name: nothing sensible to write */
     va_list ap;

@@ -41,7 +41,8 @@ void trace_event(const char *event, const char *fmt, ...) __attribute__((format(
 /* Writes s into out as a double-quoted string with \" \\ \n escaped; returns out. */
 char *trace_quote(const char *s, char *out, size_t outlen);
 
-/* Closes the file (hvd_init calls it so the next event opens rank-R.log). */
-void trace_reopen(void);
+/* From now on this process is rank of size: closes the pid file, and the next event opens
+ * rank-R.log (hvd_init calls it; the file stays the rank's after hvd_shutdown). */
+void trace_reopen(int rank, int size);
 
 #endif

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "act.h"
-#include "hvd.h"
+#include "fatal.h"
 #include "layer_prof.h"
 #include "pool.h"
 #include "threads.h"
@@ -107,7 +107,7 @@ static void backward(wrn_model *m, const float *x, const int *y, int B)
 static void check_batch(const wrn_model *m, size_t B, const char *fn)
 {
     if (B > m->max_batch)
-        hvd_fatal("%s: batch of %zu images is larger than the model's max_batch %zu", fn, B,
+        fatal_error("%s: batch of %zu images is larger than the model's max_batch %zu", fn, B,
                   m->max_batch);
 }
 

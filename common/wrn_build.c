@@ -365,14 +365,14 @@ wrn_model *wrn_create(const wrn_config *cfg, size_t max_batch, uint64_t seed, ch
     m->ps.n = t.total;
     m->ps.n_state_views = st.n;
     m->ps.n_state = st.total;
-    m->ps.params = hvd_alloc(m->ps.n * sizeof(float));
-    m->ps.grads = hvd_alloc(m->ps.n * sizeof(float));
-    m->ps.state = hvd_alloc(m->ps.n_state * sizeof(float));
+    m->ps.params = memory_alloc(m->ps.n * sizeof(float));
+    m->ps.grads = memory_alloc(m->ps.n * sizeof(float));
+    m->ps.state = memory_alloc(m->ps.n_state * sizeof(float));
     if (!m->ps.params || !m->ps.grads || !m->ps.state)
         goto oom;
     carver cv = {0};
     wire(m, &cv); /* measure */
-    m->arena = hvd_alloc(cv.used * sizeof(float));
+    m->arena = memory_alloc(cv.used * sizeof(float));
     if (!m->arena)
         goto oom;
     cv = (carver){.base = m->arena};
@@ -389,10 +389,10 @@ void wrn_free(wrn_model *m)
 {
     if (!m)
         return;
-    hvd_free(m->arena);
-    hvd_free(m->ps.params);
-    hvd_free(m->ps.grads);
-    hvd_free(m->ps.state);
+    memory_free(m->arena);
+    memory_free(m->ps.params);
+    memory_free(m->ps.grads);
+    memory_free(m->ps.state);
     free(m->ps.views);
     free(m->ps.state_views);
     free(m->blocks);

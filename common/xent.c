@@ -5,7 +5,7 @@
 #include <math.h>
 #include <stddef.h>
 
-#include "hvd.h"
+#include "fatal.h"
 
 double xent_forward(float *probs, const float *logits, const int *labels, int n, int k)
 {
@@ -14,7 +14,7 @@ double xent_forward(float *probs, const float *logits, const int *labels, int n,
         const float *z = logits + (size_t)i * k;
         float *p = probs + (size_t)i * k;
         if (labels[i] < 0 || labels[i] >= k)
-            hvd_fatal("xent_forward: label %d of row %d is outside 0..%d", labels[i], i, k - 1);
+            fatal_error("xent_forward: label %d of row %d is outside 0..%d", labels[i], i, k - 1);
         float m = z[0];
         for (int j = 1; j < k; j++)
             if (z[j] > m)

@@ -9,7 +9,7 @@
 #define HVDLAB_XENT_H
 
 /* Mean loss over the n rows; writes the softmax probabilities (saved for backward). Labels must
- * be in [0, k) (hvd_fatal otherwise: a label outside the classes is a caller bug). */
+ * be in [0, k) (fatal_error otherwise: a label outside the classes is a caller bug). */
 double xent_forward(float *probs /* (n,k) out */, const float *logits /* (n,k) */,
                     const int *labels /* (n) */, int n, int k);
 

@@ -40,11 +40,11 @@ int main(int argc, char **argv)
     hvd_init(&argc, &argv);
     hvd_pin_device(hvd_local_rank(), NULL);
 
-    char err[DATASET_ERRLEN];
+    char err[ERRMSG_LEN];
     args a;
     int rc = args_parse(&a, argc, argv, err, sizeof err);
     if (rc < 0)
-        hvd_fatal("%s", err);
+        fatal_error("%s", err);
     if (rc > 0) { /* --help */
         hvd_shutdown();
         return 0;
@@ -54,7 +54,7 @@ int main(int argc, char **argv)
     /* The data: Fashion-MNIST, standardised with the training set's mean and std. */
     dataset ds;
     if (dataset_load(a.data_dir, &ds, err, sizeof err) != 0)
-        hvd_fatal("%s", err);
+        fatal_error("%s", err);
     loader_options o = loader_defaults();
     o.seed = a.seed;
     o.mean = ds.mean;
@@ -65,7 +65,7 @@ int main(int argc, char **argv)
     o.shuffle = 0;
     o.augment = 0;
     if (loader_init(&test, ds.test.images, ds.test.labels, ds.test.n, &o, err, sizeof err))
-        hvd_fatal("%s", err);
+        fatal_error("%s", err);
 
     loader train, val; /* training batches, and validation batches after every epoch */
     o.rank = hvd_rank(); /* Horovod: each rank draws its own shard */
@@ -75,12 +75,12 @@ int main(int argc, char **argv)
     o.batch_size = (size_t)a.batch_size;
     o.subset = a.train_subset;
     if (loader_init(&train, ds.train.images, ds.train.labels, ds.train.n, &o, err, sizeof err))
-        hvd_fatal("%s", err);
+        fatal_error("%s", err);
     o.augment = 0;
     o.batch_size = (size_t)a.val_batch_size;
     o.subset = a.test_subset;
     if (loader_init(&val, ds.test.images, ds.test.labels, ds.test.n, &o, err, sizeof err))
-        hvd_fatal("%s", err);
+        fatal_error("%s", err);
 
     /* Keras' len(train_iter) and len(test_iter): batches in one pass over the data. */
     int steps_per_epoch = (int)((train.n + (size_t)a.batch_size - 1) / (size_t)a.batch_size);
@@ -89,7 +89,7 @@ int main(int argc, char **argv)
     steps_per_epoch = steps_per_epoch / hvd_size();
     val_steps = 3 * val_steps / hvd_size();
     if (steps_per_epoch < 1 || val_steps < 1)
-        hvd_fatal("less than one batch per rank: %zu training images in batches of %d, %zu test "
+        fatal_error("less than one batch per rank: %zu training images in batches of %d, %zu test "
                   "images in batches of %d, %d ranks", train.n, a.batch_size, val.n,
                   a.val_batch_size, hvd_size());
 
@@ -98,7 +98,7 @@ int main(int argc, char **argv)
     wrn_model *model = wrn_create(&a.model, max_batch, args_init_seed(&a, hvd_rank()), err,
                                   sizeof err);
     if (!model)
-        hvd_fatal("%s", err);
+        fatal_error("%s", err);
     param_set *ps = wrn_params(model);
 
     // TODO: Step 8: the global batch is hvd_size() times larger: scale the learning rate, lr = lr_scaled(a.base_lr, hvd_size())
@@ -112,10 +112,10 @@ int main(int argc, char **argv)
     if (a.use_checkpointing && hvd_rank() == 0) {
         resume_from_epoch = ckpt_latest_model(a.log_dir, model, opt, a.epochs, err, sizeof err);
         if (resume_from_epoch < 0)
-            hvd_fatal("%s", err);
+            fatal_error("%s", err);
         if (resume_from_epoch > 0 &&
             ckpt_load_model(a.log_dir, resume_from_epoch, model, opt, err, sizeof err) != 0)
-            hvd_fatal("%s", err);
+            fatal_error("%s", err);
     }
     hvd_broadcast_bytes(&resume_from_epoch, sizeof resume_from_epoch, 0, "resume_from_epoch");
 
@@ -127,7 +127,7 @@ int main(int argc, char **argv)
      * x0.001 after. */
     lr_lab schedule;
     if (lr_lab_init(&schedule, lr, 1, 0, steps_per_epoch, verbose, err, sizeof err) != 0)
-        hvd_fatal("%s", err);
+        fatal_error("%s", err);
 
     if (verbose) {
         char name[WRN_NAME_LEN];
@@ -142,7 +142,7 @@ int main(int argc, char **argv)
     float *x = malloc(max_batch * LOADER_PIXELS * sizeof *x); /* (B, 1, 28, 28) */
     int *y = malloc(max_batch * sizeof *y);                    /* (B) */
     if (!x || !y)
-        hvd_fatal("out of memory for a batch of %zu images", max_batch);
+        fatal_error("out of memory for a batch of %zu images", max_batch);
 
     for (int epoch = resume_from_epoch; epoch < a.epochs; epoch++) {
         loader_set_epoch(&train, epoch);
@@ -164,7 +164,7 @@ int main(int argc, char **argv)
 
         if (a.use_checkpointing && hvd_rank() == 0 && /* Horovod: only rank 0 writes */
             ckpt_save_model(a.log_dir, epoch + 1, model, opt, err, sizeof err) != 0)
-            hvd_fatal("%s", err);
+            fatal_error("%s", err);
         if (progress_epoch_end(&p, metrics_loss(&train_m), metrics_accuracy(&train_m),
                                metrics_loss(&val_m), metrics_accuracy(&val_m)))
             break; /* early stop: the target accuracy was reached --patience times */

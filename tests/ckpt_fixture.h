@@ -16,7 +16,7 @@
 #include "ckpt.h"
 #include "tmpdir.h"
 
-extern char err[CKPT_ERRLEN]; /* each test file defines it */
+extern char err[ERRMSG_LEN]; /* each test file defines it */
 
 enum { NP = 18 + 2 + 6, NS = 4, NO = NP };
 typedef struct {

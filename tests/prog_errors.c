@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "device.h"
+#include "fatal.h"
 #include "hvd.h"
 
 int main(int argc, char **argv)
@@ -35,7 +36,7 @@ int main(int argc, char **argv)
             hvd_allreduce(buf, 10, HVD_SUM, "loss");
     } else if (strcmp(s, "fatal-one-rank") == 0) {
         if (rank == 1)
-            hvd_fatal("cannot open checkpoint /nonexistent/ckpt-3.bin");
+            fatal_error("cannot open checkpoint /nonexistent/ckpt-3.bin");
         hvd_allreduce(buf, 10, HVD_SUM, "waits-forever-without-abort");
     } else if (strcmp(s, "bad-root") == 0) {
         hvd_broadcast(buf, 10, hvd_size() + 3, "weights");
@@ -67,7 +68,7 @@ int main(int argc, char **argv)
     } else if (strcmp(s, "init-only") == 0) {
         /* hvd_init has read the HVD_* settings; nothing else to do */
     } else {
-        hvd_fatal("prog_errors: unknown scenario %s", s);
+        fatal_error("prog_errors: unknown scenario %s", s);
     }
     hvd_shutdown();
     return 0;

@@ -7,7 +7,7 @@
 #include "ckpt_fixture.h"
 #include "ck_mpi.h"
 
-char err[CKPT_ERRLEN];
+char err[ERRMSG_LEN];
 
 static void setup(void)
 {

@@ -10,8 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ckpt.h"
 #include "ck_mpi.h"
+#include "ckpt.h"
+#include "fatal.h"
 #include "hvd.h"
 
 enum { B = 4 };
@@ -70,7 +71,7 @@ static wrn_model *make(int width, uint64_t seed, optimizer **opt)
     wrn_config cfg = {10, width, 0.0f}; /* no dropout: its masks are not checkpointed */
     wrn_model *m = wrn_create(&cfg, B, seed, err, sizeof err);
     if (!m)
-        hvd_fatal("%s", err);
+        fatal_error("%s", err);
     *opt = hvd_distributed_optimizer(sgd_create(wrn_params(m), 0.05f, 0.9f));
     return m;
 }
@@ -78,14 +79,14 @@ static wrn_model *make(int width, uint64_t seed, optimizer **opt)
 /* What a step program does at start-up with --use-checkpointing (the lines step 7 adds). */
 static int resume(wrn_model *m, optimizer *opt, int epochs)
 {
-    char err[CKPT_ERRLEN];
+    char err[ERRMSG_LEN];
     int epoch = 0;
     if (hvd_rank() == 0 && (epoch = ckpt_latest_model(dir, m, opt, epochs, err, sizeof err)) < 0)
-        hvd_fatal("%s", err);
+        fatal_error("%s", err);
     hvd_broadcast_bytes(&epoch, sizeof epoch, 0, "resume_epoch");
     if (epoch > 0) {
         if (hvd_rank() == 0 && ckpt_load_model(dir, epoch, m, opt, err, sizeof err))
-            hvd_fatal("%s", err);
+            fatal_error("%s", err);
         hvd_broadcast_parameters(wrn_params(m), 0);
         hvd_broadcast_optimizer_state(opt, 0);
     }
@@ -104,7 +105,7 @@ START_TEST(resume_on_every_rank_continues_exactly)
     hvd_broadcast_optimizer_state(oa, 0);
     train(a, oa, 0);
     train(a, oa, 1);
-    char err[CKPT_ERRLEN];
+    char err[ERRMSG_LEN];
     if (hvd_rank() == 0)
         CK_EXPECT(ckpt_save_model(dir, 1, a, oa, err, sizeof err) == 0, "%s", err);
     /* a new run: every rank starts from its own random weights */
@@ -151,7 +152,7 @@ START_TEST(other_model_is_skipped_and_refused)
 {
     optimizer *o1, *o2;
     wrn_model *m1 = make(1, 5, &o1), *m2 = make(2, 6, &o2);
-    char err[CKPT_ERRLEN], want[CKPT_ERRLEN + 300];
+    char err[ERRMSG_LEN], want[ERRMSG_LEN + 300];
     if (hvd_rank() == 0) {
         CK_EXPECT(ckpt_save_model(dir, 3, m1, o1, err, sizeof err) == 0, "%s", err);
         /* the scan warns and finds nothing for wrn-10-2 */

@@ -15,7 +15,7 @@
 #include "dataset.h"
 
 static char oldcwd[PATH_MAX];
-static char err[DATASET_ERRLEN];
+static char err[ERRMSG_LEN];
 
 static void teardown(void)
 {
@@ -105,7 +105,7 @@ static void expect_load_fail(const char *ip, const char *lp, const char *want)
 
 START_TEST(cross_checks)
 {
-    char want[DATASET_ERRLEN];
+    char want[ERRMSG_LEN];
     uint8_t img[12 * DATASET_PIXELS] = {0}, lab[12] = {0};
     uint32_t id[3] = {12, 28, 28}, ld11[1] = {11}, ld12[1] = {12}, id32[3] = {1, 32, 32};
     const char *ip = tmp_path("i"), *lp = tmp_path("l.gz"), *l11 = tmp_path("l11"), *odd = tmp_path("odd");
@@ -212,7 +212,7 @@ START_TEST(not_found_message)
     fclose(f);
     const char *places[5] = {tmp_path("missing"), NULL, partial, file, ""};
     const char *origins[5] = {"--data-dir", "$HVDLAB_DATA", "current directory", "system", "x"};
-    char dir[DATASET_PATHLEN] = "untouched", want[DATASET_ERRLEN];
+    char dir[DATASET_PATHLEN] = "untouched", want[ERRMSG_LEN];
     ck_assert_int_eq(dataset_locate_in(places, origins, 5, dir, sizeof dir, err, sizeof err), -1);
     ck_assert_str_eq(dir, "untouched");
     snprintf(want, sizeof want,

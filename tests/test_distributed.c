@@ -32,8 +32,8 @@ typedef struct {
 static void mlp_init(mlp *m, int seed)
 {
     memset(m, 0, sizeof *m);
-    m->params = hvd_alloc(NP * sizeof(float));
-    m->grads = hvd_alloc(NP * sizeof(float));
+    m->params = memory_alloc(NP * sizeof(float));
+    m->grads = memory_alloc(NP * sizeof(float));
     ck_assert(m->params && m->grads);
     const struct {
         const char *name;
@@ -61,8 +61,8 @@ static void mlp_init(mlp *m, int seed)
 
 static void mlp_free(mlp *m)
 {
-    hvd_free(m->params);
-    hvd_free(m->grads);
+    memory_free(m->params);
+    memory_free(m->grads);
 }
 
 static void sample(long i, float *x, int *y)

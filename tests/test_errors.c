@@ -95,7 +95,7 @@ END_TEST
 
 START_TEST(fatal_on_one_rank_stops_all)
 {
-    /* No checks: rank 0 sits in an allreduce that rank 1 never joins; hvd_fatal must end both. */
+    /* No checks: rank 0 sits in an allreduce that rank 1 never joins; fatal_error must end both. */
     job j = run_job("HVD_CHECK_COLLECTIVES=0", 2, "fatal-one-rank");
     ck_assert_msg(j.status != 124, "the job hung\n%s", j.out);
     ck_assert_msg(j.status != 0, "exit status 0\n%s", j.out);

@@ -11,7 +11,7 @@
 #include "tmpdir.h"
 #include "idx.h"
 
-static char err[IDX_ERRLEN];
+static char err[ERRMSG_LEN];
 
 static void setup(void)
 {
@@ -142,7 +142,7 @@ END_TEST
 static void expect_fail(const char *path, const char *tail)
 {
     idx_array a;
-    char want[IDX_ERRLEN + 300];
+    char want[ERRMSG_LEN + 300];
     memset(&a, 0x5a, sizeof a);
     ck_assert_int_eq(idx_read_file(path, &a, err, sizeof err), -1);
     ck_assert_ptr_null(a.data);
@@ -226,7 +226,7 @@ START_TEST(header_truncated_at_every_offset)
     uint8_t b[HL + PAY];
     image_bytes(b);
     const uint8_t lab[12] = {0, 0, 8, 1, 0, 0, 0, 4, 1, 2, 3, 4};
-    char tail[IDX_ERRLEN], want[IDX_ERRLEN + 64];
+    char tail[ERRMSG_LEN], want[ERRMSG_LEN + 64];
     for (int which = 0; which < 2; which++) {
         const uint8_t *src = which ? lab : b;
         int ndims = which ? 1 : 3;
@@ -252,7 +252,7 @@ START_TEST(payload_truncated_and_trailing)
     uint8_t b[HL + PAY + 3];
     size_t len = image_bytes(b);
     b[len] = b[len + 1] = b[len + 2] = 9;
-    char tail[IDX_ERRLEN];
+    char tail[ERRMSG_LEN];
     for (int gz = 0; gz < 2; gz++) {
         const char *p = tmp_path(gz ? "t.gz" : "t");
         for (size_t got = 0; got < PAY; got += 13) {

@@ -13,6 +13,7 @@
 
 #include "ck_mpi.h"
 #include "device.h"
+#include "fatal.h"
 #include "hvd.h"
 #include "json_check.h"
 #include "loader.h"
@@ -38,7 +39,7 @@ static void shard_epoch(size_t n, int rank, int size)
     loader L;
     char err[256];
     if (!img || !lab || loader_init(&L, img, lab, n, &o, err, sizeof err) != 0)
-        hvd_fatal("loader: %s", err);
+        fatal_error("loader: %s", err);
     loader_set_epoch(&L, 1);
     loader_free(&L);
     free(img);

@@ -66,7 +66,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!dir[0])
         init();
-    char err[IDX_ERRLEN];
+    char err[ERRMSG_LEN];
     idx_array m, f, g;
     int rm = idx_parse_buffer(data, size, "mem", &m, err, sizeof err);
     if (rm == 0) {
