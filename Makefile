@@ -32,22 +32,35 @@ CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-rec
 LDFLAGS += -fsanitize=address,undefined
 endif
 
-COMMON_SRC := $(wildcard common/*.c)
+# The runtime: every .c under common/<part>/, and with CUDA=1 every .cu there too; a new file
+# needs no edit here. common/README.md says what each part is.
+COMMON_SRC := $(wildcard common/*/*.c)
 COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/%.o)
 ifeq ($(CUDA),1)
 CPPFLAGS += -DHVDLAB_CUDA=1 -I$(CUDA_HOME)/include
-COMMON_OBJ += $(BUILD)/common/device_cuda.o
+COMMON_CU := $(wildcard common/*/*.cu)
+COMMON_OBJ += $(COMMON_CU:%.cu=$(BUILD)/%.o)
 LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lnccl -lcudart -lstdc++
+endif
+
+# Threads: the layers' loops use OpenMP (the same runtime oneDNN uses, so one pool serves both).
+CFLAGS += -fopenmp
+LDFLAGS += -fopenmp
+# oneDNN: when Debian's libdnnl-dev is installed, convolutions run through it
+# (common/nn/conv2d_dnnl.c); HVDLAB_CONV=gemm at run time selects the im2col + OpenBLAS path.
+ifneq ($(wildcard /usr/include/oneapi/dnnl/dnnl.h),)
+CPPFLAGS += -DHVDLAB_DNNL=1
+LDLIBS += -ldnnl
 endif
 LIB := $(BUILD)/libhvdlab.a
 
-# Unit tests: tests/test_*.c. Those in MULTIRANK_TESTS run under mpirun -n 1, 2, 3 and 4;
-# the rest run once as a single process.
-TEST_SRC := $(wildcard tests/test_*.c)
-TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
-TEST_HELPERS := $(BUILD)/tests/ck_mpi.o $(BUILD)/tests/json_check.o $(BUILD)/tests/tmpdir.o
-TEST_PROGS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/prog_*.c))
-MULTIRANK_TESTS := test_collectives test_fusion test_timeline
+# Unit tests (Check): tests/unit/test_*.c run once as a single process; tests/mpi/test_*.c run
+# under mpirun -n 1, 2, 3 and 4. Helpers they share: tests/lib/. Programs they start: tests/progs/.
+UNIT_BIN := $(patsubst %.c,$(BUILD)/%,$(wildcard tests/unit/test_*.c))
+MPI_TEST_BIN := $(patsubst %.c,$(BUILD)/%,$(wildcard tests/mpi/test_*.c))
+TEST_BIN := $(UNIT_BIN) $(MPI_TEST_BIN)
+TEST_HELPERS := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/lib/*.c))
+TEST_PROGS := $(patsubst %.c,$(BUILD)/%,$(wildcard tests/progs/prog_*.c))
 
 BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
@@ -63,7 +76,7 @@ SETUP_PKGS := openmpi-bin libopenmpi-dev libopenblas-dev libdnnl-dev zlib1g-dev 
               dataset-fashion-mnist
 
 .PHONY: all help setup lib tools tests benches test unit-tests cuda-check check-build demo \
-        bench-allreduce bench-epoch asan-test clean FORCE
+        progress-demo asan-test clean FORCE
 .DEFAULT_GOAL := all
 
 all: lib tools  ## build the runtime (build/libhvdlab.a) and hvdlab-info
@@ -87,12 +100,14 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
-# The reduction loops are the allreduce's inner loop; -O2 leaves them scalar, -O3 vectorises.
-$(BUILD)/common/ring.o: CFLAGS += -O3
+# The allreduce's reduction loops and the layers' elementwise loops: -O2 leaves them scalar,
+# -O3 vectorises them.
+O3_OBJ := coll/ring nn/bn nn/act nn/pool
+$(O3_OBJ:%=$(BUILD)/common/%.o): CFLAGS += -O3
 
-$(BUILD)/common/device_cuda.o: common/device_cuda.cu common/device.h
+$(BUILD)/%.o: %.cu
 	@mkdir -p $(@D)
-	$(NVCC) -O2 -Icommon -Xcompiler -Wall,-Wextra,-Werror -c $< -o $@
+	$(NVCC) -O2 -Icommon -DHVDLAB_CUDA=1 -Xcompiler -Wall,-Wextra,-Werror -MMD -MP -c $< -o $@
 
 # Top-level programs are copied out of the current flavour's build dir.
 tools: $(TOOLS)  ## build the top-level tools (hvdlab-info)
@@ -105,9 +120,10 @@ check-build: hvdlab-info  ## print the build report (frameworks, controllers, te
 	./hvdlab-info
 
 tests: $(TEST_BIN) $(TEST_PROGS)  ## build the unit tests without running them
-$(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(TEST_HELPERS) $(LIB)
+$(BUILD)/tests/%.o: CPPFLAGS += -Itests
+$(TEST_BIN): $(BUILD)/%: $(BUILD)/%.o $(TEST_HELPERS) $(LIB)
 	$(CC) $(LDFLAGS) $< $(TEST_HELPERS) $(LIB) $(CHECK_LIBS) $(LDLIBS) -o $@
-$(BUILD)/tests/prog_%: $(BUILD)/tests/prog_%.o $(LIB)
+$(TEST_PROGS): $(BUILD)/%: $(BUILD)/%.o $(LIB)
 	$(CC) $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
 
 benches: $(BENCH_BIN)  ## build the benchmarks without running them
@@ -121,8 +137,7 @@ test: setup  ## install if needed, build, check the CUDA build, unit tests, the 
 	@$(MAKE) --no-print-directory check-docs
 
 unit-tests: tests  ## run the unit tests only (no setup, no CUDA check)
-	@MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" MULTIRANK="$(MULTIRANK_TESTS)" \
-	  sh tests/run_unit.sh $(TEST_BIN)
+	@MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" sh tests/run_unit.sh $(TEST_BIN)
 
 asan-test:  ## run the unit tests in an ASan+UBSan build
 	@ASAN_OPTIONS=fast_unwind_on_malloc=0 \
@@ -132,10 +147,10 @@ asan-test:  ## run the unit tests in an ASan+UBSan build
 cuda-check:  ## check that CUDA=1 compiles and links (skips when nvcc is absent)
 	@if [ -x "$(NVCC)" ]; then \
 	  $(MAKE) --no-print-directory CUDA=1 BUILD=build/cuda build/cuda/tools/hvdlab-info \
-	    build/cuda/tests/prog_errors build/cuda/solutions/step10 >/dev/null && \
+	    build/cuda/tests/progs/prog_errors build/cuda/solutions/step10 >/dev/null && \
 	  echo "cuda-check: CUDA=1 build compiled and linked; its device line on this machine:" && \
 	  build/cuda/tools/hvdlab-info | grep -A1 '\] CUDA' | sed 's/^ */  /' && \
-	  HVDLAB_REPORT_BINDINGS=1 $(MPIRUN) $(MPIRUN_FLAGS) -n 1 build/cuda/tests/prog_errors pin \
+	  HVDLAB_REPORT_BINDINGS=1 $(MPIRUN) $(MPIRUN_FLAGS) -n 1 build/cuda/tests/progs/prog_errors pin \
 	    2>&1 | sed 's/^/  /'; \
 	else echo "cuda-check: skipped, no nvcc at $(NVCC)"; fi
 
@@ -143,11 +158,8 @@ demo: setup  ## train solution 10 on real Fashion-MNIST with 2 ranks (about a mi
 	@$(MAKE) --no-print-directory solution10
 	$(MPIRUN) $(MPIRUN_FLAGS) -n 2 ./solution10 $(DEMO_FLAGS)
 
-bench-allreduce: $(BUILD)/bench/allreduce  ## hvd_allreduce vs MPI_Allreduce, 4 KiB..256 MiB, 2 ranks
-	$(MPIRUN) $(MPIRUN_FLAGS) -n 2 $(BUILD)/bench/allreduce
-
-bench-epoch: $(BUILD)/bench/train  ## one epoch of real Fashion-MNIST on 2 ranks, time split into compute and allreduce
-	$(MPIRUN) $(MPIRUN_FLAGS) -n 2 $(BUILD)/bench/train --train-subset 0 $(EPOCH_FLAGS)
+progress-demo: $(BUILD)/tests/unit/test_progress  ## Keras-style progress output of a fake run (4 s)
+	@$(BUILD)/tests/unit/test_progress --demo
 
 clean:  ## remove build/ and the top-level binaries
 	rm -rf build $(TOOLS) $(STEPS:%=step%) $(STEPS:%=solution%)
@@ -157,6 +169,6 @@ FORCE:
 # Keep objects that chained rules make (tests, tools, benches), so nothing relinks needlessly.
 .SECONDARY:
 
-# Rooms that own their own targets (data, lab, …) add them in mk/*.mk.
+# The targets of one folder each (bench/, the lab's steps/ and solutions/, notebooks-md/, …).
 -include $(wildcard mk/*.mk)
 -include $(shell find build -name '*.d' 2>/dev/null)

@@ -15,10 +15,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "fatal.h"
-#include "hvd.h"
-#include "ring.h"
-#include "timer.h"
+#include "base/fatal.h"
+#include "base/timer.h"
+#include "coll/hvd.h"
+#include "coll/ring.h"
 
 /* Implementations timed: 0 hvd_allreduce, 1 MPI_Allreduce, 2.. hvd_allreduce with other ring
  * tuning (--variants SEG:BLOCK,…, for tuning on a new machine). */

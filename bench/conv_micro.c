@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "timer.h"
+#include "base/timer.h"
 
 void openblas_set_num_threads(int);
 char *openblas_get_corename(void);

@@ -16,10 +16,10 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "dataset.h"
-#include "idx.h"
-#include "timer.h"
-#include "loader.h"
+#include "base/timer.h"
+#include "data/dataset.h"
+#include "data/idx.h"
+#include "data/loader.h"
 
 /* Inflates the whole file with zlib and nothing else; returns seconds, -1 on error. */
 static double inflate_only(const char *path, size_t expect, double *sum)

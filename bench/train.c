@@ -18,8 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "base/timer.h"
 #include "hvdlab.h"
-#include "timer.h"
 
 int main(int argc, char **argv)
 {

@@ -32,13 +32,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "conv2d.h"
-#include "layer_prof.h"
-#include "optim.h"
-#include "params.h"
-#include "threads.h"
-#include "timer.h"
-#include "wrn.h"
+#include "base/threads.h"
+#include "base/timer.h"
+#include "model/params.h"
+#include "model/wrn.h"
+#include "nn/conv2d.h"
+#include "nn/layer_prof.h"
+#include "optim/optim.h"
 
 #define MAXM 8
 #define MAXT 4

@@ -11,18 +11,18 @@
 #ifndef HVDLAB_HVDLAB_H
 #define HVDLAB_HVDLAB_H
 
-#include "args.h"
-#include "ckpt.h"
-#include "dataset.h"
-#include "device.h"
-#include "errmsg.h"
-#include "fatal.h"
-#include "hvd.h"
-#include "loader.h"
-#include "lr.h"
-#include "metrics.h"
-#include "optim.h"
-#include "progress.h"
-#include "wrn.h"
+#include "base/errmsg.h"
+#include "base/fatal.h"
+#include "ckpt/ckpt.h"
+#include "coll/device.h"
+#include "coll/hvd.h"
+#include "data/dataset.h"
+#include "data/loader.h"
+#include "model/wrn.h"
+#include "optim/lr.h"
+#include "optim/optim.h"
+#include "train/args.h"
+#include "train/metrics.h"
+#include "train/progress.h"
 
 #endif

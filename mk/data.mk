@@ -1,4 +1,4 @@
-# mk/data.mk — targets of the data room (IDX reader, dataset, loader); included by the Makefile.
+# mk/data.mk — targets of common/data/ (IDX reader, dataset, loader); included by the Makefile.
 # Uses $(BUILD), $(LIB) and friends from the top Makefile.
 
 FUZZ_SECONDS ?= 60
@@ -7,12 +7,13 @@ FUZZ_FLAGS := -std=c11 -g -O1 -D_GNU_SOURCE -Icommon -Wall -Wextra -Werror \
               -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_IDX := $(BUILD)/fuzz/fuzz_idx
 
-.PHONY: fuzz-idx bench-loader
+.PHONY: fuzz-idx
 
-# libFuzzer build: clang, not mpicc; the parser alone (common/idx.c, errmsg.c) plus zlib.
-$(FUZZ_IDX): tests/fuzz/fuzz_idx.c common/idx.c common/idx.h common/errmsg.c common/errmsg.h
+# libFuzzer build: clang, not mpicc; the parser alone (data/idx.c, base/errmsg.c) plus zlib.
+FUZZ_SRC := common/data/idx.c common/base/errmsg.c
+$(FUZZ_IDX): tests/fuzz/fuzz_idx.c $(FUZZ_SRC) common/data/idx.h common/base/errmsg.h
 	@mkdir -p $(@D)
-	$(FUZZ_CC) $(FUZZ_FLAGS) tests/fuzz/fuzz_idx.c common/idx.c common/errmsg.c -lz -o $@
+	$(FUZZ_CC) $(FUZZ_FLAGS) tests/fuzz/fuzz_idx.c $(FUZZ_SRC) -lz -o $@
 
 fuzz-idx: $(FUZZ_IDX)  ## fuzz the IDX parser (libFuzzer, ASan+UBSan) for FUZZ_SECONDS s (default 60)
 	@rm -rf tests/fuzz/corpus-run && mkdir -p tests/fuzz/corpus-run
@@ -27,5 +28,3 @@ fuzz-idx: $(FUZZ_IDX)  ## fuzz the IDX parser (libFuzzer, ASan+UBSan) for FUZZ_S
 	else echo "fuzz-idx: FAILED (exit $$rc), reproducer in $(BUILD)/fuzz/, see $(FUZZ_IDX).log"; fi; \
 	exit $$rc
 
-bench-loader: $(BUILD)/bench/loader  ## data pipeline images/s (batch 128, one core) and IDX decode time
-	$(BUILD)/bench/loader

@@ -1,4 +1,4 @@
-# mk/lab.mk — the lab: exercises (steps/), solutions (solutions/), graders (tests/grade_*.c).
+# mk/lab.mk — the lab: exercises (steps/), solutions (solutions/), graders (tests/grade/).
 #   make step05      builds ./step05 from steps/step05.c        (the student's exercise)
 #   make solution05  builds ./solution05 from solutions/step05.c
 #   make diff05      what is left to do: diff -u steps/step05.c solutions/step05.c
@@ -9,8 +9,8 @@
 STEPS := 01 02 03 04 05 06 07 08 09 10
 STEP_BIN := $(STEPS:%=$(BUILD)/steps/step%)
 SOLUTION_BIN := $(STEPS:%=$(BUILD)/solutions/step%)
-GRADER_BIN := $(STEPS:%=$(BUILD)/tests/grade_step%)
-GRADE_OBJ := $(BUILD)/tests/grade.o $(BUILD)/tests/grade_checks.o $(BUILD)/tests/grade_main.o
+GRADER_BIN := $(STEPS:%=$(BUILD)/tests/grade/grade_step%)
+GRADE_OBJ := $(BUILD)/tests/grade/grade.o $(BUILD)/tests/grade/grade_checks.o
 GRADE_ENV = MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)"
 
 .PHONY: lab graders grade check-steps lab-test $(STEPS:%=step%) $(STEPS:%=solution%) \
@@ -23,7 +23,12 @@ $(BUILD)/steps/step%: $(BUILD)/steps/step%.o $(LIB)
 	$(CC) $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
 $(BUILD)/solutions/step%: $(BUILD)/solutions/step%.o $(LIB)
 	$(CC) $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
-$(BUILD)/tests/grade_step%: $(BUILD)/tests/grade_step%.o $(GRADE_OBJ)
+# grade_stepNN: the one grader source, grade_main.c, built with -DGRADE_STEP=N (no leading 0:
+# 08 would be an octal literal).
+$(GRADER_BIN:%=%.o): $(BUILD)/tests/grade/grade_step%.o: tests/grade/grade_main.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -DGRADE_STEP=$(patsubst 0%,%,$*) -c $< -o $@
+$(GRADER_BIN): $(BUILD)/tests/grade/grade_step%: $(BUILD)/tests/grade/grade_step%.o $(GRADE_OBJ)
 	$(CC) $(LDFLAGS) $< $(GRADE_OBJ) $(CHECK_LIBS) -lm -o $@
 
 # make stepNN / solutionNN / diffNN / gradeNN, one set per step.
@@ -36,8 +41,8 @@ solution$(1): $(BUILD)/solutions/step$(1)
 	@echo "built ./solution$(1)  (run: mpirun -n 2 ./solution$(1))"
 diff$(1):
 	@diff -u steps/step$(1).c solutions/step$(1).c && echo "steps/step$(1).c is the same as the solution" || true
-grade$(1): step$(1) $(BUILD)/tests/grade_step$(1)
-	@$(GRADE_ENV) $(BUILD)/tests/grade_step$(1) ./step$(1)
+grade$(1): step$(1) $(BUILD)/tests/grade/grade_step$(1)
+	@$(GRADE_ENV) $(BUILD)/tests/grade/grade_step$(1) ./step$(1)
 endef
 $(foreach n,$(STEPS),$(eval $(call LAB_STEP_RULES,$(n))))
 

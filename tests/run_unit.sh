@@ -1,8 +1,8 @@
 #!/bin/sh
-# Runs the unit test binaries given as arguments. Names listed in $MULTIRANK run under
-# $MPIRUN -n 1, 2, 3 and 4; the others run once as a plain process. Every run is bounded by
-# a timeout so a hang fails instead of blocking CI. Ends with one "N passed, N failed" line.
-# Env: MPIRUN (mpirun with its flags), MULTIRANK (space-separated test names), TEST_TIMEOUT (s).
+# Runs the unit test binaries given as arguments. Those built from tests/mpi/ (a path with /mpi/)
+# run under $MPIRUN -n 1, 2, 3 and 4; the others run once as a plain process. Every run is bounded
+# by a timeout so a hang fails instead of blocking CI. Ends with one "N passed, N failed" line.
+# Env: MPIRUN (mpirun with its flags), TEST_TIMEOUT (s).
 set -u
 timeout_s=${TEST_TIMEOUT:-300}
 pass=0
@@ -22,8 +22,8 @@ run() { # label, command...
 }
 for bin in "$@"; do
     name=$(basename "$bin")
-    case " $MULTIRANK " in
-    *" $name "*)
+    case "$bin" in
+    */mpi/*)
         for n in 1 2 3 4; do run "$name -n $n" $MPIRUN -n "$n" "$bin"; done ;;
     *)
         run "$name" "$bin" ;;

@@ -13,7 +13,7 @@ for n in 01 02 03 04 05 06 07 08 09 10; do
         printf "%-7s %-6s %s\n" "$n" FAIL "does not compile: $(grep -m1 'error' "$log/build$n")"
         continue
     fi
-    if "$BUILD/tests/grade_step$n" ./step$n >"$log/grade$n" 2>&1; then
+    if "$BUILD/tests/grade/grade_step$n" ./step$n >"$log/grade$n" 2>&1; then
         npass=$((npass + 1))
         printf "%-7s %-6s\n" "$n" PASS
     else

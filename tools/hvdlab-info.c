@@ -6,8 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "device.h"
-#include "hvd.h"
+#include "coll/device.h"
+#include "coll/hvd.h"
 
 int main(void)
 {

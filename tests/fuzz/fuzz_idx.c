@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "idx.h"
+#include "data/idx.h"
 
 static char dir[64], plain[96], gzname[96];
 

@@ -1,0 +1,412 @@
+/* ckpt.c — the checkpoint format (see ckpt.h): encoding to a descriptor, reading and verifying
+ * a file, checking it against what the caller expects. Directories, temp files, renames and the
+ * newest-epoch scan are in ckpt_files.c.
+ * Public: ckpt_path, ckpt_opt_name, ckpt_write_fd, ckpt_read_file, ckpt_file_free, ckpt_check.
+ */
+#include "ckpt/ckpt.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "base/errmsg.h"
+
+/* Float arrays go to disk straight from memory, so the host must be little-endian like the
+ * format (every platform the kit targets is). A big-endian port would byte-swap them here. */
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "ckpt.c writes float arrays as they are in memory; the format is little-endian"
+#endif
+
+/* ---- little-endian fields ---- */
+
+static void put_u32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+static void put_u64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+static void put_f32(uint8_t *p, float f)
+{
+    uint32_t v;
+    memcpy(&v, &f, 4);
+    put_u32(p, v);
+}
+static uint32_t get_u32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static uint64_t get_u64(const uint8_t *p) { return get_u32(p) | (uint64_t)get_u32(p + 4) << 32; }
+static float get_f32(const uint8_t *p)
+{
+    uint32_t v = get_u32(p);
+    float f;
+    memcpy(&f, &v, 4);
+    return f;
+}
+
+/* zlib returns 0 for a NULL buffer (its "initial value" idiom), so empty arrays are skipped. */
+static uint32_t crc(uint32_t c, const void *p, size_t n)
+{
+    return n ? (uint32_t)crc32_z(c, p, n) : c;
+}
+
+const char *ckpt_opt_name(int kind)
+{
+    static _Thread_local char buf[32];
+    if (kind == -1)
+        return "no"; /* "checkpoint holds no optimizer state" */
+    if (kind == OPT_SGD)
+        return "sgd";
+    if (kind == OPT_NOVOGRAD)
+        return "novograd";
+    snprintf(buf, sizeof buf, "optimizer-kind-%d", kind);
+    return buf;
+}
+
+static void cfg_name(const wrn_config *c, char *buf, size_t len)
+{
+    snprintf(buf, len, "wrn-%d-%d", c->depth, c->width);
+}
+
+int ckpt_path(char *buf, size_t len, const char *dir, int epoch)
+{
+    int n = snprintf(buf, len, "%s/checkpoint-%d.ckpt", dir, epoch);
+    return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+/* Total bytes of a file with these counts; -1 on overflow. */
+static int file_size_of(uint64_t nv, uint64_t np, uint64_t ns, uint64_t no, uint64_t *out)
+{
+    uint64_t floats, fbytes, vbytes, t;
+    if (__builtin_add_overflow(np, ns, &floats) || __builtin_add_overflow(floats, no, &floats) ||
+        __builtin_mul_overflow(floats, 4, &fbytes) ||
+        __builtin_mul_overflow(nv, CKPT_VIEW_BYTES, &vbytes) ||
+        __builtin_add_overflow(fbytes, vbytes, &t) ||
+        __builtin_add_overflow(t, CKPT_HEADER_BYTES + 4, &t))
+        return -1;
+    *out = t;
+    return 0;
+}
+
+/* ---- writing ---- */
+
+typedef struct {
+    int fd;
+    uint32_t crc;
+    const char *path;
+    char *err;
+    size_t errlen;
+} writer;
+
+static int wr(writer *w, const void *buf, size_t n)
+{
+    w->crc = crc(w->crc, buf, n);
+    const char *p = buf;
+    while (n) {
+        ssize_t k = write(w->fd, p, n > (1u << 30) ? (1u << 30) : n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return errmsg_set(w->err, w->errlen, w->path, "cannot write checkpoint: %s",
+                              k < 0 ? strerror(errno) : "no progress");
+        p += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+static void encode_header(uint8_t *h, const ckpt_data *d, uint64_t file_bytes)
+{
+    memset(h, 0, CKPT_HEADER_BYTES);
+    memcpy(h, CKPT_MAGIC, 8);
+    put_u32(h + 8, CKPT_VERSION);
+    put_u32(h + 12, CKPT_HEADER_BYTES);
+    put_u64(h + 16, file_bytes);
+    put_u32(h + 24, (uint32_t)d->cfg.depth);
+    put_u32(h + 28, (uint32_t)d->cfg.width);
+    put_f32(h + 32, d->cfg.dropout);
+    cfg_name(&d->cfg, (char *)h + 36, 32);
+    put_u32(h + 68, (uint32_t)d->epoch);
+    put_u32(h + 72, (uint32_t)d->opt_kind);
+    put_f32(h + 76, d->last_lr);
+    put_u64(h + 80, (uint64_t)(int64_t)d->iterations);
+    put_u64(h + 88, d->n_params);
+    put_u64(h + 96, d->n_state);
+    put_u64(h + 104, d->n_opt_state);
+    put_u32(h + 112, (uint32_t)d->nviews);
+    put_u32(h + 116, (uint32_t)d->n_state_views);
+    put_u32(h + 124, crc(0, h, 124));
+}
+
+static void encode_view(uint8_t *b, const param_view *v)
+{
+    memset(b, 0, CKPT_VIEW_BYTES);
+    memcpy(b, v->name, strnlen(v->name, PARAM_NAME_LEN - 1));
+    put_u64(b + 64, v->offset);
+    put_u64(b + 72, v->count);
+    put_u32(b + 80, (uint32_t)v->ndim);
+    for (int i = 0; i < PARAM_MAX_DIMS; i++)
+        put_u32(b + 84 + 4 * i, (uint32_t)(i < v->ndim ? v->shape[i] : 0));
+    put_u32(b + 100, (uint32_t)v->decay);
+}
+
+int ckpt_write_fd(int fd, const ckpt_data *d, const char *path, char *err, size_t errlen)
+{
+    uint64_t fb;
+    if (d->nviews < 0 || d->n_state_views < 0 || d->epoch < 0 ||
+        file_size_of((uint64_t)d->nviews + (uint64_t)d->n_state_views, d->n_params, d->n_state,
+                     d->n_opt_state, &fb))
+        return errmsg_set(err, errlen, path, "bad checkpoint contents (negative or huge counts)");
+    writer wt = {.fd = fd, .path = path, .err = err, .errlen = errlen}, *w = &wt;
+    uint8_t h[CKPT_HEADER_BYTES], vb[CKPT_VIEW_BYTES], t[4];
+    encode_header(h, d, fb);
+    if (wr(w, h, sizeof h))
+        return -1;
+    for (int i = 0; i < d->nviews + d->n_state_views; i++) {
+        encode_view(vb, i < d->nviews ? &d->views[i] : &d->state_views[i - d->nviews]);
+        if (wr(w, vb, sizeof vb))
+            return -1;
+    }
+    if (wr(w, d->params, d->n_params * 4) || wr(w, d->state, d->n_state * 4) ||
+        wr(w, d->opt_state, d->n_opt_state * 4))
+        return -1;
+    put_u32(t, w->crc);
+    return wr(w, t, 4);
+}
+
+/* ---- reading ---- */
+
+void ckpt_file_free(ckpt_file *f)
+{
+    free(f->views_buf);
+    free(f->blob);
+    memset(f, 0, sizeof *f);
+}
+
+static int decode_view(const uint8_t *b, param_view *v, size_t limit, const char *path, int i,
+                       char *err, size_t errlen)
+{
+    memset(v, 0, sizeof *v);
+    if (!memchr(b, '\0', PARAM_NAME_LEN))
+        return errmsg_set(err, errlen, path, "inconsistent checkpoint: view %d name not terminated",
+                          i);
+    memcpy(v->name, b, PARAM_NAME_LEN);
+    uint64_t off = get_u64(b + 64), cnt = get_u64(b + 72), prod = 1;
+    v->ndim = (int)get_u32(b + 80);
+    v->decay = (int)get_u32(b + 100);
+    if (v->ndim < 0 || v->ndim > PARAM_MAX_DIMS)
+        return errmsg_set(err, errlen, path, "inconsistent checkpoint: view %s has %d dims",
+                          v->name, v->ndim);
+    for (int k = 0; k < v->ndim; k++) {
+        v->shape[k] = (int)get_u32(b + 84 + 4 * k);
+        if (v->shape[k] < 0 || __builtin_mul_overflow(prod, (uint64_t)v->shape[k], &prod))
+            return errmsg_set(err, errlen, path, "inconsistent checkpoint: view %s has a bad shape",
+                              v->name);
+    }
+    if (prod != cnt || off > limit || cnt > limit - off)
+        return errmsg_set(err, errlen, path, "inconsistent checkpoint: view %s (offset %llu, count "
+                          "%llu) outside its buffer of %zu or not its shape's size", v->name,
+                          (unsigned long long)off, (unsigned long long)cnt, limit);
+    v->offset = (size_t)off;
+    v->count = (size_t)cnt;
+    return 0;
+}
+
+/* Reads the whole file into *blob. */
+static int slurp(const char *path, uint8_t **blob, size_t *size, char *err, size_t errlen)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errmsg_set(err, errlen, path, "cannot open checkpoint: %s", strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return errmsg_set(err, errlen, path, "not a regular file");
+    }
+    size_t n = (size_t)st.st_size, got = 0;
+    uint8_t *b = malloc(n ? n : 1);
+    if (!b) {
+        close(fd);
+        return errmsg_set(err, errlen, path, "out of memory reading %zu bytes", n);
+    }
+    while (got < n) {
+        ssize_t k = read(fd, b + got, n - got > (1u << 30) ? (1u << 30) : n - got);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0) {
+            int e = errno;
+            free(b);
+            close(fd);
+            return errmsg_set(err, errlen, path, "cannot read checkpoint: %s", strerror(e));
+        }
+        if (k == 0)
+            break; /* shrank under us: judged below as a truncated file */
+        got += (size_t)k;
+    }
+    close(fd);
+    *blob = b;
+    *size = got;
+    return 0;
+}
+
+/* Checks the header and the sizes; fills f->d's scalars and counts. */
+static int parse(const uint8_t *b, size_t size, const char *path, ckpt_file *f, char *err,
+                 size_t errlen)
+{
+    if (memcmp(b, CKPT_MAGIC, size < 8 ? size : 8) != 0)
+        return errmsg_set(err, errlen, path, "not an hvdlab checkpoint (bad magic)");
+    if (size < CKPT_HEADER_BYTES)
+        return errmsg_set(err, errlen, path, "truncated checkpoint: %zu bytes, shorter than the "
+                          "%d-byte header", size, CKPT_HEADER_BYTES);
+    f->version = get_u32(b + 8);
+    if (f->version != CKPT_VERSION)
+        return errmsg_set(err, errlen, path, "checkpoint format version %u, this hvdlab reads "
+                          "version %d", f->version, CKPT_VERSION);
+    if (get_u32(b + 124) != crc(0, b, 124))
+        return errmsg_set(err, errlen, path, "corrupt checkpoint header (header CRC mismatch)");
+    uint64_t fb = get_u64(b + 16);
+    if (size < fb)
+        return errmsg_set(err, errlen, path, "truncated checkpoint: %zu bytes, its header says "
+                          "%llu", size, (unsigned long long)fb);
+    if (size > fb)
+        return errmsg_set(err, errlen, path, "corrupt checkpoint: %zu bytes, its header says %llu "
+                          "(trailing bytes)", size, (unsigned long long)fb);
+    uint32_t stored = get_u32(b + size - 4), computed = crc(0, b, size - 4);
+    if (stored != computed)
+        return errmsg_set(err, errlen, path, "corrupt checkpoint: CRC32 %08x stored, %08x "
+                          "computed", stored, computed);
+    /* CRC-valid from here: what follows only fails for a file from a buggy writer. */
+    ckpt_data *d = &f->d;
+    f->file_bytes = size;
+    d->cfg.depth = (int)get_u32(b + 24);
+    d->cfg.width = (int)get_u32(b + 28);
+    d->cfg.dropout = get_f32(b + 32);
+    memcpy(f->name, b + 36, 32);
+    f->name[WRN_NAME_LEN - 1] = '\0';
+    d->epoch = (int)get_u32(b + 68);
+    d->opt_kind = (int)get_u32(b + 72);
+    d->last_lr = get_f32(b + 76);
+    d->iterations = (long)(int64_t)get_u64(b + 80);
+    uint64_t np = get_u64(b + 88), ns = get_u64(b + 96), no = get_u64(b + 104), want;
+    uint64_t nv = get_u32(b + 112), nsv = get_u32(b + 116);
+    if (get_u32(b + 12) != CKPT_HEADER_BYTES || file_size_of(nv + nsv, np, ns, no, &want) ||
+        want != fb || nv > INT32_MAX || nsv > INT32_MAX)
+        return errmsg_set(err, errlen, path, "inconsistent checkpoint: counts (%llu views, %llu "
+                          "floats) do not add up to its %llu bytes", (unsigned long long)(nv + nsv),
+                          (unsigned long long)(np + ns + no), (unsigned long long)fb);
+    d->n_params = (size_t)np;
+    d->n_state = (size_t)ns;
+    d->n_opt_state = (size_t)no;
+    d->nviews = (int)nv;
+    d->n_state_views = (int)nsv;
+    return 0;
+}
+
+int ckpt_read_file(const char *path, ckpt_file *f, char *err, size_t errlen)
+{
+    memset(f, 0, sizeof *f);
+    uint8_t *b = NULL;
+    size_t size = 0;
+    if (slurp(path, &b, &size, err, errlen))
+        return -1;
+    f->blob = b;
+    if (parse(b, size, path, f, err, errlen))
+        goto fail;
+    ckpt_data *d = &f->d;
+    int nv = d->nviews + d->n_state_views;
+    f->views_buf = malloc((size_t)(nv ? nv : 1) * sizeof *f->views_buf);
+    if (!f->views_buf) {
+        errmsg_set(err, errlen, path, "out of memory");
+        goto fail;
+    }
+    for (int i = 0; i < nv; i++)
+        if (decode_view(b + CKPT_HEADER_BYTES + (size_t)i * CKPT_VIEW_BYTES, &f->views_buf[i],
+                        i < d->nviews ? d->n_params : d->n_state, path, i, err, errlen))
+            goto fail;
+    const float *data = (const float *)(b + CKPT_HEADER_BYTES + (size_t)nv * CKPT_VIEW_BYTES);
+    d->views = f->views_buf;
+    d->state_views = f->views_buf + d->nviews;
+    d->params = data;
+    d->state = data + d->n_params;
+    d->opt_state = data + d->n_params + d->n_state;
+    return 0;
+fail:
+    ckpt_file_free(f);
+    return -1;
+}
+
+static void shape_str(const param_view *v, char *buf, size_t len)
+{
+    int n = snprintf(buf, len, "(");
+    for (int k = 0; k < v->ndim && n > 0 && (size_t)n < len; k++)
+        n += snprintf(buf + n, len - (size_t)n, k ? ", %d" : "%d", v->shape[k]);
+    if (n > 0 && (size_t)n < len)
+        snprintf(buf + n, len - (size_t)n, ")");
+}
+
+static int same_view(const param_view *a, const param_view *b)
+{
+    if (strncmp(a->name, b->name, PARAM_NAME_LEN) || a->offset != b->offset ||
+        a->count != b->count || a->ndim != b->ndim || a->decay != b->decay)
+        return 0;
+    for (int k = 0; k < a->ndim; k++)
+        if (a->shape[k] != b->shape[k])
+            return 0;
+    return 1;
+}
+
+static int check_views(const param_view *got, int ngot, const param_view *want, int nwant,
+                       const char *what, const char *path, char *err, size_t errlen)
+{
+    if (ngot != nwant)
+        return errmsg_set(err, errlen, path, "checkpoint has %d %s views, the model has %d", ngot,
+                          what, nwant);
+    for (int i = 0; i < ngot; i++)
+        if (!same_view(&got[i], &want[i])) {
+            char sg[64], sw[64];
+            shape_str(&got[i], sg, sizeof sg);
+            shape_str(&want[i], sw, sizeof sw);
+            return errmsg_set(err, errlen, path, "%s view %d is %s %s at %zu in the checkpoint, "
+                              "%s %s at %zu in the model", what, i, got[i].name, sg, got[i].offset,
+                              want[i].name, sw, want[i].offset);
+        }
+    return 0;
+}
+
+int ckpt_check(const ckpt_file *f, const ckpt_expect *want, const char *path, char *err,
+               size_t errlen)
+{
+    const ckpt_data *d = &f->d;
+    char wn[WRN_NAME_LEN];
+    cfg_name(&want->cfg, wn, sizeof wn);
+    if (d->cfg.depth != want->cfg.depth || d->cfg.width != want->cfg.width)
+        return errmsg_set(err, errlen, path, "checkpoint of model %s (depth %d, width %d), but "
+                          "this run builds %s (depth %d, width %d)", f->name, d->cfg.depth,
+                          d->cfg.width, wn, want->cfg.depth, want->cfg.width);
+    if (want->opt_kind >= 0 && d->opt_kind != want->opt_kind)
+        return errmsg_set(err, errlen, path, "checkpoint holds %s optimizer state, but this run "
+                          "uses %s", ckpt_opt_name(d->opt_kind), ckpt_opt_name(want->opt_kind));
+    if (want->check_counts && (d->n_params != want->n_params || d->n_state != want->n_state ||
+                               d->n_opt_state != want->n_opt_state))
+        return errmsg_set(err, errlen, path, "checkpoint has %zu parameters, %zu state and %zu "
+                          "optimizer values; this %s run has %zu, %zu and %zu", d->n_params,
+                          d->n_state, d->n_opt_state, wn, want->n_params, want->n_state,
+                          want->n_opt_state);
+    if (want->views && check_views(d->views, d->nviews, want->views, want->nviews, "parameter",
+                                   path, err, errlen))
+        return -1;
+    if (want->state_views && check_views(d->state_views, d->n_state_views, want->state_views,
+                                         want->n_state_views, "state", path, err, errlen))
+        return -1;
+    return 0;
+}
+

@@ -1,0 +1,205 @@
+/* ckpt_files.c — checkpoint files in a log directory: created atomically (temp file, fsync,
+ * rename, directory fsync), loaded with every check, and the newest valid epoch found. The
+ * format itself is in ckpt.c.
+ * Public: ckpt_mkdirs, ckpt_write_temp, ckpt_commit, ckpt_save, ckpt_load, ckpt_latest_epoch.
+ */
+#include "ckpt/ckpt.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/errmsg.h"
+#include "base/trace.h"
+
+/* Temp files start with a dot and never match checkpoint-N.ckpt, so no reader looks at them. */
+#define CKPT_TMP_PREFIX ".checkpoint-"
+
+int ckpt_mkdirs(const char *dir, char *err, size_t errlen)
+{
+    char p[4096];
+    if (!dir || !*dir)
+        return errmsg_set(err, errlen, "(ckpt)", "no checkpoint directory given");
+    if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p)
+        return errmsg_set(err, errlen, dir, "checkpoint directory name too long");
+    for (char *s = p + 1;; s++) {
+        if (*s != '/' && *s != '\0')
+            continue;
+        char c = *s;
+        *s = '\0';
+        struct stat st;
+        if (mkdir(p, 0777) != 0) {
+            int e = errno; /* EEXIST, or EACCES/EROFS on a component that already exists */
+            if (stat(p, &st) != 0)
+                return errmsg_set(err, errlen, dir, "cannot create checkpoint directory: %s",
+                                  strerror(e));
+            if (!S_ISDIR(st.st_mode))
+                return errmsg_set(err, errlen, dir, "cannot create checkpoint directory: %s is "
+                                  "not a directory", p);
+        }
+        if (!(*s = c))
+            return 0;
+    }
+}
+
+int ckpt_write_temp(const char *dir, const ckpt_data *d, char *tmp, size_t tmplen, char *err,
+                    size_t errlen)
+{
+    if (ckpt_mkdirs(dir, err, errlen))
+        return -1;
+    int n = snprintf(tmp, tmplen, "%s/" CKPT_TMP_PREFIX "%d.ckpt.tmp-XXXXXX", dir, d->epoch);
+    if (n < 0 || (size_t)n >= tmplen)
+        return errmsg_set(err, errlen, dir, "checkpoint path too long");
+    int fd = mkostemp(tmp, O_CLOEXEC);
+    if (fd < 0)
+        return errmsg_set(err, errlen, tmp, "cannot create checkpoint: %s", strerror(errno));
+    int rc = ckpt_write_fd(fd, d, tmp, err, errlen);
+    if (!rc && fchmod(fd, 0644) != 0)
+        rc = errmsg_set(err, errlen, tmp, "cannot chmod checkpoint: %s", strerror(errno));
+    if (!rc && fsync(fd) != 0)
+        rc = errmsg_set(err, errlen, tmp, "cannot fsync checkpoint: %s", strerror(errno));
+    if (close(fd) != 0 && !rc)
+        rc = errmsg_set(err, errlen, tmp, "cannot close checkpoint: %s", strerror(errno));
+    if (rc)
+        unlink(tmp);
+    return rc;
+}
+
+/* Paths with a space, quote, backslash or '=' are quoted so the trace line stays key=value. */
+static const char *trace_path(const char *p, char *buf, size_t len)
+{
+    return strpbrk(p, " \t\"\\=\n") ? trace_quote(p, buf, len) : p;
+}
+
+int ckpt_commit(const char *dir, const char *tmp, int epoch, char *err, size_t errlen)
+{
+    char path[4096], q[8192];
+    if (ckpt_path(path, sizeof path, dir, epoch)) {
+        unlink(tmp);
+        return errmsg_set(err, errlen, dir, "checkpoint path too long");
+    }
+    if (rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return errmsg_set(err, errlen, path, "cannot rename %s to it: %s", tmp, strerror(e));
+    }
+    /* The rename is durable only once the directory entry is on disk. */
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0 || fsync(dfd) != 0) {
+        int e = errno;
+        if (dfd >= 0)
+            close(dfd);
+        return errmsg_set(err, errlen, dir, "cannot fsync checkpoint directory: %s", strerror(e));
+    }
+    close(dfd);
+    trace_event("ckpt_save", "path=%s epoch=%d", trace_path(path, q, sizeof q), epoch);
+    return 0;
+}
+
+int ckpt_save(const char *dir, const ckpt_data *d, char *err, size_t errlen)
+{
+    char tmp[4096];
+    if (ckpt_write_temp(dir, d, tmp, sizeof tmp, err, errlen))
+        return -1;
+    return ckpt_commit(dir, tmp, d->epoch, err, errlen);
+}
+
+/* Read + check + the epoch in the file agrees with its name. */
+static int read_checked(const char *path, int epoch, const ckpt_expect *want, ckpt_file *f,
+                        char *err, size_t errlen)
+{
+    if (ckpt_read_file(path, f, err, errlen))
+        return -1;
+    if ((want && ckpt_check(f, want, path, err, errlen)) ||
+        (f->d.epoch != epoch && errmsg_set(err, errlen, path, "checkpoint holds epoch %d, its "
+                                           "name says %d", f->d.epoch, epoch))) {
+        ckpt_file_free(f);
+        return -1;
+    }
+    return 0;
+}
+
+int ckpt_load(const char *dir, int epoch, const ckpt_expect *want, ckpt_file *f, char *err,
+              size_t errlen)
+{
+    char path[4096], q[8192];
+    memset(f, 0, sizeof *f);
+    if (ckpt_path(path, sizeof path, dir ? dir : "", epoch))
+        return errmsg_set(err, errlen, dir, "checkpoint path too long");
+    if (read_checked(path, epoch, want, f, err, errlen))
+        return -1;
+    trace_event("ckpt_restore", "path=%s epoch=%d", trace_path(path, q, sizeof q), epoch);
+    return 0;
+}
+
+/* "checkpoint-N.ckpt" with N written as ckpt_path writes it (no sign, no leading zeros). */
+static int epoch_of_name(const char *name)
+{
+    if (strncmp(name, "checkpoint-", 11) != 0 || name[11] < '1' || name[11] > '9')
+        return 0;
+    char *end;
+    errno = 0;
+    long e = strtol(name + 11, &end, 10);
+    if (errno || e > INT32_MAX || strcmp(end, ".ckpt") != 0)
+        return 0;
+    return (int)e;
+}
+
+static int cmp_desc(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x < y) - (x > y);
+}
+
+int ckpt_latest_epoch(const char *dir, const ckpt_expect *want, int max_epoch, char *err,
+                      size_t errlen)
+{
+    if (!dir || !*dir)
+        return errmsg_set(err, errlen, "(ckpt)", "no checkpoint directory given");
+    DIR *dp = opendir(dir);
+    if (!dp) {
+        if (errno == ENOENT)
+            return 0;
+        return errmsg_set(err, errlen, dir, "cannot list checkpoint directory: %s",
+                          strerror(errno));
+    }
+    int *ep = NULL, n = 0, cap = 0;
+    for (struct dirent *de; (de = readdir(dp));) {
+        int e = epoch_of_name(de->d_name);
+        if (e <= 0 || (max_epoch > 0 && e > max_epoch))
+            continue;
+        if (n == cap) {
+            int *q = realloc(ep, (size_t)(cap = cap ? 2 * cap : 16) * sizeof *ep);
+            if (!q) {
+                free(ep);
+                closedir(dp);
+                return errmsg_set(err, errlen, dir, "out of memory listing checkpoints");
+            }
+            ep = q;
+        }
+        ep[n++] = e;
+    }
+    closedir(dp);
+    if (n > 1) /* qsort(NULL, 0, ...) is undefined */
+        qsort(ep, (size_t)n, sizeof *ep, cmp_desc);
+    int found = 0;
+    for (int i = 0; i < n && !found; i++) {
+        char path[4096], msg[ERRMSG_LEN];
+        ckpt_file f;
+        if (ckpt_path(path, sizeof path, dir, ep[i]))
+            continue;
+        if (read_checked(path, ep[i], want, &f, msg, sizeof msg) == 0) {
+            found = ep[i];
+            ckpt_file_free(&f);
+        } else {
+            fprintf(stderr, "hvdlab: warning: %s; skipped\n", msg);
+        }
+    }
+    free(ep);
+    return found;
+}

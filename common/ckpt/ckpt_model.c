@@ -1,0 +1,80 @@
+/* ckpt_model.c — checkpoints of a model's param_set and its optimizer (the layer under the step
+ * programs' ckpt_save_model / ckpt_load_model, which are inline in ckpt.h); the file format and
+ * I/O are in ckpt.c, which works on plain buffers.
+ * Public: ckpt_data_of, ckpt_expect_of, ckpt_save_params, ckpt_load_params.
+ */
+#include "ckpt/ckpt.h"
+
+#include <string.h>
+
+#include "base/errmsg.h"
+#include "base/trace.h"
+
+ckpt_data ckpt_data_of(const wrn_config *cfg, const param_set *ps, const optimizer *opt,
+                       int epoch)
+{
+    ckpt_data d = {
+        .cfg = *cfg,
+        .epoch = epoch,
+        .opt_kind = opt ? (int)opt->kind : -1,
+        .iterations = opt ? opt->iterations : 0,
+        .last_lr = opt ? opt->last_lr : 0.0f,
+        .views = ps->views,
+        .nviews = ps->nviews,
+        .params = ps->params,
+        .n_params = ps->n,
+        .state_views = ps->state_views,
+        .n_state_views = ps->n_state_views,
+        .state = ps->state,
+        .n_state = ps->n_state,
+        .opt_state = opt ? opt->state : NULL,
+        .n_opt_state = opt ? opt->n_state : 0,
+    };
+    return d;
+}
+
+ckpt_expect ckpt_expect_of(const wrn_config *cfg, const param_set *ps, const optimizer *opt)
+{
+    ckpt_expect w = {
+        .cfg = *cfg,
+        .opt_kind = opt ? (int)opt->kind : -1,
+        .check_counts = 1,
+        .n_params = ps->n,
+        .n_state = ps->n_state,
+        .n_opt_state = opt ? opt->n_state : 0,
+        .views = ps->views,
+        .nviews = ps->nviews,
+        .state_views = ps->state_views,
+        .n_state_views = ps->n_state_views,
+    };
+    return w;
+}
+
+int ckpt_save_params(const char *dir, int epoch, const wrn_config *cfg, const param_set *ps,
+                     const optimizer *opt, char *err, size_t errlen)
+{
+    ckpt_data d = ckpt_data_of(cfg, ps, opt, epoch);
+    return ckpt_save(dir, &d, err, errlen);
+}
+
+int ckpt_load_params(const char *dir, int epoch, const wrn_config *cfg, param_set *ps,
+                     optimizer *opt, char *err, size_t errlen)
+{
+    ckpt_expect want = ckpt_expect_of(cfg, ps, opt);
+    ckpt_file f;
+    if (ckpt_load(dir, epoch, &want, &f, err, errlen))
+        return -1;
+    /* The counts were checked against ps and opt, so every copy fits. */
+    memcpy(ps->params, f.d.params, ps->n * sizeof *ps->params);
+    memcpy(ps->state, f.d.state, ps->n_state * sizeof *ps->state);
+    if (opt) {
+        memcpy(opt->state, f.d.opt_state, opt->n_state * sizeof *opt->state);
+        opt->iterations = f.d.iterations;
+        opt->last_lr = f.d.last_lr;
+    }
+    ckpt_file_free(&f);
+    trace_event("params", "when=restore epoch=%d sum=%016llx state_sum=%016llx", epoch,
+                (unsigned long long)params_checksum(ps->params, ps->n),
+                (unsigned long long)params_checksum(ps->state, ps->n_state));
+    return 0;
+}

@@ -1,0 +1,159 @@
+/* fusion.c — tensor fusion over the ring allreduce. See fusion.h.
+ * Public: fusion_enqueue, fusion_flush, fusion_free, fusion_group_len. */
+#include "coll/fusion.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/fatal.h"
+#include "base/half.h"
+#include "base/memory.h"
+#include "coll/timeline.h"
+
+void fusion_enqueue(fusion_queue *q, float *buf, size_t n, hvd_op op, int fp16, const char *name)
+{
+    if (q->len == q->cap) {
+        size_t cap = q->cap ? 2 * q->cap : 64;
+        fusion_entry *e = realloc(q->entries, cap * sizeof *e);
+        if (!e)
+            fatal_error("tensor fusion: out of memory queueing \"%s\"", name ? name : "");
+        q->entries = e;
+        q->cap = cap;
+    }
+    fusion_entry *e = &q->entries[q->len++];
+    e->buf = buf;
+    e->n = n;
+    e->op = op;
+    e->fp16 = fp16;
+    snprintf(e->name, sizeof e->name, "%s", name && *name ? name : "unnamed");
+    timeline_event(e->name, "NEGOTIATE_ALLREDUCE", 'B');
+}
+
+size_t fusion_group_len(const fusion_entry *e, size_t n, size_t threshold)
+{
+    if (n == 0)
+        return 0;
+    size_t bytes = e[0].n * sizeof(float), len = 1;
+    while (len < n && e[len].op == e[0].op && e[len].fp16 == e[0].fp16 &&
+           bytes + e[len].n * sizeof(float) <= threshold) {
+        bytes += e[len].n * sizeof(float);
+        len++;
+    }
+    return len;
+}
+
+static int group_contiguous(const fusion_entry *e, size_t len)
+{
+    for (size_t i = 1; i < len; i++)
+        if (e[i - 1].buf + e[i - 1].n != e[i].buf)
+            return 0;
+    return 1;
+}
+
+static void *grow(void *p, size_t *have, size_t need, size_t esize)
+{
+    if (*have >= need)
+        return p;
+    memory_free(p);
+    p = memory_alloc(need * esize); /* pre-faulted once, not on every use */
+    if (!p)
+        fatal_error("tensor fusion: cannot allocate a %zu-byte fusion buffer", need * esize);
+    *have = need;
+    return p;
+}
+
+static void mark(const fusion_entry *e, size_t len, const char *activity, char phase)
+{
+    if (!timeline_enabled())
+        return;
+    for (size_t i = 0; i < len; i++)
+        timeline_event(e[i].name, activity, phase);
+}
+
+/* Copies the group's tensors into the fusion buffer back to back, as float or as half. */
+static void pack(const fusion_entry *e, size_t len, void *dst)
+{
+    for (size_t i = 0, o = 0; i < len; o += e[i].n, i++) {
+        if (e[i].fp16)
+            for (size_t j = 0; j < e[i].n; j++)
+                ((uint16_t *)dst)[o + j] = half_from_float(e[i].buf[j]);
+        else
+            memcpy((float *)dst + o, e[i].buf, e[i].n * sizeof(float));
+    }
+}
+
+static void unpack(const fusion_entry *e, size_t len, const void *src)
+{
+    for (size_t i = 0, o = 0; i < len; o += e[i].n, i++) {
+        if (e[i].fp16)
+            for (size_t j = 0; j < e[i].n; j++)
+                e[i].buf[j] = half_to_float(((const uint16_t *)src)[o + j]);
+        else
+            memcpy(e[i].buf, (const float *)src + o, e[i].n * sizeof(float));
+    }
+}
+
+static void reduce_group(fusion_queue *q, MPI_Comm comm, const fusion_entry *e, size_t len)
+{
+    int size;
+    MPI_Comm_size(comm, &size);
+    float scale = e[0].op == HVD_AVERAGE ? 1.0f / (float)size : 1.0f;
+    size_t total = 0;
+    for (size_t i = 0; i < len; i++)
+        total += e[i].n;
+    int fp16 = e[0].fp16; /* a group shares op and compression */
+    mark(e, len, "ALLREDUCE", 'B');
+    if (!fp16 && group_contiguous(e, len)) { /* reduced where it lies: no copy */
+        mark(e, len, "MPI_ALLREDUCE", 'B');
+        ring_allreduce_f32(comm, e[0].buf, total, scale, &q->ws);
+        mark(e, len, "MPI_ALLREDUCE", 'E');
+    } else {
+        void *fused = fp16 ? (void *)(q->hbuf = grow(q->hbuf, &q->hbuf_n, total, sizeof(uint16_t)))
+                           : (void *)(q->fbuf = grow(q->fbuf, &q->fbuf_n, total, sizeof(float)));
+        mark(e, len, "MEMCPY_IN_FUSION_BUFFER", 'B');
+        pack(e, len, fused);
+        mark(e, len, "MEMCPY_IN_FUSION_BUFFER", 'E');
+        mark(e, len, "MPI_ALLREDUCE", 'B');
+        if (fp16)
+            ring_allreduce_f16(comm, fused, total, scale, &q->ws);
+        else
+            ring_allreduce_f32(comm, fused, total, scale, &q->ws);
+        mark(e, len, "MPI_ALLREDUCE", 'E');
+        mark(e, len, "MEMCPY_OUT_FUSION_BUFFER", 'B');
+        unpack(e, len, fused);
+        mark(e, len, "MEMCPY_OUT_FUSION_BUFFER", 'E');
+        q->stats.bytes_copied += 2 * total * (fp16 ? sizeof(uint16_t) : sizeof(float));
+    }
+    mark(e, len, "ALLREDUCE", 'E');
+    q->stats.ring_calls++;
+    q->stats.tensors += len;
+}
+
+void fusion_flush(fusion_queue *q, MPI_Comm comm, size_t threshold, MPI_Comm check_comm)
+{
+    if (check_comm != MPI_COMM_NULL) {
+        /* Queue lengths first (a single queued tensor is described as itself, which reads
+         * better in the error), so that every rank then runs the same number of checks. */
+        if (q->len != 1)
+            coll_check(check_comm, COLL_SYNCHRONIZE, "", q->len, -1);
+        for (size_t i = 0; i < q->len; i++)
+            coll_check(check_comm, COLL_ALLREDUCE, q->entries[i].name, q->entries[i].n, -1);
+    }
+    mark(q->entries, q->len, "NEGOTIATE_ALLREDUCE", 'E');
+    for (size_t i = 0; i < q->len;) {
+        size_t len = fusion_group_len(q->entries + i, q->len - i, threshold);
+        reduce_group(q, comm, q->entries + i, len);
+        i += len;
+    }
+    q->len = 0;
+}
+
+void fusion_free(fusion_queue *q)
+{
+    free(q->entries);
+    memory_free(q->fbuf);
+    memory_free(q->hbuf);
+    ring_workspace_free(&q->ws);
+    memset(q, 0, sizeof *q);
+}

@@ -1,0 +1,54 @@
+/* fusion.h — tensor fusion: queued allreduces reduced together in as few ring passes as fit.
+ *
+ * Consecutive queued tensors with the same op and compression form a group while the group's
+ * bytes stay within the fusion threshold (a tensor larger than the threshold goes alone;
+ * threshold 0 puts every tensor alone). A group whose tensors sit back to back in memory (the
+ * flat gradient buffer of the model) is reduced where it is; any other group is copied into the
+ * fusion buffer, reduced once, and copied back. fp16 groups are always converted into a half
+ * buffer for the wire and back.
+ */
+#ifndef HVDLAB_FUSION_H
+#define HVDLAB_FUSION_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+#include "coll/coll_check.h"
+#include "coll/reduce_op.h"
+#include "coll/ring.h"
+
+typedef struct {
+    float *buf; /* (n,) the caller's tensor, reduced in place */
+    size_t n;
+    hvd_op op;
+    int fp16;
+    char name[COLL_NAME_MAX];
+} fusion_entry;
+
+typedef struct {
+    size_t ring_calls;   /* ring allreduces run */
+    size_t tensors;      /* tensors reduced */
+    size_t bytes_copied; /* bytes moved through the fusion buffer, in and out */
+} fusion_stats;
+
+typedef struct {
+    fusion_entry *entries;
+    size_t len, cap;
+    float *fbuf; /* fusion buffer, grown to the largest group seen */
+    size_t fbuf_n;
+    uint16_t *hbuf; /* fp16 wire buffer */
+    size_t hbuf_n;
+    ring_workspace ws;
+    fusion_stats stats;
+} fusion_queue;
+
+void fusion_enqueue(fusion_queue *q, float *buf, size_t n, hvd_op op, int fp16, const char *name);
+/* Collective over comm: every rank must have queued the same tensors in the same order. When
+ * check_comm is not MPI_COMM_NULL the queues are compared over it first (HVD_CHECK_COLLECTIVES). */
+void fusion_flush(fusion_queue *q, MPI_Comm comm, size_t threshold, MPI_Comm check_comm);
+void fusion_free(fusion_queue *q);
+
+/* Number of entries, starting at entries[0], that form the next group. */
+size_t fusion_group_len(const fusion_entry *e, size_t n, size_t threshold);
+
+#endif

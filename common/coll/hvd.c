@@ -1,0 +1,325 @@
+/* hvd.c — the Horovod-shaped API: process set-up, settings, and the collective entry points.
+ * Public: hvd_init, hvd_shutdown, hvd_is_initialized, hvd_rank, hvd_size, hvd_local_rank,
+ *         hvd_local_size, hvd_barrier, hvd_allreduce, hvd_allreduce_ex,
+ *         hvd_allreduce_async, hvd_synchronize, hvd_broadcast, hvd_broadcast_bytes,
+ *         hvd_allgather, hvd_fusion_threshold, hvd_set_fusion_threshold,
+ *         hvd_default_compression, hvd_fusion_stats, hvd_start_timeline, hvd_stop_timeline.
+ */
+#include "coll/hvd.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/fatal.h"
+#include "base/trace.h"
+#include "coll/coll_check.h"
+#include "coll/fusion.h"
+#include "coll/timeline.h"
+
+static struct {
+    int initialized;
+    int we_initialized_mpi;
+    int rank, size, local_rank, local_size;
+    MPI_Comm comm;       /* our own copy of MPI_COMM_WORLD: user MPI traffic cannot collide */
+    MPI_Comm check_comm; /* descriptor exchange of HVD_CHECK_COLLECTIVES */
+    size_t fusion_threshold;
+    int compression;
+    int check;
+    fusion_queue queue;
+} S = {.size = 1, .local_size = 1, .fusion_threshold = HVD_DEFAULT_FUSION_THRESHOLD};
+
+int hvd_is_initialized(void) { return S.initialized; }
+int hvd_rank(void) { return S.initialized ? S.rank : 0; }
+int hvd_size(void) { return S.initialized ? S.size : 1; }
+int hvd_local_rank(void) { return S.initialized ? S.local_rank : 0; }
+int hvd_local_size(void) { return S.initialized ? S.local_size : 1; }
+size_t hvd_fusion_threshold(void) { return S.fusion_threshold; }
+void hvd_set_fusion_threshold(size_t bytes) { S.fusion_threshold = bytes; }
+int hvd_default_compression(void) { return S.compression; }
+
+void hvd_fusion_stats(size_t *ring_calls, size_t *tensors, size_t *bytes_copied)
+{
+    *ring_calls = S.queue.stats.ring_calls;
+    *tensors = S.queue.stats.tensors;
+    *bytes_copied = S.queue.stats.bytes_copied;
+}
+
+/* fatal_error's hook once hvd_init has run: every rank of the job goes down with this one. */
+static void abort_job(void)
+{
+    int init = 0, fin = 0;
+    MPI_Initialized(&init);
+    MPI_Finalized(&fin);
+    if (init && !fin)
+        MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+/* "67108864", "64M", "64MiB", "1G", "0". Returns -1 on anything else. */
+static int parse_bytes(const char *s, size_t *out)
+{
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (end == s || errno || *s == '-')
+        return -1;
+    unsigned shift = 0;
+    if (*end == 'K' || *end == 'k')
+        shift = 10;
+    else if (*end == 'M' || *end == 'm')
+        shift = 20;
+    else if (*end == 'G' || *end == 'g')
+        shift = 30;
+    if (shift) {
+        end++;
+        if (strcmp(end, "iB") == 0 || strcmp(end, "B") == 0)
+            end += strlen(end);
+    }
+    if (*end != '\0' || (shift && v > (ULLONG_MAX >> shift)))
+        return -1;
+    *out = (size_t)(v << shift);
+    return 0;
+}
+
+static void read_settings(void)
+{
+    const char *v = getenv("HVD_FUSION_THRESHOLD");
+    if (v && *v && parse_bytes(v, &S.fusion_threshold) != 0)
+        fatal_error("HVD_FUSION_THRESHOLD=%s: expected a byte count such as 67108864, 64M or 0", v);
+    v = getenv("HVD_COMPRESSION");
+    if (!v || !*v || strcmp(v, "none") == 0)
+        S.compression = HVD_COMPRESS_NONE;
+    else if (strcmp(v, "fp16") == 0)
+        S.compression = HVD_COMPRESS_FP16;
+    else
+        fatal_error("HVD_COMPRESSION=%s: expected none or fp16", v);
+    v = getenv("HVD_CHECK_COLLECTIVES");
+    S.check = v && *v && strcmp(v, "0") != 0;
+    v = getenv("HVD_TIMELINE");
+    if (v && *v)
+        hvd_start_timeline(v);
+}
+
+/* Collectives run in the order they were called: queued allreduces go before anything else. */
+static void flush_queue(void)
+{
+    if (S.queue.len)
+        hvd_synchronize();
+}
+
+void hvd_start_timeline(const char *path)
+{
+    flush_queue(); /* what was queued before belongs before the timeline */
+    if (hvd_rank() != 0)
+        return;
+    char err[512];
+    if (timeline_open(path, err, sizeof err) != 0)
+        fatal_error("%s", err);
+}
+
+void hvd_stop_timeline(void)
+{
+    flush_queue();
+    timeline_close();
+}
+
+int hvd_init(int *argc, char ***argv)
+{
+    if (S.initialized)
+        return 0;
+    fatal_set_abort_hook(abort_job);
+    int mpi_init = 0;
+    MPI_Initialized(&mpi_init);
+    if (!mpi_init) {
+        if (MPI_Init(argc, argv) != MPI_SUCCESS)
+            fatal_error("MPI_Init failed");
+        S.we_initialized_mpi = 1;
+    }
+    MPI_Comm_dup(MPI_COMM_WORLD, &S.comm);
+    MPI_Comm_dup(MPI_COMM_WORLD, &S.check_comm);
+    MPI_Comm_rank(S.comm, &S.rank);
+    MPI_Comm_size(S.comm, &S.size);
+    MPI_Comm local;
+    MPI_Comm_split_type(S.comm, MPI_COMM_TYPE_SHARED, S.rank, MPI_INFO_NULL, &local);
+    MPI_Comm_rank(local, &S.local_rank);
+    MPI_Comm_size(local, &S.local_size);
+    MPI_Comm_free(&local);
+    S.initialized = 1;
+    fatal_set_rank(S.rank);
+    trace_reopen(S.rank, S.size); /* events from here on go to rank-R.log */
+    trace_event("init", "local_rank=%d local_size=%d", S.local_rank, S.local_size); /* + size */
+    read_settings();
+    return 0;
+}
+
+void hvd_shutdown(void)
+{
+    if (!S.initialized)
+        return;
+    flush_queue(); /* nothing queued is lost */
+    if (S.check)
+        coll_check(S.check_comm, COLL_SHUTDOWN, "", 0, -1);
+    fusion_free(&S.queue);
+    timeline_close();
+    MPI_Comm_free(&S.check_comm);
+    MPI_Comm_free(&S.comm);
+    S.initialized = 0;
+    fatal_set_rank(0); /* hvd_rank() is 0 again */
+    if (S.we_initialized_mpi)
+        MPI_Finalize();
+}
+
+/* Trace event "collective" (HVDLAB_TRACE), also before hvd_init; the name is quoted. reduce
+ * ("sum"/"average", allreduce only) adds reduce= and fp16=. */
+static void trace_collective(const char *op, const char *name, size_t count, int root,
+                             const char *reduce, int fp16)
+{
+    if (!trace_enabled())
+        return;
+    char q[512], r[64] = "";
+    if (reduce)
+        snprintf(r, sizeof r, " reduce=%s fp16=%d", reduce, fp16);
+    trace_event("collective", "op=%s name=%s count=%zu root=%d%s", op,
+                trace_quote(name ? name : "", q, sizeof q), count, root, r);
+}
+
+static void check_call(coll_kind kind, const char *name, size_t count, int root)
+{
+    if (S.check)
+        coll_check(S.check_comm, kind, name, count, root);
+}
+
+void hvd_barrier(void)
+{
+    if (!S.initialized)
+        return;
+    check_call(COLL_BARRIER, "", 0, -1);
+    MPI_Barrier(S.comm);
+}
+
+static int resolve_compression(int compression)
+{
+    if (compression == HVD_COMPRESS_DEFAULT)
+        return S.compression;
+    if (compression != HVD_COMPRESS_NONE && compression != HVD_COMPRESS_FP16)
+        fatal_error("allreduce: unknown compression %d (use HVD_COMPRESS_NONE or _FP16)",
+                  compression);
+    return compression;
+}
+
+void hvd_allreduce_async(float *buf, size_t n, hvd_op op, const char *name, int compression)
+{
+    if (op != HVD_SUM && op != HVD_AVERAGE)
+        fatal_error("allreduce \"%s\": unknown op %d (use HVD_SUM or HVD_AVERAGE)",
+                  name ? name : "", (int)op);
+    if (n && !buf)
+        fatal_error("allreduce \"%s\": NULL buffer for %zu elements", name ? name : "", n);
+    int fp16 = resolve_compression(compression) == HVD_COMPRESS_FP16;
+    trace_collective("allreduce", name, n, -1, op == HVD_SUM ? "sum" : "average", fp16);
+    if (!S.initialized)
+        return; /* world of one: the sum and the average are the tensor itself */
+    fusion_enqueue(&S.queue, buf, n, op, fp16, name);
+}
+
+void hvd_synchronize(void)
+{
+    if (!S.initialized)
+        return;
+    fusion_flush(&S.queue, S.comm, S.fusion_threshold, S.check ? S.check_comm : MPI_COMM_NULL);
+}
+
+void hvd_allreduce_ex(float *buf, size_t n, hvd_op op, const char *name, int compression)
+{
+    hvd_allreduce_async(buf, n, op, name, compression);
+    hvd_synchronize();
+}
+
+void hvd_allreduce(float *buf, size_t n, hvd_op op, const char *name)
+{
+    hvd_allreduce_ex(buf, n, op, name, HVD_COMPRESS_DEFAULT);
+}
+
+/* MPI counts are int: large buffers go in pieces of at most 1 GiB. */
+#define PIECE ((size_t)1 << 30)
+
+/* count elements of esize bytes; the collective check compares element counts. */
+static void broadcast(void *buf, size_t count, size_t esize, int root, const char *name)
+{
+    if (root < 0 || root >= hvd_size())
+        fatal_error("broadcast \"%s\": root %d is not a rank (size %d)", name ? name : "", root,
+                  hvd_size());
+    trace_collective(esize == 1 ? "broadcast_bytes" : "broadcast", name, count, root, NULL, 0);
+    if (!S.initialized)
+        return;
+    flush_queue();
+    check_call(COLL_BROADCAST, name, count, root);
+    if (timeline_enabled())
+        timeline_event(name, "BROADCAST", 'B');
+    size_t nbytes = count * esize;
+    for (size_t off = 0; off < nbytes; off += PIECE) {
+        size_t len = nbytes - off < PIECE ? nbytes - off : PIECE;
+        MPI_Bcast((char *)buf + off, (int)len, MPI_BYTE, root, S.comm);
+    }
+    if (timeline_enabled())
+        timeline_event(name, "BROADCAST", 'E');
+}
+
+void hvd_broadcast_bytes(void *buf, size_t nbytes, int root, const char *name)
+{
+    broadcast(buf, nbytes, 1, root, name);
+}
+
+void hvd_broadcast(float *buf, size_t n, int root, const char *name)
+{
+    broadcast(buf, n, sizeof(float), root, name);
+}
+
+float *hvd_allgather(const float *buf, size_t n, size_t *total, size_t *counts, const char *name)
+{
+    int size = hvd_size();
+    long long mine = (long long)n;
+    long long *all = malloc((size_t)size * sizeof *all);
+    if (!all)
+        fatal_error("allgather \"%s\": out of memory", name ? name : "");
+    trace_collective("allgather", name, n, -1, NULL, 0);
+    if (S.initialized) {
+        flush_queue();
+        check_call(COLL_ALLGATHER, name, n, -1);
+        if (timeline_enabled())
+            timeline_event(name, "ALLGATHER", 'B');
+        MPI_Allgather(&mine, 1, MPI_LONG_LONG, all, 1, MPI_LONG_LONG, S.comm);
+    } else {
+        all[0] = mine;
+    }
+    size_t sum = 0;
+    for (int r = 0; r < size; r++)
+        sum += (size_t)all[r];
+    if (sum > INT_MAX)
+        fatal_error("allgather \"%s\": %zu elements in all exceeds this runtime's limit of %d",
+                  name ? name : "", sum, INT_MAX);
+    float *out = malloc((sum ? sum : 1) * sizeof *out);
+    int *cnt = malloc((size_t)size * sizeof *cnt), *disp = malloc((size_t)size * sizeof *disp);
+    if (!out || !cnt || !disp)
+        fatal_error("allgather \"%s\": cannot allocate %zu floats", name ? name : "", sum);
+    for (int r = 0, d = 0; r < size; d += (int)all[r], r++) {
+        cnt[r] = (int)all[r];
+        disp[r] = d;
+        if (counts)
+            counts[r] = (size_t)all[r];
+    }
+    if (S.initialized) {
+        MPI_Allgatherv(buf, (int)n, MPI_FLOAT, out, cnt, disp, MPI_FLOAT, S.comm);
+        if (timeline_enabled())
+            timeline_event(name, "ALLGATHER", 'E');
+    } else if (n) {
+        memcpy(out, buf, n * sizeof *out);
+    }
+    free(all);
+    free(cnt);
+    free(disp);
+    *total = sum;
+    return out;
+}

@@ -1,0 +1,76 @@
+/* hvd.h — the Horovod-shaped API of hvdlab.
+ *
+ * hvd.init()              -> hvd_init(&argc, &argv)
+ * hvd.rank()/size()       -> hvd_rank(), hvd_size(), hvd_local_rank(), hvd_local_size()
+ * hvd.allreduce(t)        -> hvd_allreduce(buf, n, HVD_AVERAGE, "name")
+ * hvd.broadcast(t, root)  -> hvd_broadcast(buf, n, root, "name")
+ * hvd.allgather(t)        -> hvd_allgather(buf, n, &total, counts, "name")
+ *
+ * Before hvd_init() every call behaves as a world of size 1 (rank 0, collectives are
+ * identities), which is what the untouched serial step 1 relies on.
+ *
+ * Environment (read at hvd_init):
+ *   HVD_FUSION_THRESHOLD   bytes fused per allreduce (default 64 MiB, 0 = fusion off)
+ *   HVD_COMPRESSION        "none" (default) or "fp16": gradients travel as IEEE half
+ *   HVD_CHECK_COLLECTIVES  1: ranks compare every collective call first and stop on a mismatch
+ *   HVD_TIMELINE           path: rank 0 writes a Chrome-trace JSON of every collective
+ */
+#ifndef HVDLAB_HVD_H
+#define HVDLAB_HVD_H
+
+#include <stddef.h>
+
+#include "base/memory.h" /* memory_alloc: buffers the collectives move fastest */
+#include "coll/reduce_op.h" /* hvd_op: HVD_SUM, HVD_AVERAGE */
+
+#define HVDLAB_VERSION "0.1.0"
+
+/* Flags for hvd_allreduce_ex / hvd_allreduce_async. */
+#define HVD_COMPRESS_NONE 0
+#define HVD_COMPRESS_FP16 1
+#define HVD_COMPRESS_DEFAULT (-1) /* whatever HVD_COMPRESSION says */
+
+#define HVD_DEFAULT_FUSION_THRESHOLD ((size_t)64 << 20)
+
+int hvd_init(int *argc, char ***argv);
+void hvd_shutdown(void);
+int hvd_is_initialized(void);
+int hvd_rank(void);
+int hvd_size(void);
+int hvd_local_rank(void);
+int hvd_local_size(void);
+void hvd_barrier(void);
+
+/* In-place allreduce of n floats. name identifies the tensor (timeline, collective checks). */
+void hvd_allreduce(float *buf, size_t n, hvd_op op, const char *name);
+void hvd_allreduce_ex(float *buf, size_t n, hvd_op op, const char *name, int compression);
+
+/* Tensor fusion: queue named tensors, then hvd_synchronize() reduces them all, fused into
+ * buffers of at most HVD_FUSION_THRESHOLD bytes. Tensors that sit back to back in memory are
+ * reduced where they are, with no copy. Every rank must queue the same tensors in the same order. */
+void hvd_allreduce_async(float *buf, size_t n, hvd_op op, const char *name, int compression);
+void hvd_synchronize(void);
+
+/* In place, from root to every other rank. */
+void hvd_broadcast(float *buf, size_t n, int root, const char *name);
+void hvd_broadcast_bytes(void *buf, size_t nbytes, int root, const char *name);
+
+/* Concatenates every rank's n floats in rank order. Returns a malloc'd buffer of *total floats
+ * (free it); counts, if not NULL, receives hvd_size() per-rank counts. */
+float *hvd_allgather(const float *buf, size_t n, size_t *total, size_t *counts, const char *name);
+
+/* hvd.start_timeline / stop_timeline: rank 0 writes the Chrome-trace of the collectives that
+ * follow to path (the same as HVD_TIMELINE=path at start-up). Call on every rank. */
+void hvd_start_timeline(const char *path);
+void hvd_stop_timeline(void);
+
+/* Settings in force (after hvd_init, from the environment; tests may change them). */
+size_t hvd_fusion_threshold(void);
+void hvd_set_fusion_threshold(size_t bytes);
+int hvd_default_compression(void);
+
+/* Diagnostics of tensor fusion since hvd_init: ring passes run, tensors reduced, and bytes
+ * copied through the fusion buffer (0 when every group was contiguous). */
+void hvd_fusion_stats(size_t *ring_calls, size_t *tensors, size_t *bytes_copied);
+
+#endif

@@ -1,0 +1,253 @@
+/* dataset.c — locate and load Fashion-MNIST, training-set mean/std. See dataset.h.
+ * Public: dataset_locate, dataset_locate_in, dataset_file_path, dataset_load_files,
+ *         dataset_load_split, dataset_load, dataset_pixel_stats, dataset_free_split, dataset_free.
+ */
+#include "data/dataset.h"
+
+#include "base/errmsg.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char *const PREFIXES[2] = {"train", "t10k"};
+static const char *const KINDS[2] = {"images", "labels"};
+
+#define set_err(err, errlen, ...) errmsg_set(err, errlen, NULL, __VA_ARGS__)
+
+/* Appends to buf (NUL-terminated, len bytes), truncating silently. */
+static void append(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void append(char *buf, size_t len, const char *fmt, ...)
+{
+    size_t used = strnlen(buf, len);
+    if (used + 1 >= len)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + used, len - used, fmt, ap);
+    va_end(ap);
+}
+
+static int is_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static void base_name(const char *prefix, const char *kind, char *out, size_t len)
+{
+    snprintf(out, len, "%s-%s-idx%d-ubyte", prefix, kind, strcmp(kind, "images") == 0 ? 3 : 1);
+}
+
+int dataset_file_path(const char *dir, const char *prefix, const char *kind, char *out,
+                      size_t outlen)
+{
+    char name[64];
+    base_name(prefix, kind, name, sizeof name);
+    snprintf(out, outlen, "%s/%s", dir, name);
+    if (is_file(out)) {
+        /* prefer the .gz beside it if both exist (it is what the package ships) */
+        char gz[DATASET_PATHLEN];
+        snprintf(gz, sizeof gz, "%s/%s.gz", dir, name);
+        if (is_file(gz))
+            snprintf(out, outlen, "%s", gz);
+        return 0;
+    }
+    snprintf(out, outlen, "%s/%s.gz", dir, name);
+    return is_file(out) ? 0 : -1;
+}
+
+int dataset_locate_in(const char *const *places, const char *const *origins, size_t nplaces,
+                      char *dir, size_t dirlen, char *err, size_t errlen)
+{
+    char tried[ERRMSG_LEN] = "";
+    int ntried = 0;
+    for (size_t i = 0; i < nplaces; i++) {
+        const char *p = places[i];
+        if (!p || !*p)
+            continue;
+        const char *origin = origins && origins[i] ? origins[i] : "dir";
+        append(tried, sizeof tried, "%s%s [%s]: ", ntried++ ? "; " : "", p, origin);
+        struct stat st;
+        if (stat(p, &st) != 0) {
+            append(tried, sizeof tried, "%s", strerror(errno));
+            continue;
+        }
+        if (!S_ISDIR(st.st_mode)) {
+            append(tried, sizeof tried, "not a directory");
+            continue;
+        }
+        int missing = 0;
+        for (int s = 0; s < 2; s++)
+            for (int k = 0; k < 2; k++) {
+                char path[DATASET_PATHLEN], name[64];
+                if (dataset_file_path(p, PREFIXES[s], KINDS[k], path, sizeof path) == 0)
+                    continue;
+                base_name(PREFIXES[s], KINDS[k], name, sizeof name);
+                append(tried, sizeof tried, "%s%s[.gz]", missing++ ? ", " : "missing ", name);
+            }
+        if (!missing) {
+            if (strlen(p) + 1 > dirlen)
+                return set_err(err, errlen, "%s [%s]: path too long", p, origin);
+            snprintf(dir, dirlen, "%s", p);
+            return 0;
+        }
+    }
+    return set_err(err, errlen, "Fashion-MNIST not found; tried: %s; install it with: %s",
+                   ntried ? tried : "no places", DATASET_INSTALL_HINT);
+}
+
+int dataset_locate(const char *data_dir, char *dir, size_t dirlen, char *err, size_t errlen)
+{
+    /* An explicit --data-dir is what the user asked for: no silent fall-back to another place. */
+    if (data_dir && *data_dir) {
+        const char *const only[1] = {data_dir}, *const origin[1] = {"--data-dir"};
+        return dataset_locate_in(only, origin, 1, dir, dirlen, err, errlen);
+    }
+    const char *places[4] = {data_dir, getenv("HVDLAB_DATA"), DATASET_LOCAL_DIR,
+                             DATASET_SYSTEM_DIR};
+    const char *const origins[4] = {"--data-dir", "$HVDLAB_DATA", "current directory",
+                                     "Debian package"};
+    return dataset_locate_in(places, origins, 4, dir, dirlen, err, errlen);
+}
+
+int dataset_load_files(const char *images_path, const char *labels_path, dataset_split *out,
+                       char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    idx_array im, lb;
+    if (idx_read_file(images_path, &im, err, errlen))
+        return -1;
+    if (im.magic != IDX_MAGIC_IMAGES) {
+        set_err(err, errlen,
+                "%s: expected images (magic 0x00000803) but this is a labels file (magic 0x%08lx)",
+                images_path, (unsigned long)im.magic);
+        idx_free(&im);
+        return -1;
+    }
+    if (im.dims[1] != DATASET_ROWS || im.dims[2] != DATASET_COLS) {
+        set_err(err, errlen, "%s: images are %lux%lu, expected %dx%d", images_path,
+                (unsigned long)im.dims[1], (unsigned long)im.dims[2], DATASET_ROWS, DATASET_COLS);
+        idx_free(&im);
+        return -1;
+    }
+    if (im.count == 0) {
+        idx_free(&im);
+        return set_err(err, errlen, "%s: contains no images", images_path);
+    }
+    if (idx_read_file(labels_path, &lb, err, errlen)) {
+        idx_free(&im);
+        return -1;
+    }
+    int rc = 0;
+    if (lb.magic != IDX_MAGIC_LABELS) {
+        rc = set_err(err, errlen,
+                     "%s: expected labels (magic 0x00000801) but this is an images file "
+                     "(magic 0x%08lx)",
+                     labels_path, (unsigned long)lb.magic);
+    } else if (lb.count != im.count) {
+        rc = set_err(err, errlen,
+                     "%s: counts disagree: %zu labels but %s has %zu images", labels_path,
+                     lb.count, images_path, im.count);
+    } else {
+        for (size_t i = 0; i < lb.count; i++)
+            if (lb.data[i] >= DATASET_CLASSES) {
+                rc = set_err(err, errlen,
+                             "%s: label out of range: %u at index %zu (expected 0..%d)",
+                             labels_path, (unsigned)lb.data[i], i, DATASET_CLASSES - 1);
+                break;
+            }
+    }
+    if (rc) {
+        idx_free(&im);
+        idx_free(&lb);
+        return rc;
+    }
+    out->n = im.count;
+    out->image_idx = im;
+    out->label_idx = lb;
+    out->images = out->image_idx.data;
+    out->labels = out->label_idx.data;
+    return 0;
+}
+
+int dataset_load_split(const char *dir, const char *prefix, dataset_split *out, char *err,
+                       size_t errlen)
+{
+    char ip[DATASET_PATHLEN], lp[DATASET_PATHLEN];
+    memset(out, 0, sizeof *out);
+    /* A missing file still gets a path (the .gz name), so idx_read_file reports it. */
+    dataset_file_path(dir, prefix, "images", ip, sizeof ip);
+    dataset_file_path(dir, prefix, "labels", lp, sizeof lp);
+    return dataset_load_files(ip, lp, out, err, errlen);
+}
+
+int dataset_load(const char *data_dir, dataset *ds, char *err, size_t errlen)
+{
+    memset(ds, 0, sizeof *ds);
+    if (dataset_locate(data_dir, ds->dir, sizeof ds->dir, err, errlen))
+        return -1;
+    if (dataset_load_split(ds->dir, "train", &ds->train, err, errlen))
+        return -1;
+    if (dataset_load_split(ds->dir, "t10k", &ds->test, err, errlen)) {
+        dataset_free_split(&ds->train);
+        return -1;
+    }
+    dataset_pixel_stats(&ds->train, &ds->mean, &ds->std);
+    return 0;
+}
+
+void dataset_pixel_stats(const dataset_split *s, double *mean, double *std)
+{
+    /* A histogram makes both moments exact sums of integers (no float accumulation error). */
+    uint64_t hist[4][256];
+    memset(hist, 0, sizeof hist);
+    size_t total = s->n * DATASET_PIXELS, i = 0;
+    const uint8_t *p = s->images;
+    for (; i + 4 <= total; i += 4) {
+        hist[0][p[i]]++;
+        hist[1][p[i + 1]]++;
+        hist[2][p[i + 2]]++;
+        hist[3][p[i + 3]]++;
+    }
+    for (; i < total; i++)
+        hist[0][p[i]]++;
+    if (total == 0) {
+        *mean = 0.0;
+        *std = 0.0;
+        return;
+    }
+    uint64_t sum = 0;
+    for (int v = 0; v < 256; v++) {
+        hist[0][v] += hist[1][v] + hist[2][v] + hist[3][v];
+        sum += hist[0][v] * (uint64_t)v;
+    }
+    double m = (double)sum / (double)total, ss = 0.0;
+    for (int v = 0; v < 256; v++)
+        ss += (double)hist[0][v] * ((double)v - m) * ((double)v - m);
+    *mean = m;
+    *std = sqrt(ss / (double)total);
+}
+
+void dataset_free_split(dataset_split *s)
+{
+    if (!s)
+        return;
+    idx_free(&s->image_idx);
+    idx_free(&s->label_idx);
+    memset(s, 0, sizeof *s);
+}
+
+void dataset_free(dataset *ds)
+{
+    if (!ds)
+        return;
+    dataset_free_split(&ds->train);
+    dataset_free_split(&ds->test);
+    ds->mean = ds->std = 0.0;
+}

@@ -1,0 +1,142 @@
+/* wrn.c — WideResNet forward and backward for one batch (training and inference).
+ * Public: wrn_train_batch, wrn_eval_batch (wrn.h). Construction is in wrn_build.c.
+ *
+ * Forward: stem conv-BN-ReLU, the blocks of group 1, max-pool, group 2, max-pool, group 3,
+ * global average pool, dense, softmax cross-entropy. Every activation lives in the model's arena
+ * (allocated once in wrn_create for max_batch), so a batch allocates nothing.
+ * Backward walks the same path in reverse with four gradient scratch buffers g[0..3] of the
+ * largest activation size: the gradient of the current tensor in one, the gradient of the
+ * previous tensor accumulated into another, the block's two temporaries in the other two.
+ */
+#include <string.h>
+
+#include "base/fatal.h"
+#include "base/threads.h"
+#include "model/wrn_internal.h"
+#include "nn/act.h"
+#include "nn/layer_prof.h"
+#include "nn/pool.h"
+#include "nn/xent.h"
+
+static float *block_input(wrn_model *m, int b)
+{
+    if (b == 0)
+        return m->stem_r;
+    if (b % m->per_group == 0)
+        return m->pool[b / m->per_group - 1];
+    return m->block_out[b - 1];
+}
+
+static pool_dims group_dims(const wrn_model *m, int g, int B)
+{
+    const wrn_block *last = &m->blocks[(g + 1) * m->per_group - 1];
+    return (pool_dims){.n = B, .c = last->cout, .h = last->h, .w = last->w};
+}
+
+static uint64_t block_key(const wrn_model *m, int b)
+{
+    return dropout_key(m->seed, m->step, (uint32_t)b);
+}
+
+/* Logits for x (B, 1, 28, 28) in m->logits. */
+static void forward(wrn_model *m, const float *x, int B, int train)
+{
+    wrn_conv_forward(&m->stem_conv, m->stem_c, x, B, m->work);
+    wrn_bn *sb = &m->stem_bn;
+    sb->d.n = B;
+    if (train)
+        LPROF("bn+relu fwd", bn_relu_forward_train(m->stem_r, m->stem_c, NULL, 0.0f, 0, sb->gamma,
+                                                   sb->beta, sb->mean, sb->invstd, sb->run_mean,
+                                                   sb->run_var, &sb->d));
+    else
+        LPROF("bn+relu fwd", bn_relu_forward_infer(m->stem_r, m->stem_c, NULL, sb->gamma, sb->beta,
+                                                   sb->run_mean, sb->run_var, &sb->d));
+    for (int b = 0; b < m->nblocks; b++) {
+        wrn_block_forward(&m->blocks[b], m->block_out[b], block_input(m, b), B, train,
+                          block_key(m, b), m->work);
+        const int g = b / m->per_group;
+        if (b % m->per_group == m->per_group - 1 && g < 2) {
+            const pool_dims pd = group_dims(m, g, B);
+            LPROF("maxpool fwd", maxpool2_forward(m->pool[g], m->block_out[b], &pd));
+        }
+    }
+    const pool_dims gd = group_dims(m, 2, B);
+    LPROF("avgpool fwd", gap_forward(m->feat, m->block_out[m->nblocks - 1], &gd));
+    m->fc.n = B;
+    LPROF("dense fwd", dense_forward(m->logits, m->feat, m->fc_w, m->fc_b, &m->fc));
+}
+
+/* Gradients of the mean loss into m->ps.grads (after forward(train = 1) and xent_forward). */
+static void backward(wrn_model *m, const float *x, const int *y, int B)
+{
+    const int c3 = m->fc.in;
+    memset(m->dlogits, 0, (size_t)B * WRN_CLASSES * sizeof(float));
+    xent_backward(m->dlogits, m->probs, y, B, WRN_CLASSES, 1.0f);
+    memset(m->dfeat, 0, (size_t)B * c3 * sizeof(float));
+    LPROF("dense bwd",
+          dense_backward(m->dfeat, m->fc_dw, m->fc_db, m->dlogits, m->feat, m->fc_w, &m->fc));
+
+    /* cur: gradient of the tensor being walked back through; nxt: the one before it. */
+    int cur = 0, nxt = 1;
+    const pool_dims gd = group_dims(m, 2, B);
+    LPROF("zero", compute_zero(m->g[cur], (size_t)B * c3 * gd.h * gd.w));
+    LPROF("avgpool bwd", gap_backward(m->g[cur], m->dfeat, &gd));
+    for (int b = m->nblocks - 1; b >= 0; b--) {
+        wrn_block *blk = &m->blocks[b];
+        const float *in = block_input(m, b);
+        LPROF("zero", compute_zero(m->g[nxt], (size_t)B * blk->cin * blk->h * blk->w));
+        wrn_block_backward(blk, m->g[nxt], m->g[cur], in, B, block_key(m, b), m->g[2], m->g[3],
+                           m->work);
+        cur = nxt;
+        nxt = 1 - nxt;
+        if (b > 0 && b % m->per_group == 0) { /* in is a pool output: back through the pool */
+            const int g = b / m->per_group - 1;
+            const pool_dims pd = group_dims(m, g, B);
+            LPROF("zero", compute_zero(m->g[nxt], (size_t)B * pd.c * pd.h * pd.w));
+            LPROF("maxpool bwd",
+                  maxpool2_backward(m->g[nxt], m->g[cur], m->block_out[b - 1], m->pool[g], &pd));
+            cur = nxt;
+            nxt = 1 - nxt;
+        }
+    }
+    /* stem: (relu -> bn) -> conv (no gradient for the input image) */
+    wrn_bn_relu_backward(&m->stem_bn, m->g[nxt], m->g[cur], m->stem_c, m->stem_r, 0.0f, B);
+    wrn_conv_backward(&m->stem_conv, NULL, m->g[nxt], x, B, m->work);
+}
+
+static void check_batch(const wrn_model *m, size_t B, const char *fn)
+{
+    if (B > m->max_batch)
+        fatal_error("%s: batch of %zu images is larger than the model's max_batch %zu", fn, B,
+                  m->max_batch);
+}
+
+wrn_result wrn_train_batch(wrn_model *m, const float *x, const int *y, size_t B, float wd)
+{
+    wrn_result r = {0.0, 0, B};
+    check_batch(m, B, "wrn_train_batch");
+    LPROF("zero", compute_zero(m->ps.grads, m->ps.n));
+    if (B == 0)
+        return r;
+    forward(m, x, (int)B, 1);
+    LPROF("softmax xent", r.loss = xent_forward(m->probs, m->logits, y, (int)B, WRN_CLASSES));
+    r.correct = xent_correct(m->logits, y, (int)B, WRN_CLASSES);
+    backward(m, x, y, (int)B);
+    LPROF("l2", r.loss += params_add_l2(&m->ps, wd));
+    m->step++;
+    return r;
+}
+
+wrn_result wrn_eval_batch(wrn_model *m, const float *x, const int *y, size_t B, float *logits)
+{
+    wrn_result r = {0.0, 0, B};
+    check_batch(m, B, "wrn_eval_batch");
+    if (B == 0)
+        return r;
+    forward(m, x, (int)B, 0);
+    r.loss = xent_forward(m->probs, m->logits, y, (int)B, WRN_CLASSES);
+    r.correct = xent_correct(m->logits, y, (int)B, WRN_CLASSES);
+    if (logits)
+        memcpy(logits, m->logits, B * WRN_CLASSES * sizeof(float));
+    return r;
+}

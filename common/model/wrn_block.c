@@ -1,0 +1,123 @@
+/* wrn_block.c — one WideResNet residual block, forward and backward. See wrn_block.h.
+ * Public: wrn_block_forward, wrn_block_backward, wrn_conv_forward, wrn_conv_backward,
+ *         wrn_bn_forward, wrn_bn_backward, wrn_bn_relu_backward.
+ *
+ * Memory: the block keeps three activations for backward (c1, r1, c2). Batch norm runs fused
+ * with what follows it (bn.h): bn1 + ReLU + dropout writes r1 in one pass, bn2 + ReLU + the
+ * shortcut add writes the block output in one pass (relu(bn2) is never stored: its mask is
+ * recomputed from c2 in backward). Dropout's mask need not be regenerated in backward: an
+ * element of r1 is > 0 exactly where it passed both the ReLU and the dropout.
+ *
+ * Per-layer times go to layer_prof.h when it is on (bench/train_speed --profile).
+ */
+#include "model/wrn_block.h"
+
+#include <string.h>
+
+#include "base/threads.h"
+#include "nn/act.h"
+#include "nn/layer_prof.h"
+
+static void conv_prof(double t0, const wrn_conv *c, const char *dir)
+{
+    if (lprof_on())
+        lprof_stopf(t0, "conv%dx%d %d>%d %dx%d %s", c->d.k, c->d.k, c->d.cin, c->d.cout, c->d.h,
+                    c->d.w, dir);
+}
+
+void wrn_conv_forward(wrn_conv *c, float *out, const float *in, int B, float *work)
+{
+    const double t0 = lprof_start();
+    c->d.n = B;
+    conv2d_forward(out, in, c->w, c->b, &c->d, work);
+    conv_prof(t0, c, "fwd");
+}
+
+void wrn_conv_backward(wrn_conv *c, float *din, const float *dout, const float *in, int B,
+                       float *work)
+{
+    const double t0 = lprof_start();
+    c->d.n = B;
+    conv2d_backward(din, c->dw, c->db, dout, in, c->w, &c->d, work);
+    conv_prof(t0, c, "bwd");
+}
+
+void wrn_bn_forward(wrn_bn *bn, float *out, const float *in, int B, int train)
+{
+    bn->d.n = B;
+    if (train)
+        bn_forward_train(out, in, bn->gamma, bn->beta, bn->mean, bn->invstd, bn->run_mean,
+                         bn->run_var, &bn->d);
+    else
+        bn_forward_infer(out, in, bn->gamma, bn->beta, bn->run_mean, bn->run_var, &bn->d);
+}
+
+void wrn_bn_backward(wrn_bn *bn, float *din, const float *dout, const float *in, int B)
+{
+    bn->d.n = B;
+    bn_backward(din, bn->dgamma, bn->dbeta, dout, in, bn->gamma, bn->mean, bn->invstd, &bn->d);
+}
+
+/* Fused batch norm + ReLU (+ dropout) (+ add) of a block, training or inference. */
+static void bn_relu(wrn_bn *bn, float *out, const float *in, const float *add, int B, int train,
+                    float p, uint64_t key)
+{
+    const double t0 = lprof_start();
+    bn->d.n = B;
+    if (train)
+        bn_relu_forward_train(out, in, add, p, key, bn->gamma, bn->beta, bn->mean, bn->invstd,
+                              bn->run_mean, bn->run_var, &bn->d);
+    else
+        bn_relu_forward_infer(out, in, add, bn->gamma, bn->beta, bn->run_mean, bn->run_var,
+                              &bn->d);
+    lprof_stop(t0, add ? "bn+relu+add fwd" : p > 0.0f ? "bn+relu+dropout fwd" : "bn+relu fwd");
+}
+
+void wrn_block_forward(wrn_block *blk, float *out, const float *in, int B, int train,
+                       uint64_t key, float *work)
+{
+    wrn_conv_forward(&blk->conv1, blk->c1, in, B, work);
+    bn_relu(&blk->bn1, blk->r1, blk->c1, NULL, B, train, train ? blk->dropout : 0.0f, key);
+    wrn_conv_forward(&blk->conv2, blk->c2, blk->r1, B, work);
+    const float *shortcut = in;
+    if (blk->has_short) {
+        wrn_conv_forward(&blk->shortcut, out, in, B, work);
+        shortcut = out;
+    }
+    bn_relu(&blk->bn2, out, blk->c2, shortcut, B, train, 0.0f, 0); /* out = relu(bn2) + shortcut */
+}
+
+/* Backward of bn_relu: din = ∂L/∂(bn input). relu_out: the fused output when it had no add
+ * (its mask), or NULL to recompute the ReLU mask. */
+void wrn_bn_relu_backward(wrn_bn *bn, float *din, const float *dout, const float *in,
+                          const float *relu_out, float p, int B)
+{
+    const double t0 = lprof_start();
+    bn->d.n = B;
+    bn_relu_backward(din, bn->dgamma, bn->dbeta, dout, in, relu_out, p, bn->gamma, bn->beta,
+                     bn->mean, bn->invstd, &bn->d);
+    lprof_stop(t0, "bn+relu bwd");
+}
+
+void wrn_block_backward(wrn_block *blk, float *din, const float *dout, const float *in, int B,
+                        uint64_t key, float *t1, float *t2, float *work)
+{
+    (void)key; /* the dropout mask is read off r1 (see the top of this file) */
+    const size_t n = (size_t)B * blk->cout * blk->h * blk->w;
+    /* residual branch: (relu2 -> bn2) -> conv2 -> (dropout -> relu1 -> bn1) -> conv1 */
+    wrn_bn_relu_backward(&blk->bn2, t1, dout, blk->c2, NULL, 0.0f, B); /* t1: ∂/∂c2 */
+    LPROF("zero", compute_zero(t2, n));
+    wrn_conv_backward(&blk->conv2, t2, t1, blk->r1, B, work); /* t2: ∂/∂r1 */
+    wrn_bn_relu_backward(&blk->bn1, t1, t2, blk->c1, blk->r1, blk->dropout, B); /* t1: ∂/∂c1 */
+    wrn_conv_backward(&blk->conv1, din, t1, in, B, work);
+    /* shortcut branch */
+    if (blk->has_short) {
+        wrn_conv_backward(&blk->shortcut, din, dout, in, B, work);
+    } else {
+        const double t0 = lprof_start();
+#pragma omp parallel for simd schedule(static) num_threads(compute_threads())
+        for (size_t i = 0; i < n; i++)
+            din[i] += dout[i];
+        lprof_stop(t0, "shortcut add bwd");
+    }
+}

@@ -1,0 +1,49 @@
+/* conv2d_dnnl.h — the convolution of conv2d.h through oneDNN (Debian's libdnnl, the CPU
+ * counterpart of cuDNN), same arguments and semantics: NCHW float32, weights (Cout, Cin, k, k),
+ * stride 1, padding k/2, bias; forward overwrites out; backward accumulates (+=) into din, dw,
+ * db, any of which may be NULL.
+ *
+ * Why: im2col + OpenBLAS sgemm reaches 40-60 GFLOP/s on the 16- and 32-channel layers of the
+ * narrow WRNs, oneDNN's direct AVX2 kernels 130-200 (bench/conv_micro.c). oneDNN wants its
+ * activations in a channel-blocked layout (nChw8c on AVX2), so every call reorders NCHW in
+ * and out — as PyTorch does — through the caller's workspace; the backward reorders add into
+ * din and dw (a reorder with a "sum" post-op), which gives the += for free.
+ *
+ * Which path runs: conv2d.c dispatches (conv2d_backend()); this file only exists when the
+ * build found oneDNN (HVDLAB_DNNL, set by mk/bench-model.mk). Primitives are created on first
+ * use for each shape and cached for the life of the process (conv2d_dnnl_release frees them).
+ * Threads: compute_threads() (threads.h); primitives are built for a thread count, so a change
+ * of count gets its own. One caller thread at a time per shape (the plans hold memory objects).
+ *
+ * Public: conv2d_dnnl_work_floats, conv2d_dnnl_forward, conv2d_dnnl_backward,
+ *         conv2d_dnnl_set_chunk, conv2d_dnnl_release.
+ */
+#ifndef HVDLAB_CONV2D_DNNL_H
+#define HVDLAB_CONV2D_DNNL_H
+
+#include <stddef.h>
+
+#include "nn/conv2d.h"
+
+/* Workspace floats for the reorders of this shape (forward and backward share it). */
+size_t conv2d_dnnl_work_floats(const conv2d_dims *d);
+
+void conv2d_dnnl_forward(float *out /* (N,Cout,H,W) */, const float *in /* (N,Cin,H,W) */,
+                         const float *w /* (Cout,Cin,k,k) */, const float *b /* (Cout) or NULL */,
+                         const conv2d_dims *d, float *work /* (conv2d_dnnl_work_floats) */);
+
+void conv2d_dnnl_backward(float *din /* (N,Cin,H,W) += or NULL */,
+                          float *dw /* (Cout,Cin,k,k) += or NULL */,
+                          float *db /* (Cout) += or NULL */, const float *dout /* (N,Cout,H,W) */,
+                          const float *in /* (N,Cin,H,W) */, const float *w /* (Cout,Cin,k,k) */,
+                          const conv2d_dims *d, float *work /* (conv2d_dnnl_work_floats) */);
+
+/* Images per primitive call (the batch goes through in pieces; see conv2d_dnnl.c). 0: chosen
+ * by size (default). A fixed value is for tests and experiments (also HVDLAB_DNNL_CHUNK). Call
+ * before sizing workspaces: conv2d_dnnl_work_floats grows with it. */
+void conv2d_dnnl_set_chunk(int images);
+
+/* Frees every cached primitive (optional, e.g. at exit for leak checkers). */
+void conv2d_dnnl_release(void);
+
+#endif

@@ -1,0 +1,97 @@
+/* novograd.c — NovoGrad, tensorflow-addons form: the optimizer the lab's step 10 switches to.
+ * Public: novograd_defaults, novograd_create, novograd_apply.
+ *
+ * Sources: tensorflow-addons, tensorflow_addons/optimizers/novograd.py
+ * (NovoGrad._resource_apply_dense); Ginsburg et al., "Stochastic Gradient Methods with
+ * Layer-wise Adaptive Moments for Training of Deep Networks", arXiv:1905.11286.
+ *
+ * Per tensor t (one named view of the param_set) with gradient g and weights w:
+ *   first step (iterations == 0):  v_t = ‖g‖²
+ *   later:                         v_t = β2·v_t + (1−β2)·‖g‖²
+ *   g' = g / (√v_t + ε)            (ε outside the square root, as tfa; OpenSeq2Seq puts it in)
+ *   if wd > 0:  g' += wd·w         (after the normalisation, on every tensor, biases included)
+ *   if grad_averaging and not the first step:  g' ×= (1 − β1)
+ *   m = β1·m − lr·g';  w += m      (tfa calls Keras's momentum kernel, lr folded into m)
+ * Defaults (tfa): lr 1e-3, β1 0.9, β2 0.999, ε 1e-7, wd 0, grad_averaging off.
+ * tfa has no `momentum` attribute, so Horovod's LR callbacks never apply momentum correction
+ * to it; neither does optimizer_step.
+ *
+ * State: m (n) then v (one float per view); a param_set without views is one tensor.
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "base/fatal.h"
+#include "optim/optim.h"
+
+novograd_options novograd_defaults(void)
+{
+    return (novograd_options){.beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-7f, .weight_decay = 0.0f,
+                              .grad_averaging = 0};
+}
+
+static int ntensors(const param_set *ps) { return ps->nviews > 0 ? ps->nviews : 1; }
+
+optimizer *novograd_create(const param_set *ps, float lr, const novograd_options *o)
+{
+    if (!ps)
+        fatal_error("novograd_create: NULL param_set");
+    novograd_options d = o ? *o : novograd_defaults();
+    if (!(d.beta1 >= 0.0f && d.beta1 < 1.0f))
+        fatal_error("novograd_create: beta1 %g must be in [0, 1)", d.beta1);
+    if (!(d.beta2 >= 0.0f && d.beta2 < 1.0f))
+        fatal_error("novograd_create: beta2 %g must be in [0, 1)", d.beta2);
+    if (!(d.eps >= 0.0f))
+        fatal_error("novograd_create: epsilon %g must be >= 0", d.eps);
+    if (!(d.weight_decay >= 0.0f)) /* tfa: "Weight decay rate cannot be negative" */
+        fatal_error("novograd_create: weight decay %g must be >= 0", d.weight_decay);
+    for (int t = 0; t < ps->nviews; t++)
+        if (ps->views[t].offset + ps->views[t].count > ps->n)
+            fatal_error("novograd_create: view \"%s\" ends at %zu, past the %zu parameters",
+                      ps->views[t].name, ps->views[t].offset + ps->views[t].count, ps->n);
+    /* state: m, one per parameter, then v, one per view; momentum is informational (the
+     * update reads nov.beta1) */
+    optimizer *opt = optimizer_new(OPT_NOVOGRAD, lr, d.beta1, ps->n + (size_t)ntensors(ps));
+    if (opt)
+        opt->nov = d;
+    return opt;
+}
+
+/* One tensor: count elements at offset, second moment in *v. */
+static void update_tensor(const optimizer *opt, float *restrict w, const float *restrict g,
+                          float *restrict m, size_t count, float *v, int first)
+{
+    const novograd_options *o = &opt->nov;
+    double ss = 0.0; /* ‖g‖² accumulated in double: a 10^6-element layer loses nothing */
+    for (size_t i = 0; i < count; i++)
+        ss += (double)g[i] * (double)g[i];
+    float g2 = (float)ss;
+    float vt = first ? g2 : o->beta2 * *v + (1.0f - o->beta2) * g2;
+    *v = vt;
+    const float denom = sqrtf(vt) + o->eps;
+    const float wd = o->weight_decay, b1 = o->beta1, lr = opt->lr;
+    const float avg = (o->grad_averaging && !first) ? 1.0f - b1 : 1.0f;
+    for (size_t i = 0; i < count; i++) {
+        float gp = g[i] / denom;
+        if (wd > 0.0f)
+            gp += wd * w[i];
+        gp *= avg;
+        m[i] = b1 * m[i] - lr * gp;
+        w[i] += m[i];
+    }
+}
+
+void novograd_apply(optimizer *opt, param_set *ps)
+{
+    float *m = opt->state, *v = opt->state + ps->n;
+    int first = opt->iterations == 0; /* tfa: tf.equal(self.iterations, 0) */
+    if (ps->nviews == 0) {
+        update_tensor(opt, ps->params, ps->grads, m, ps->n, v, first);
+        return;
+    }
+    for (int t = 0; t < ps->nviews; t++) {
+        const param_view *pv = &ps->views[t];
+        update_tensor(opt, ps->params + pv->offset, ps->grads + pv->offset, m + pv->offset,
+                      pv->count, v + t, first);
+    }
+}

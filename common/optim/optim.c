@@ -1,0 +1,112 @@
+/* optim.c — what every optimizer shares: optimizer_step (local accumulation, averaging over
+ * ranks, momentum correction, the inner update, the trace event), free and name. See optim.h.
+ * Public: optimizer_new, optimizer_step, optimizer_free, optimizer_name.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/fatal.h"
+#include "base/trace.h"
+#include "coll/hvd.h"
+#include "optim/lr.h"
+#include "optim/optim.h"
+
+optimizer *optimizer_new(opt_kind kind, float lr, float momentum, size_t n_state)
+{
+    optimizer *opt = calloc(1, sizeof *opt);
+    if (!opt)
+        return NULL;
+    opt->kind = kind;
+    opt->lr = lr;
+    opt->momentum = momentum;
+    opt->n_state = n_state;
+    opt->state = memory_alloc(n_state * sizeof(float)); /* zeroed; broadcast and saved whole */
+    if (!opt->state) {
+        free(opt);
+        return NULL;
+    }
+    opt->backward_passes_per_step = 1;
+    opt->compression = HVD_COMPRESS_NONE;
+    opt->momentum_correction = 1;
+    return opt;
+}
+
+void optimizer_free(optimizer *opt)
+{
+    if (!opt)
+        return;
+    memory_free(opt->state);
+    memory_free(opt->accum);
+    free(opt);
+}
+
+const char *optimizer_name(const optimizer *opt)
+{
+    return opt && opt->kind == OPT_NOVOGRAD ? "novograd" : "sgd";
+}
+
+/* The state buffer was sized for one param_set; a different one is a programming error that
+ * would otherwise write past the buffers. */
+static void check_shape(const optimizer *opt, const param_set *ps)
+{
+    size_t tensors = (size_t)(ps->nviews > 0 ? ps->nviews : 1);
+    size_t want = ps->n + (opt->kind == OPT_NOVOGRAD ? tensors : 0);
+    if (opt->n_state != want)
+        fatal_error("optimizer_step: %s state holds %zu floats, this param_set needs %zu "
+                  "(%zu parameters, %d views): was the optimizer created for another model?",
+                  optimizer_name(opt), opt->n_state, want, ps->n, ps->nviews);
+}
+
+/* backward_passes_per_step = k > 1: the gradients of k local passes are summed (Horovod's
+ * default average_aggregated_gradients=False: a sum, not divided by k) and only the k-th call
+ * hands the sum on, in ps->grads. Returns 1 when it is time to update. */
+static int accumulate(optimizer *opt, param_set *ps)
+{
+    if (opt->backward_passes_per_step <= 1)
+        return 1;
+    if (!opt->accum) {
+        opt->accum = memory_alloc((ps->n ? ps->n : 1) * sizeof(float)); /* zeroed */
+        if (!opt->accum)
+            fatal_error("optimizer_step: out of memory for a %zu-float gradient accumulator", ps->n);
+    }
+    float *restrict a = opt->accum;       // (n)
+    const float *restrict g = ps->grads;  // (n)
+    for (size_t i = 0; i < ps->n; i++)
+        a[i] += g[i];
+    if (++opt->passes < opt->backward_passes_per_step)
+        return 0;
+    memcpy(ps->grads, a, ps->n * sizeof(float));
+    memset(a, 0, ps->n * sizeof(float));
+    opt->passes = 0;
+    return 1;
+}
+
+int optimizer_step(optimizer *opt, param_set *ps)
+{
+    if (!opt || !ps)
+        fatal_error("optimizer_step: NULL %s", opt ? "param_set" : "optimizer");
+    check_shape(opt, ps);
+    if (!accumulate(opt, ps))
+        return 0;
+    if (opt->distributed)
+        hvd_allreduce_gradients(ps, opt->compression);
+    if (opt->kind == OPT_NOVOGRAD) {
+        novograd_apply(opt, ps);
+    } else {
+        /* Momentum correction for this one update when the LR moved since the last one (the
+         * callbacks scale momentum before the batch and restore it after). */
+        float m = opt->momentum_correction
+                      ? lr_corrected_momentum(opt->momentum, opt->lr, opt->last_lr)
+                      : opt->momentum;
+        sgd_apply(opt, ps, m);
+    }
+    opt->iterations++;
+    opt->last_lr = opt->lr;
+    if (trace_enabled())
+        trace_event("step", "opt=%s lr=%.9g distributed=%d iter=%ld grad_sum=%016llx "
+                    "param_sum=%016llx",
+                    optimizer_name(opt), (double)opt->lr, opt->distributed, opt->iterations,
+                    (unsigned long long)params_checksum(ps->grads, ps->n),
+                    (unsigned long long)params_checksum(ps->params, ps->n));
+    return 1;
+}

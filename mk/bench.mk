@@ -1,0 +1,20 @@
+# mk/bench.mk — the benchmarks under bench/: each prints its figures beside a peer measured in
+# the same run. Included by the Makefile; uses $(BUILD), $(LIB), $(MPIRUN), $(MPIRUN_FLAGS).
+
+.PHONY: bench-allreduce bench-epoch bench-train bench-conv bench-loader
+
+bench-allreduce: $(BUILD)/bench/allreduce  ## hvd_allreduce vs MPI_Allreduce, 4 KiB..256 MiB, 2 ranks
+	$(MPIRUN) $(MPIRUN_FLAGS) -n 2 $(BUILD)/bench/allreduce
+
+bench-epoch: $(BUILD)/bench/train  ## one epoch of real Fashion-MNIST on 2 ranks, time split into compute and allreduce
+	$(MPIRUN) $(MPIRUN_FLAGS) -n 2 $(BUILD)/bench/train --train-subset 0 $(EPOCH_FLAGS)
+
+bench-train: $(BUILD)/bench/train_speed  ## WRN training images/s, GFLOP/s, peak memory: kit vs PyTorch, 1 and 2 threads (~5 min)
+	@sh tools/setup.sh python3-torch
+	$(BUILD)/bench/train_speed
+
+bench-conv: $(BUILD)/bench/conv_micro  ## conv shapes of wrn-16-1/4: im2col+sgemm vs oneDNN, 1 and 2 threads
+	$(BUILD)/bench/conv_micro --model 16-1,16-4 --threads 1,2
+
+bench-loader: $(BUILD)/bench/loader  ## data pipeline images/s (batch 128, one core) and IDX decode time
+	$(BUILD)/bench/loader

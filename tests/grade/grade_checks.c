@@ -1,0 +1,469 @@
+/* grade_checks.c — one function per lab step, each checking that step's observable behaviour in
+ * the trace of a real run (trace.h lists the events). Messages speak to the student and end with
+ * a hint. Public: grade_check, grade_step_titles.
+ */
+#include "grade/grade_checks.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+const char *const grade_step_titles[GRADE_STEPS + 1] = {
+    "the program runs",
+    "hvd_init and pinning each rank to its own device",
+    "progress output only on rank 0",
+    "gradients averaged by the distributed optimizer",
+    "initial state broadcast from rank 0",
+    "each rank trains on its own shard",
+    "metrics averaged over ranks",
+    "checkpoints on rank 0 and resuming",
+    "learning rate scaled by the number of ranks",
+    "learning-rate warmup, then the schedule",
+    "NovoGrad",
+};
+
+static int fail(char *msg, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(char *msg, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, len, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static int same(const char *a, const char *b) { return a && b && strcmp(a, b) == 0; }
+
+/* Optimizer steps each of np ranks makes per epoch: Keras' len(train_iter) // size. */
+static int steps_per_epoch(const grade_ctx *g, int np)
+{
+    return (g->train_n + g->batch - 1) / g->batch / np;
+}
+
+/* Every rank 0..np-1 wrote its own rank-R.log; 0 if so. */
+static int have_all_ranks(grade_run *r, int np)
+{
+    for (int k = 0; k < np; k++)
+        if (!grade_rank(r, k))
+            return -1;
+    return 0;
+}
+
+static int check_runs(grade_ctx *g, grade_run *r, const char *which, char *msg, size_t len)
+{
+    if (r->status == 124)
+        return fail(msg, len, "the %s run did not finish in time (%s).\n  Hint: a rank waiting in a "
+                    "collective the others never call hangs the job; try HVD_CHECK_COLLECTIVES=1.",
+                    which, r->cmd);
+    if (r->status != 0)
+        return fail(msg, len, "the %s run failed (exit %d): %s\n  Last lines of its output:\n%s%s",
+                    which, r->status, r->cmd, grade_tail(r->out, 4), grade_tail(r->err, 6));
+    if (!strstr(r->out, "Test accuracy:"))
+        return fail(msg, len, "the %s run printed no \"Test accuracy:\" line.\n  Hint: keep the "
+                    "final evaluation at the end of main.", which);
+    (void)g;
+    return 0;
+}
+
+static int check_init(grade_ctx *g, char *msg, size_t len)
+{
+    grade_run *r = &g->a;
+    if (have_all_ranks(r, g->np) != 0) {
+        int uninit = 0;
+        for (int i = 0; i < r->nprocs; i++)
+            uninit += strstr(r->procs[i].file, "/pid-") != NULL;
+        if (uninit)
+            return fail(msg, len, "%d processes ran, but each one thinks it is rank 0 of 1.\n"
+                        "  Hint: call hvd_init(&argc, &argv) at the start of main.", uninit);
+        return fail(msg, len, "not every rank 0..%d reported in (no trace of hvd_init).\n"
+                    "  Hint: call hvd_init(&argc, &argv) at the start of main.", g->np - 1);
+    }
+    const char *cpus[GRADE_MAX_PROCS] = {0};
+    for (int k = 0; k < g->np; k++) {
+        grade_proc *p = grade_rank(r, k);
+        if (p->size != g->np)
+            return fail(msg, len, "rank %d reports a world of %d processes, mpirun started %d.",
+                        k, p->size, g->np);
+        const grade_event *pin = grade_nth(p, "pin", 0);
+        if (!pin)
+            return fail(msg, len, "rank %d never pinned itself to a device.\n  Hint: after "
+                        "hvd_init, call hvd_pin_device(hvd_local_rank(), NULL).", k);
+        const char *dev = grade_get(pin, "device");
+        cpus[k] = same(dev, "cpu") ? grade_get(pin, "cpus") : dev;
+        for (int j = 0; j < k; j++)
+            if (same(cpus[j], cpus[k]))
+                return fail(msg, len, "ranks %d and %d were pinned to the same %s (%s): they fight "
+                            "over it.\n  Hint: pass hvd_local_rank() to hvd_pin_device.", j, k,
+                            same(dev, "cpu") ? "cores" : "device", cpus[k]);
+    }
+    return 0;
+}
+
+static int check_rank0_prints(grade_ctx *g, char *msg, size_t len)
+{
+    grade_run *r = &g->a;
+    grade_proc *p0 = grade_rank(r, 0);
+    if (!p0 || grade_count(p0, "progress") == 0)
+        return fail(msg, len, "rank 0 printed no progress.\n  Hint: rank 0 is the one that should "
+                    "print (verbose = hvd_rank() == 0).");
+    for (int k = 1; k < g->np; k++) {
+        grade_proc *p = grade_rank(r, k);
+        int n = grade_count(p, "progress");
+        if (n > 0)
+            return fail(msg, len, "rank %d printed %d progress lines too, e.g. \"%s\": the output "
+                        "is repeated once per rank.\n  Hint: print only where hvd_rank() == 0 "
+                        "(pass verbose = hvd_rank() == 0 to the progress output).", k, n,
+                        grade_get(grade_nth(p, "progress", 0), "text"));
+    }
+    return 0;
+}
+
+/* Compares key of the i-th step event across ranks; -1 with the first difference. */
+static int steps_agree(grade_ctx *g, const char *key, int *bad_step, int *bad_rank)
+{
+    grade_proc *p0 = grade_rank(&g->a, 0);
+    int n = grade_count(p0, "step");
+    for (int i = 0; i < n; i++) {
+        const char *v0 = grade_get(grade_nth(p0, "step", i), key);
+        for (int k = 1; k < g->np; k++) {
+            const grade_event *e = grade_nth(grade_rank(&g->a, k), "step", i);
+            if (!e || !same(v0, grade_get(e, key))) {
+                *bad_step = i + 1;
+                *bad_rank = k;
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Behaviour, not code: the gradients each rank applied must be the same on every rank, however
+ * the student averaged them (hvd_distributed_optimizer or a hand-written allreduce). */
+static int check_distributed(grade_ctx *g, char *msg, size_t len)
+{
+    for (int k = 0; k < g->np; k++)
+        if (!grade_nth(grade_rank(&g->a, k), "step", 0))
+            return fail(msg, len, "rank %d made no optimizer step.", k);
+    int s, k;
+    if (steps_agree(g, "grad_sum", &s, &k) != 0)
+        return fail(msg, len, "at step %d rank %d applied different gradients from rank 0: each "
+                    "rank updated its weights with its own gradients only.\n  Hint: wrap the "
+                    "optimizer so it averages the gradients over the ranks: "
+                    "opt = hvd_distributed_optimizer(opt);", s, k);
+    return 0;
+}
+
+static int check_broadcast(grade_ctx *g, char *msg, size_t len)
+{
+    int s, k;
+    if (steps_agree(g, "param_sum", &s, &k) != 0)
+        return fail(msg, len, "ranks ended step %d with different weights (rank %d differs from "
+                    "rank 0).\n  Hint: did you broadcast the initial parameters and optimizer "
+                    "state from rank 0? hvd_broadcast_parameters(ps, 0); "
+                    "hvd_broadcast_optimizer_state(opt, 0);", s, k);
+    return 0;
+}
+
+/* Parses "3,17,42" into a 0/1 mark per index, counting repeats; -1 on an index out of range. */
+static int mark_indices(const char *list, int n, unsigned char *seen, int *repeats)
+{
+    const char *p = list;
+    while (p && *p) {
+        char *end;
+        long i = strtol(p, &end, 10);
+        if (end == p || i < 0 || i >= n)
+            return -1;
+        *repeats += seen[i];
+        seen[i] = 1;
+        p = *end == ',' ? end + 1 : NULL;
+    }
+    return 0;
+}
+
+/* Each epoch the ranks' shards of the training set must be disjoint and cover it; the only
+ * repeats allowed are DistributedSampler's padding (ceil(n/np)*np - n samples drawn twice). */
+static int check_shards_of(grade_ctx *g, grade_run *r, int np, int epochs, char *msg, size_t len)
+{
+    int spe = steps_per_epoch(g, np);
+    int pad = (g->train_n + np - 1) / np * np - g->train_n;
+    char nstr[32];
+    snprintf(nstr, sizeof nstr, "%d", g->train_n);
+    unsigned char *seen = malloc((size_t)g->train_n);
+    int rc = 0;
+    for (int e = 0; e < epochs && rc == 0; e++) {
+        memset(seen, 0, (size_t)g->train_n);
+        int repeats = 0, found = 0;
+        for (int k = 0; k < np && rc == 0; k++) {
+            grade_proc *p = grade_rank(r, k);
+            const grade_event *sh = NULL;
+            for (int i = 0; p && (sh = grade_nth(p, "shard", i)); i++)
+                if (same(grade_get(sh, "n"), nstr) && (int)grade_num(sh, "epoch", -1) == e)
+                    break;
+            if (!sh)
+                continue;
+            found++;
+            if (mark_indices(grade_get(sh, "idx"), g->train_n, seen, &repeats) != 0)
+                rc = fail(msg, len, "rank %d's shard of epoch %d has no readable index list.", k,
+                          e + 1);
+        }
+        if (rc)
+            break;
+        if (found < np)
+            rc = fail(msg, len, "with %d ranks, epoch %d: only %d ranks started the training "
+                      "data.", np, e + 1, found);
+        else if (repeats > pad)
+            rc = fail(msg, len, "with %d ranks, epoch %d: the ranks trained on the same images "
+                      "(%d of %d images drawn by more than one rank).\n  Hint: build the training "
+                      "loader for this rank's shard: rank = hvd_rank(), size = hvd_size().", np,
+                      e + 1, repeats, g->train_n);
+        else
+            for (int i = 0; i < g->train_n && rc == 0; i++)
+                if (!seen[i])
+                    rc = fail(msg, len, "with %d ranks, epoch %d: image %d of the training set was "
+                              "never drawn: the shards do not cover the data.", np, e + 1, i);
+    }
+    free(seen);
+    if (rc)
+        return rc;
+    for (int k = 0; k < np; k++) {
+        int steps = grade_count(grade_rank(r, k), "step");
+        if (steps != spe * epochs)
+            return fail(msg, len, "with %d ranks, rank %d made %d optimizer steps in %d epoch(s); "
+                        "with %d images and batch %d each rank should make %d per epoch.\n  Hint: "
+                        "steps_per_epoch = ceil(train images / batch) / hvd_size().", np, k, steps,
+                        epochs, g->train_n, g->batch, spe);
+    }
+    return 0;
+}
+
+static int check_shards(grade_ctx *g, char *msg, size_t len)
+{
+    if (check_shards_of(g, &g->a, g->np, g->epochs, msg, len))
+        return -1;
+    if (!g->have_c)
+        return 0;
+    if (check_runs(g, &g->c, "3-rank", msg, len))
+        return -1;
+    return check_shards_of(g, &g->c, 3, 1, msg, len);
+}
+
+static const char *const metric_keys[] = {"loss", "accuracy", "val_loss", "val_accuracy"};
+
+/* The n-th (0-based) "metrics" event of p with when=<when>, or NULL. */
+static const grade_event *metrics_nth(const grade_proc *p, const char *when, int n)
+{
+    const grade_event *m;
+    for (int i = 0; p && (m = grade_nth(p, "metrics", i)); i++)
+        if (same(grade_get(m, "when"), when) && n-- == 0)
+            return m;
+    return NULL;
+}
+
+/* What p reported at the end of epoch e (1-based), or NULL. */
+static const grade_event *metrics_of_epoch(const grade_proc *p, int e)
+{
+    char es[16];
+    snprintf(es, sizeof es, "%d", e);
+    const grade_event *m;
+    for (int i = 0; (m = metrics_nth(p, "epoch", i)); i++)
+        if (same(grade_get(m, "epoch"), es))
+            return m;
+    return NULL;
+}
+
+static int check_metrics(grade_ctx *g, char *msg, size_t len)
+{
+    grade_proc *p0 = grade_rank(&g->a, 0);
+    /* 1. The end-of-epoch metrics: every rank that reports them reports rank 0's values (a
+     *    solution may skip the progress calls on silent ranks altogether). */
+    for (int e = 1; e <= g->epochs; e++) {
+        const grade_event *m0 = metrics_of_epoch(p0, e);
+        if (!m0)
+            return fail(msg, len, "rank 0 reported no metrics for epoch %d.", e);
+        for (int k = 1; k < g->np; k++) {
+            const grade_event *m = metrics_of_epoch(grade_rank(&g->a, k), e);
+            for (size_t j = 0; m && j < sizeof metric_keys / sizeof *metric_keys; j++)
+                if (!same(grade_get(m, metric_keys[j]), grade_get(m0, metric_keys[j])))
+                    return fail(msg, len, "epoch %d: rank %d ended with %s = %s, rank 0 with %s: "
+                                "each rank only knows its own shard's metrics.\n  Hint: average "
+                                "the train and validation metrics over the ranks with "
+                                "hvd_metric_average before printing them.", e, k,
+                                metric_keys[j], grade_get(m, metric_keys[j]),
+                                grade_get(m0, metric_keys[j]));
+        }
+    }
+    /* 2. Each averaging: the same values on every rank, the mean of what the ranks measured. */
+    for (int i = 0;; i++) {
+        const grade_event *avg0 = metrics_nth(p0, "averaged", i);
+        if (!avg0)
+            return i > 0 ? 0 : fail(msg, len, "no averaged metrics were seen.\n  Hint: call "
+                                    "hvd_metric_average on the train and validation metrics.");
+        for (const char *const *key = metric_keys; key < metric_keys + 4; key++) {
+            if (!grade_get(avg0, *key))
+                continue;
+            double sum = 0;
+            for (int k = 0; k < g->np; k++) {
+                grade_proc *pk = grade_rank(&g->a, k);
+                const grade_event *lk = metrics_nth(pk, "local", i);
+                const grade_event *ak = metrics_nth(pk, "averaged", i);
+                if (!ak || !same(grade_get(ak, *key), grade_get(avg0, *key)))
+                    return fail(msg, len, "averaging #%d: rank %d got %s = %s, rank 0 %s.", i + 1,
+                                k, *key, ak ? grade_get(ak, *key) : "(none)",
+                                grade_get(avg0, *key));
+                sum += lk ? grade_num(lk, *key, NAN) : NAN;
+            }
+            double want = sum / g->np, got = grade_num(avg0, *key, NAN);
+            if (!(fabs(got - want) <= 1e-5 * (1 + fabs(want))))
+                return fail(msg, len, "the averaged %s is %g but the ranks measured a mean of %g.",
+                            *key, got, want);
+        }
+    }
+}
+
+static int check_checkpoints(grade_ctx *g, char *msg, size_t len)
+{
+    for (int k = 1; k < g->np; k++) {
+        int n = grade_count(grade_rank(&g->a, k), "ckpt_save");
+        if (n)
+            return fail(msg, len, "rank %d wrote %d checkpoints too: every rank writes the same "
+                        "file at once.\n  Hint: save only where hvd_rank() == 0.", k, n);
+    }
+    grade_proc *p0 = grade_rank(&g->a, 0);
+    for (int e = 1; e <= g->epochs; e++) {
+        char es[16];
+        snprintf(es, sizeof es, "%d", e);
+        const grade_event *s = grade_find(p0, "ckpt_save", "epoch", es);
+        if (!s)
+            return fail(msg, len, "no checkpoint was written after epoch %d.\n  Hint: with "
+                        "--use-checkpointing, rank 0 saves one at the end of every epoch.", e);
+        if (access(grade_get(s, "path"), R_OK) != 0)
+            return fail(msg, len, "checkpoint %s was reported but is not there.",
+                        grade_get(s, "path"));
+    }
+    if (!g->have_b)
+        return 0;
+    if (check_runs(g, &g->b, "resumed", msg, len))
+        return -1;
+    grade_proc *b0 = grade_rank(&g->b, 0);
+    char last[16];
+    snprintf(last, sizeof last, "%d", g->epochs);
+    const grade_event *rs = b0 ? grade_find(b0, "ckpt_restore", "epoch", last) : NULL;
+    if (!rs)
+        return fail(msg, len, "run again with --epochs %d, rank 0 did not restore the checkpoint "
+                    "of epoch %d.\n  Hint: rank 0 finds the latest epoch (ckpt_latest_epoch), "
+                    "broadcasts it, and loads that checkpoint.", g->epochs + 1, g->epochs);
+    const grade_event *lastep = grade_nth(p0, "step", grade_count(p0, "step") - 1);
+    const grade_event *rp = grade_find(b0, "params", "when", "restore");
+    if (!rp || !lastep || !same(grade_get(rp, "sum"), grade_get(lastep, "param_sum")))
+        return fail(msg, len, "the restored weights are not the ones saved at the end of the "
+                    "first run.");
+    for (int k = 0; k < g->np; k++) {
+        grade_proc *p = grade_rank(&g->b, k);
+        const grade_event *first = p ? grade_nth(p, "step", 0) : NULL;
+        int found = 0;
+        for (int i = 0; p && i < p->nev && &p->ev[i] != first; i++)
+            found |= grade_is(&p->ev[i], "params") && same(grade_get(&p->ev[i], "sum"),
+                                                          grade_get(rp, "sum"));
+        if (!found)
+            return fail(msg, len, "after resuming, rank %d did not start from the restored "
+                        "weights.\n  Hint: load on rank 0, then broadcast parameters and "
+                        "optimizer state from rank 0 to everyone.", k);
+    }
+    int spe = steps_per_epoch(g, g->np);
+    char first_epoch[64], skipped[64];
+    snprintf(first_epoch, sizeof first_epoch, "Epoch %d/%d", g->epochs + 1, g->epochs + 1);
+    snprintf(skipped, sizeof skipped, "Epoch 1/%d", g->epochs + 1);
+    if (!strstr(g->b.out, first_epoch) || strstr(g->b.out, skipped))
+        return fail(msg, len, "resuming after epoch %d should train only \"%s\"; the output "
+                    "was:\n%s\n  Hint: start the epoch loop at the resumed epoch.", g->epochs,
+                    first_epoch, grade_tail(g->b.out, 8));
+    if (grade_count(b0, "step") != spe)
+        return fail(msg, len, "the resumed run made %d steps on rank 0, expected one epoch (%d).",
+                    grade_count(b0, "step"), spe);
+    return 0;
+}
+
+/* lr of the i-th step on rank 0, or NAN. */
+static double step_lr(grade_ctx *g, int i)
+{
+    const grade_event *e = grade_nth(grade_rank(&g->a, 0), "step", i);
+    return e ? grade_num(e, "lr", NAN) : NAN;
+}
+
+static int close_to(double a, double b) { return fabs(a - b) <= 1e-5 * fabs(b); }
+
+static int check_lr_scaled(grade_ctx *g, char *msg, size_t len)
+{
+    double max = 0;
+    int n = grade_count(grade_rank(&g->a, 0), "step");
+    for (int i = 0; i < n; i++)
+        max = fmax(max, step_lr(g, i));
+    double want = g->base_lr * g->np;
+    if (!close_to(max, want))
+        return fail(msg, len, "the learning rate reached %g; with --base-lr %g on %d ranks it "
+                    "should reach %g.\n  Hint: the effective batch is %d times larger, so scale "
+                    "the learning rate: lr_scaled(base_lr, hvd_size()).", max, g->base_lr, g->np,
+                    want, g->np);
+    return 0;
+}
+
+static int check_warmup(grade_ctx *g, char *msg, size_t len)
+{
+    int spe = steps_per_epoch(g, g->np);
+    int n = grade_count(grade_rank(&g->a, 0), "step");
+    for (int i = 0; i < n; i++) {
+        int epoch = i / spe, batch = i % spe;
+        double e = epoch + (batch + 1.0) / spe, want = g->base_lr * g->np;
+        if (epoch < g->warmup) /* Horovod: lr/size * (e*(size-1)/warmup + 1), lr = base*size */
+            want = g->base_lr * (e * (g->np - 1) / g->warmup + 1);
+        if (!close_to(step_lr(g, i), want))
+            return fail(msg, len, "epoch %d batch %d used learning rate %g; with %d warmup "
+                        "epoch(s) it should be %g.\n  Hint: ramp the learning rate from "
+                        "base_lr up to base_lr * hvd_size() over --warmup-epochs, batch by batch, "
+                        "then follow the schedule.", epoch + 1, batch + 1, step_lr(g, i),
+                        g->warmup, want);
+    }
+    return 0;
+}
+
+static int check_novograd(grade_ctx *g, char *msg, size_t len)
+{
+    grade_proc *p0 = grade_rank(&g->a, 0);
+    const char *opt = grade_get(grade_nth(p0, "step", 0), "opt");
+    if (!same(opt, "novograd"))
+        return fail(msg, len, "the optimizer is %s.\n  Hint: create it with novograd_create "
+                    "(then wrap it with hvd_distributed_optimizer as before).", opt ? opt : "?");
+    double first = NAN, last = NAN;
+    for (int i = 0; i < p0->nev; i++)
+        if (grade_is(&p0->ev[i], "metrics") && same(grade_get(&p0->ev[i], "when"), "epoch")) {
+            if (isnan(first))
+                first = grade_num(&p0->ev[i], "loss", NAN);
+            last = grade_num(&p0->ev[i], "loss", NAN);
+        }
+    if (!(last < first))
+        return fail(msg, len, "the training loss did not fall with NovoGrad (first epoch %g, "
+                    "last %g).\n  Hint: NovoGrad takes the scaled learning rate too.", first, last);
+    return 0;
+}
+
+int grade_check(int step, grade_ctx *g, char *msg, size_t len)
+{
+    msg[0] = '\0';
+    switch (step) {
+    case 0: return check_runs(g, &g->a, "graded", msg, len);
+    case 1: return check_init(g, msg, len);
+    case 2: return check_rank0_prints(g, msg, len);
+    case 3: return check_distributed(g, msg, len);
+    case 4: return check_broadcast(g, msg, len);
+    case 5: return check_shards(g, msg, len);
+    case 6: return check_metrics(g, msg, len);
+    case 7: return check_checkpoints(g, msg, len);
+    case 8: return check_lr_scaled(g, msg, len);
+    case 9: return check_warmup(g, msg, len);
+    case 10: return check_novograd(g, msg, len);
+    }
+    return fail(msg, len, "no step %d", step);
+}

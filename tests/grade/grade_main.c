@@ -1,0 +1,127 @@
+/* grade_main.c — runs the program to grade, then one Check test per lab step up to the graded
+ * one (a step's grader also checks every earlier step), and prints a report for the student.
+ * Env: MPIRUN (mpirun with its flags), GRADE_KEEP=1 keeps the work directory.
+ * Public: grade_main.
+ */
+#include "grade/grade_main.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "grade/grade_checks.h"
+
+static grade_ctx G;
+static int graded_step;
+static int runs_ok; /* step 0 passed: the other checks are meaningful */
+
+/* One Check test per step; _i is the step number (tcase_add_loop_test). */
+START_TEST(step_behaviour)
+{
+    char msg[4096];
+    if (_i > 0 && !runs_ok)
+        ck_abort_msg("not checked: the program did not run to the end");
+    int rc = grade_check(_i, &G, msg, sizeof msg);
+    if (_i == 0)
+        runs_ok = rc == 0;
+    ck_assert_msg(rc == 0, "%s", msg);
+}
+END_TEST
+
+static void run_program(const char *prog, const char *work)
+{
+    G.np = 2;
+    G.train_n = 512;
+    G.batch = 64;
+    G.epochs = 2;
+    G.warmup = 1;
+    G.base_lr = 0.01;
+    snprintf(G.logdir, sizeof G.logdir, "%s/logs", work);
+    char args[2048];
+    const char *fmt = "--model wrn-10-1 --train-subset %d --test-subset 256 --batch-size %d "
+                      "--val-batch-size 128 --epochs %d --base-lr %g --warmup-epochs %d "
+                      "--optimizer novograd --use-checkpointing --log-dir %s";
+    snprintf(args, sizeof args, fmt, G.train_n, G.batch, G.epochs, G.base_lr, G.warmup, G.logdir);
+    grade_run_prog(&G.a, prog, G.np, args, work, "a", 300);
+    if (graded_step >= 7 && G.a.status == 0) {
+        snprintf(args, sizeof args, fmt, G.train_n, G.batch, G.epochs + 1, G.base_lr, G.warmup,
+                 G.logdir);
+        grade_run_prog(&G.b, prog, G.np, args, work, "b", 300);
+        G.have_b = 1;
+    }
+    if (graded_step >= 5 && G.a.status == 0) { /* 512 images do not split evenly over 3 ranks */
+        snprintf(args, sizeof args, fmt, G.train_n, G.batch, 1, G.base_lr, G.warmup, G.logdir);
+        strcat(args, "-3");
+        grade_run_prog(&G.c, prog, 3, args, work, "c", 300);
+        G.have_c = 1;
+    }
+}
+
+int grade_main(int argc, char **argv, int step)
+{
+    if (argc != 2 || access(argv[1], X_OK) != 0) {
+        fprintf(stderr, "usage: %s PROGRAM   (an executable lab program, e.g. ./step%02d)\n",
+                argv[0], step);
+        return 2;
+    }
+    graded_step = step;
+    char work[] = "/tmp/hvdlab-grade-XXXXXX";
+    if (!mkdtemp(work)) {
+        perror("hvdlab grade: mkdtemp");
+        return 2;
+    }
+    printf("grade%02d: running %s under mpirun -n 2%s on a small subset ...\n", step, argv[1],
+           step >= 5 ? " and -n 3" : "");
+    fflush(stdout);
+    run_program(argv[1], work);
+
+    Suite *s = suite_create("grade");
+    TCase *tc = tcase_create("steps");
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc, step_behaviour, 0, step + 1);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_set_fork_status(sr, CK_NOFORK); /* the checks share the runs in G */
+    srunner_run_all(sr, CK_SILENT);
+
+    int nres = srunner_ntests_run(sr), passed = 0;
+    TestResult **res = srunner_results(sr);
+    for (int i = 0; i < nres; i++) {
+        int k = i; /* results come in loop order */
+        int ok = tr_rtype(res[i]) == CK_PASS;
+        passed += ok;
+        printf("  [%s] step %02d: %s\n", ok ? "PASS" : "FAIL", k, grade_step_titles[k]);
+        if (!ok) {
+            const char *m = tr_msg(res[i]);
+            for (const char *p = m; *p;) { /* indent the message */
+                const char *nl = strchr(p, '\n');
+                int n = nl ? (int)(nl - p) : (int)strlen(p);
+                printf("         %.*s\n", n, p);
+                p = nl ? nl + 1 : p + n;
+            }
+        }
+    }
+    free(res);
+    printf("grade%02d: %s (%d of %d checks passed, %.0f s)\n", step,
+           passed == nres ? "PASS" : "FAIL", passed, nres, G.a.seconds + G.b.seconds + G.c.seconds);
+    srunner_free(sr);
+    if (getenv("GRADE_KEEP"))
+        printf("grade%02d: work directory kept: %s\n", step, work);
+    else {
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", work);
+        if (system(cmd) != 0)
+            fprintf(stderr, "grade: could not remove %s\n", work);
+    }
+    grade_run_free(&G.a);
+    grade_run_free(&G.b);
+    grade_run_free(&G.c);
+    return passed == nres ? 0 : 1;
+}
+
+#ifdef GRADE_STEP
+/* grade_stepNN is this file built with -DGRADE_STEP=N (mk/lab.mk): it checks steps 1..N. */
+int main(int argc, char **argv) { return grade_main(argc, argv, GRADE_STEP); }
+#endif

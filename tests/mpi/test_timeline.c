@@ -1,0 +1,105 @@
+/* test_timeline.c — HVD_TIMELINE / hvd_start_timeline under mpirun -n 1..4: the trace is valid
+ * JSON after every collective and holds Horovod's activities for each tensor. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "coll/hvd.h"
+#include "lib/ck_mpi.h"
+#include "lib/json_check.h"
+
+static char path[256];
+
+/* Rank 0 checks that the file is valid JSON right now. */
+static void expect_valid(const char *when)
+{
+    if (hvd_rank() != 0)
+        return;
+    size_t len = 0, where = 0;
+    char *text = json_read_file(path, &len);
+    CK_EXPECT(text != NULL, "%s: cannot read %s", when, path);
+    if (text) {
+        CK_EXPECT(json_validate(text, len, &where) == 0, "%s: invalid JSON at byte %zu of %zu",
+                  when, where, len);
+        free(text);
+    }
+}
+
+static size_t count(const char *text, const char *name)
+{
+    char needle[128];
+    snprintf(needle, sizeof needle, "\"name\": \"%s\"", name);
+    return json_count(text, needle);
+}
+
+START_TEST(trace_is_valid_and_complete)
+{
+    int rank = hvd_rank();
+    if (rank == 0) {
+        char dir[] = "/tmp/hvdlab-timeline-XXXXXX";
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        snprintf(path, sizeof path, "%s/timeline.json", dir);
+    }
+    hvd_broadcast_bytes(path, sizeof path, 0, "path");
+    hvd_start_timeline(path);
+    expect_valid("empty timeline");
+
+    float flat[30], a[5], b[7], w[4];
+    for (int i = 0; i < 30; i++)
+        flat[i] = (float)(i + rank);
+    for (int i = 0; i < 5; i++)
+        a[i] = (float)i;
+    for (int i = 0; i < 7; i++)
+        b[i] = (float)-i;
+    /* three contiguous tensors: fused in place, no fusion-buffer copies */
+    hvd_allreduce_async(flat, 10, HVD_AVERAGE, "grad/a", HVD_COMPRESS_NONE);
+    hvd_allreduce_async(flat + 10, 10, HVD_AVERAGE, "grad/b", HVD_COMPRESS_NONE);
+    hvd_allreduce_async(flat + 20, 10, HVD_AVERAGE, "grad/c", HVD_COMPRESS_NONE);
+    hvd_synchronize();
+    expect_valid("after fused contiguous allreduce");
+    /* two scattered tensors: copied through the fusion buffer */
+    hvd_allreduce_async(a, 5, HVD_SUM, "scattered/x", HVD_COMPRESS_NONE);
+    hvd_allreduce_async(b, 7, HVD_SUM, "scattered/\"quoted\\name\"", HVD_COMPRESS_NONE);
+    hvd_synchronize();
+    expect_valid("after fused scattered allreduce");
+    hvd_broadcast(w, 4, 0, "weights");
+    expect_valid("after broadcast");
+    hvd_stop_timeline();
+
+    if (rank == 0) {
+        size_t len = 0;
+        char *t = json_read_file(path, &len);
+        ck_assert_ptr_nonnull(t);
+        CK_EXPECT(count(t, "process_name") == 6, "%zu tensors named, 6 used",
+                  count(t, "process_name"));
+        CK_EXPECT(count(t, "NEGOTIATE_ALLREDUCE") == 5, "NEGOTIATE_ALLREDUCE x%zu, 5 tensors",
+                  count(t, "NEGOTIATE_ALLREDUCE"));
+        CK_EXPECT(count(t, "ALLREDUCE") == 5, "ALLREDUCE x%zu", count(t, "ALLREDUCE"));
+        CK_EXPECT(count(t, "MPI_ALLREDUCE") == 5, "MPI_ALLREDUCE x%zu", count(t, "MPI_ALLREDUCE"));
+        CK_EXPECT(count(t, "MEMCPY_IN_FUSION_BUFFER") == 2 &&
+                      count(t, "MEMCPY_OUT_FUSION_BUFFER") == 2,
+                  "fusion-buffer copies: in x%zu out x%zu, expected 2 each (scattered only)",
+                  count(t, "MEMCPY_IN_FUSION_BUFFER"), count(t, "MEMCPY_OUT_FUSION_BUFFER"));
+        CK_EXPECT(count(t, "BROADCAST") == 1, "BROADCAST x%zu", count(t, "BROADCAST"));
+        /* per tensor NEGOTIATE, ALLREDUCE, MPI_ALLREDUCE; scattered ones two copies; bcast */
+        size_t nb = json_count(t, "\"ph\": \"B\""), ne = json_count(t, "\"ph\": \"E\"");
+        CK_EXPECT(nb == ne && nb == 5 * 3 + 2 * 2 + 1, "begin %zu / end %zu events", nb, ne);
+        free(t);
+        unlink(path);
+        *strrchr(path, '/') = '\0';
+        rmdir(path);
+    }
+    CK_AGREE();
+}
+END_TEST
+
+static Suite *make_suite(void)
+{
+    Suite *s = suite_create("timeline");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, trace_is_valid_and_complete);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(int argc, char **argv) { return ck_mpi_main(argc, argv, make_suite(), 1); }

@@ -1,0 +1,75 @@
+/* prog_errors.c — a small MPI program that misbehaves on purpose, one scenario per run, for
+ * test_errors.c (which runs it under mpirun and reads what it prints and how it exits).
+ *   mpirun -n 2 prog_errors <scenario> [timeline path] */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/fatal.h"
+#include "coll/device.h"
+#include "coll/hvd.h"
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: prog_errors <scenario>\n");
+        return 2;
+    }
+    const char *s = argv[1];
+    hvd_init(&argc, &argv);
+    int rank = hvd_rank();
+    float buf[16] = {0};
+    if (strcmp(s, "mismatch-op") == 0) {
+        if (rank == 0)
+            hvd_allreduce(buf, 10, HVD_SUM, "a");
+        else
+            hvd_broadcast(buf, 10, 0, "a");
+    } else if (strcmp(s, "mismatch-count") == 0) {
+        hvd_allreduce(buf, rank == 0 ? 10 : 12, HVD_SUM, "grad");
+    } else if (strcmp(s, "mismatch-name") == 0) {
+        hvd_allreduce(buf, 10, HVD_AVERAGE, rank == 0 ? "grad/conv1" : "grad/conv2");
+    } else if (strcmp(s, "mismatch-root") == 0) {
+        hvd_broadcast(buf, 10, rank == 0 ? 0 : 1, "weights");
+    } else if (strcmp(s, "early-shutdown") == 0) {
+        if (rank == 0)
+            hvd_allreduce(buf, 10, HVD_SUM, "loss");
+    } else if (strcmp(s, "fatal-one-rank") == 0) {
+        if (rank == 1)
+            fatal_error("cannot open checkpoint /nonexistent/ckpt-3.bin");
+        hvd_allreduce(buf, 10, HVD_SUM, "waits-forever-without-abort");
+    } else if (strcmp(s, "bad-root") == 0) {
+        hvd_broadcast(buf, 10, hvd_size() + 3, "weights");
+    } else if (strcmp(s, "agree") == 0) {
+        /* A correct program must pass the checks untouched. */
+        for (int i = 0; i < 5; i++) {
+            buf[0] = (float)rank;
+            hvd_allreduce(buf, 16, HVD_SUM, "grad");
+            hvd_allreduce_async(buf, 8, HVD_AVERAGE, "a", HVD_COMPRESS_NONE);
+            hvd_allreduce_async(buf + 8, 8, HVD_AVERAGE, "b", HVD_COMPRESS_NONE);
+            hvd_synchronize();
+            hvd_broadcast(buf, 16, hvd_size() - 1, "w");
+            size_t total;
+            float *all = hvd_allgather(buf, (size_t)rank, &total, NULL, "g");
+            free(all);
+            hvd_barrier();
+        }
+        if (rank == 0)
+            printf("agree: done\n");
+    } else if (strcmp(s, "timeline-kill") == 0) {
+        hvd_start_timeline(argv[2]);
+        for (int i = 0; i < 40; i++) {
+            hvd_allreduce(buf, 16, HVD_SUM, i % 2 ? "grad/odd" : "grad/even");
+            if (i == 33 && rank == 0)
+                raise(SIGKILL); /* no clean-up of any kind */
+        }
+    } else if (strcmp(s, "pin") == 0) {
+        hvd_pin_device(hvd_local_rank(), NULL);
+    } else if (strcmp(s, "init-only") == 0) {
+        /* hvd_init has read the HVD_* settings; nothing else to do */
+    } else {
+        fatal_error("prog_errors: unknown scenario %s", s);
+    }
+    hvd_shutdown();
+    return 0;
+}

@@ -1,0 +1,290 @@
+/* test_ckpt_files.c — checkpoint files in a log directory: the newest valid epoch (skipping bad
+ * files with one warning each), writers killed before the rename, creating the log directory,
+ * the param_set layer and its trace lines. Serial (forked Check). The format: test_ckpt.c. */
+#include <dirent.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "lib/ck_mpi.h"
+#include "lib/ckpt_fixture.h"
+
+char err[ERRMSG_LEN];
+
+static void setup(void)
+{
+    tmp_test_setup();
+    err[0] = '\0';
+}
+
+START_TEST(latest_skips_bad_files_with_one_warning_each)
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s", tmp_path("run"));
+    ckpt_expect w;
+    fixture f;
+    ck_assert_int_eq(ckpt_latest_epoch(dir, NULL, 0, err, sizeof err), 0); /* no dir yet */
+    ck_assert_int_eq(ckpt_mkdirs(dir, err, sizeof err), 0);
+    ck_assert_int_eq(ckpt_latest_epoch(dir, NULL, 0, err, sizeof err), 0); /* an empty one */
+    for (int e = 1; e <= 4; e++) {
+        make_fixture(&f, e == 4 ? 22 : 10, 2, e); /* epoch 4 is another model */
+        save(dir, &f);
+    }
+    make_fixture(&f, 10, 2, 1);
+    w = expect_of(&f);
+    /* noise the scan must ignore: a leftover temp file, other names, a newer file of another run */
+    spit(tmp_path("run/.checkpoint-9.ckpt.tmp-abcdef"), "HVDLCKPT", 8);
+    spit(tmp_path("run/checkpoint-07.ckpt"), "x", 1);
+    spit(tmp_path("run/checkpoint-8.ckpt.bak"), "x", 1);
+    spit(tmp_path("run/checkpoint-8.h5"), "x", 1);
+    /* corrupt epoch 3 (one data byte) and truncate epoch 2 */
+    size_t len;
+    uint8_t *b = slurp(tmp_path("run/checkpoint-3.ckpt"), &len);
+    b[DATA_AT + 5] ^= 0x10;
+    spit(tmp_path("run/checkpoint-3.ckpt"), b, len);
+    spit(tmp_path("run/checkpoint-2.ckpt"), b, len - 100);
+    free(b);
+    int cap = capture_begin();
+    int e = ckpt_latest_epoch(dir, &w, 10, err, sizeof err);
+    char *out = capture_end(cap);
+    ck_assert_msg(e == 1, "latest %d: %s / %s", e, err, out);
+    char want[2048], crcs[64];
+    const char *c = strstr(out, "CRC32 ");
+    ck_assert_ptr_nonnull(c);
+    snprintf(crcs, sizeof crcs, "%.31s", c); /* "CRC32 xxxxxxxx stored, yyyyyyyy computed" */
+    snprintf(want, sizeof want,
+             "hvdlab: warning: %s/checkpoint-4.ckpt: checkpoint of model wrn-22-2 (depth 22, "
+             "width 2), but this run builds wrn-10-2 (depth 10, width 2); skipped\n"
+             "hvdlab: warning: %s/checkpoint-3.ckpt: corrupt checkpoint: %s computed; skipped\n"
+             "hvdlab: warning: %s/checkpoint-2.ckpt: truncated checkpoint: %d bytes, its header "
+             "says %d; skipped\n",
+             dir, dir, crcs, dir, FILE_BYTES - 100, FILE_BYTES);
+    ck_assert_str_eq(out, want);
+    free(out);
+    /* max_epoch bounds the scan (the lab scans from --epochs down); files above it are not read */
+    cap = capture_begin();
+    e = ckpt_latest_epoch(dir, &w, 1, err, sizeof err);
+    out = capture_end(cap);
+    ck_assert_int_eq(e, 1);
+    ck_assert_str_eq(out, "");
+    free(out);
+    /* without requirements the other model's epoch 4 is the newest valid file */
+    cap = capture_begin();
+    ck_assert_int_eq(ckpt_latest_epoch(dir, NULL, 0, err, sizeof err), 4);
+    free(capture_end(cap));
+    /* nothing valid at all -> 0 */
+    unlink(tmp_path("run/checkpoint-1.ckpt"));
+    cap = capture_begin();
+    ck_assert_int_eq(ckpt_latest_epoch(dir, &w, 0, err, sizeof err), 0);
+    free(capture_end(cap));
+    /* a path that is not a directory is an error, not "no checkpoint" */
+    ck_assert_int_eq(ckpt_latest_epoch(tmp_path("run/checkpoint-8.h5"), &w, 0, err, sizeof err),
+                     -1);
+    snprintf(want, sizeof want, "%s: cannot list checkpoint directory: Not a directory",
+             tmp_path("run/checkpoint-8.h5"));
+    ck_assert_str_eq(err, want);
+}
+END_TEST
+
+static int count_temp_files(const char *dir)
+{
+    DIR *dp = opendir(dir);
+    int n = 0;
+    for (struct dirent *de; dp && (de = readdir(dp));)
+        n += strncmp(de->d_name, ".checkpoint-", 12) == 0;
+    if (dp)
+        closedir(dp);
+    return n;
+}
+
+/* A writer stopped between write and rename (the split API, and a process killed there) leaves
+ * the previous checkpoint as the latest; so does a writer killed at any moment. */
+START_TEST(killed_writer_leaves_previous_checkpoint)
+{
+    fixture f;
+    make_fixture(&f, 10, 1, 1);
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s", tmp_path("k"));
+    save(dir, &f);
+    make_fixture(&f, 10, 1, 2);
+    char tmp[4096];
+    ck_assert_msg(ckpt_write_temp(dir, &f.d, tmp, sizeof tmp, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(ckpt_latest_epoch(dir, NULL, 0, err, sizeof err), 1);
+    pid_t pid = fork();
+    if (pid == 0) {
+        char t2[4096];
+        if (ckpt_write_temp(dir, &f.d, t2, sizeof t2, err, sizeof err) == 0)
+            raise(SIGKILL); /* dies where a crash before the rename would */
+        _exit(3);
+    }
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+    ck_assert_int_eq(count_temp_files(dir), 2);
+    int cap = capture_begin();
+    ck_assert_int_eq(ckpt_latest_epoch(dir, NULL, 0, err, sizeof err), 1);
+    char *out = capture_end(cap);
+    ck_assert_str_eq(out, ""); /* temp files are not even looked at */
+    free(out);
+    ck_assert_msg(ckpt_commit(dir, tmp, 2, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(ckpt_latest_epoch(dir, NULL, 0, err, sizeof err), 2);
+
+    /* SIGKILL at growing delays into the save of a 8 MiB checkpoint */
+    size_t big = 1u << 20;
+    float *pbig = malloc(big * 4), *obig = malloc(big * 4);
+    for (size_t i = 0; i < big; i++)
+        pbig[i] = obig[i] = (float)i;
+    param_view bv = view("w", 0, 1, (int[]){(int)big}, 1);
+    ckpt_data d = {.cfg = {10, 1, 0}, .epoch = 2, .views = &bv, .nviews = 1, .params = pbig,
+                   .n_params = big, .opt_state = obig, .n_opt_state = big};
+    int delays_us[] = {0, 100, 300, 1000, 2000, 4000, 8000, 16000, 50000, 200000};
+    int torn = 0, done = 0;
+    for (int k = 0; k < (int)(sizeof delays_us / sizeof delays_us[0]); k++) {
+        char sub[32];
+        snprintf(sub, sizeof sub, "kill%d", k);
+        char kd[512];
+        snprintf(kd, sizeof kd, "%s", tmp_path(sub));
+        d.epoch = 1;
+        ck_assert_msg(ckpt_save(kd, &d, err, sizeof err) == 0, "%s", err);
+        d.epoch = 2;
+        pid = fork();
+        if (pid == 0)
+            _exit(ckpt_save(kd, &d, err, sizeof err) == 0 ? 0 : 3);
+        usleep((useconds_t)delays_us[k]);
+        kill(pid, SIGKILL);
+        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+        ck_assert(WIFSIGNALED(st) || WEXITSTATUS(st) == 0);
+        cap = capture_begin();
+        int e = ckpt_latest_epoch(kd, NULL, 0, err, sizeof err);
+        out = capture_end(cap);
+        ck_assert_msg(e == 1 || e == 2, "delay %d us: latest %d", delays_us[k], e);
+        ck_assert_msg(out[0] == '\0', "delay %d us: %s", delays_us[k], out);
+        free(out);
+        torn += e == 1;
+        done += e == 2;
+    }
+    fprintf(stderr, "killed_writer: %d saves killed before the rename, %d completed\n", torn, done);
+    free(pbig);
+    free(obig);
+}
+END_TEST
+
+START_TEST(creates_log_dir_or_names_it)
+{
+    fixture f;
+    make_fixture(&f, 10, 1, 1);
+    save(tmp_path("a/b/c/"), &f);
+    ck_assert_int_eq(access(tmp_path("a/b/c/checkpoint-1.ckpt"), R_OK), 0);
+    spit(tmp_path("plain"), "x", 1);
+    char want[600];
+    ck_assert_int_eq(ckpt_save(tmp_path("plain/sub"), &f.d, err, sizeof err), -1);
+    snprintf(want, sizeof want, "%s: cannot create checkpoint directory: %s is not a directory",
+             tmp_path("plain/sub"), tmp_path("plain"));
+    ck_assert_str_eq(err, want);
+    ck_assert_int_eq(ckpt_save(tmp_path("plain"), &f.d, err, sizeof err), -1);
+    snprintf(want, sizeof want, "%s: cannot create checkpoint directory: %s is not a directory",
+             tmp_path("plain"), tmp_path("plain"));
+    ck_assert_str_eq(err, want);
+    ck_assert_int_eq(ckpt_save("", &f.d, err, sizeof err), -1);
+    ck_assert_str_eq(err, "(ckpt): no checkpoint directory given");
+}
+END_TEST
+
+/* The param_set layer: restore into a fresh model and optimizer; trace lines; a failed load
+ * changes nothing. */
+START_TEST(param_set_layer_and_trace)
+{
+    fixture f;
+    make_fixture(&f, 16, 2, 4);
+    setenv("HVDLAB_TRACE", tmp_path("trace"), 1);
+    float grads[NP] = {0};
+    param_set ps = {.params = f.params, .grads = grads, .n = NP, .views = f.views, .nviews = 3,
+                    .state = f.state, .n_state = NS, .state_views = f.sviews, .n_state_views = 2};
+    optimizer opt = {.kind = OPT_SGD, .state = f.opt, .n_state = NO, .iterations = 77,
+                     .last_lr = 0.5f};
+    wrn_config cfg = {16, 2, 0.01f};
+    ck_assert_msg(ckpt_save_params(tmp_path("log"), 4, &cfg, &ps, &opt, err, sizeof err) == 0,
+                  "%s", err);
+    float p2[NP] = {0}, s2[NS] = {0}, o2[NO] = {0};
+    param_set ps2 = ps;
+    ps2.params = p2;
+    ps2.state = s2;
+    optimizer opt2 = {.kind = OPT_NOVOGRAD, .state = o2, .n_state = NO};
+    char want[800];
+    ck_assert_int_eq(ckpt_load_params(tmp_path("log"), 4, &cfg, &ps2, &opt2, err, sizeof err), -1);
+    snprintf(want, sizeof want, "%s: checkpoint holds sgd optimizer state, but this run uses "
+             "novograd", tmp_path("log/checkpoint-4.ckpt"));
+    ck_assert_str_eq(err, want);
+    float zeros[NP] = {0};
+    ck_assert_int_eq(memcmp(p2, zeros, sizeof p2), 0); /* untouched */
+    opt2.kind = OPT_SGD;
+    param_view tv[3]; /* same counts, another layout: refused */
+    memcpy(tv, f.views, sizeof tv);
+    tv[2] = view("fc.w", 20, 2, (int[]){2, 3}, 1);
+    ps2.views = tv;
+    ck_assert_int_eq(ckpt_load_params(tmp_path("log"), 4, &cfg, &ps2, &opt2, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "parameter view 2 is fc.w (3, 2) at 20 in the checkpoint, fc.w "
+                              "(2, 3) at 20 in the model"), "%s", err);
+    ps2.views = f.views;
+    ck_assert_msg(ckpt_load_params(tmp_path("log"), 4, &cfg, &ps2, &opt2, err, sizeof err) == 0,
+                  "%s", err);
+    ck_assert_int_eq(memcmp(p2, f.params, sizeof p2), 0);
+    ck_assert_int_eq(memcmp(s2, f.state, sizeof s2), 0);
+    ck_assert_int_eq(memcmp(o2, f.opt, sizeof o2), 0);
+    ck_assert_int_eq(opt2.iterations, 77);
+    ck_assert(opt2.last_lr == 0.5f);
+    /* no optimizer: saved as kind -1, refused by a run that has one */
+    ck_assert_msg(ckpt_save_params(tmp_path("log"), 5, &cfg, &ps, NULL, err, sizeof err) == 0,
+                  "%s", err);
+    ck_assert_int_eq(ckpt_load_params(tmp_path("log"), 5, &cfg, &ps2, &opt2, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "checkpoint holds no optimizer state, but this run uses sgd"), "%s",
+                  err);
+    ck_assert_msg(ckpt_load_params(tmp_path("log"), 5, &cfg, &ps2, NULL, err, sizeof err) == 0,
+                  "%s", err);
+    /* trace: save, restore, params for epoch 4 then for epoch 5; the failed loads left no line */
+    char tp[600];
+    snprintf(tp, sizeof tp, "trace/pid-%ld.log", (long)getpid());
+    size_t n;
+    char *log = (char *)slurp(tmp_path(tp), &n);
+    log[n] = '\0';
+    unsigned long long sum = (unsigned long long)params_checksum(f.params, NP),
+                       ssum = (unsigned long long)params_checksum(f.state, NS);
+    const char *expect[] = {"ckpt_save", "ckpt_restore", "params", "ckpt_save", "ckpt_restore",
+                            "params"};
+    const char *line = log;
+    for (int i = 0; i < 6; i++, line = strchr(line, '\n') + 1) {
+        char ev[64];
+        snprintf(ev, sizeof ev, "event=%s ", expect[i]);
+        ck_assert_msg(!strncmp(line, ev, strlen(ev)), "line %d: %s", i, line);
+        int epoch = i < 3 ? 4 : 5;
+        if (expect[i][0] == 'c')
+            snprintf(want, sizeof want, " path=%s/checkpoint-%d.ckpt epoch=%d\n",
+                     tmp_path("log"), epoch, epoch);
+        else
+            snprintf(want, sizeof want, " when=restore epoch=%d sum=%016llx state_sum=%016llx\n",
+                     epoch, sum, ssum);
+        const char *nl = strchr(line, '\n');
+        ck_assert_msg(nl && (size_t)(nl + 1 - line) > strlen(want) &&
+                          !strncmp(nl + 1 - strlen(want), want, strlen(want)),
+                      "line %d: %.*s, want ...%s", i, (int)(nl - line), line, want);
+    }
+    ck_assert_str_eq(line, "");
+    free(log);
+}
+END_TEST
+
+static Suite *make_suite(void)
+{
+    Suite *s = suite_create("ckpt_files");
+    TCase *tc = tcase_create("ckpt_files");
+    tcase_add_unchecked_fixture(tc, tmp_suite_setup, tmp_suite_teardown);
+    tcase_add_checked_fixture(tc, setup, tmp_test_teardown);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, latest_skips_bad_files_with_one_warning_each);
+    tcase_add_test(tc, killed_writer_leaves_previous_checkpoint);
+    tcase_add_test(tc, creates_log_dir_or_names_it);
+    tcase_add_test(tc, param_set_layer_and_trace);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(int argc, char **argv) { return ck_mpi_main(argc, argv, make_suite(), 0); }

@@ -1,0 +1,81 @@
+#!/bin/sh
+# check_layers.sh — the runtime's dependencies point one way, from the training glue down to the
+# base: a file in common/<part>/ may include its own part and the parts below it, never one above
+# or beside it. Includes name their folder ("coll/hvd.h"), so one grep finds them all.
+# Then, from the built objects in $BUILD (default build), that no two files call each other,
+# directly or round a circle (nm: who defines and who uses each symbol; tsort finds the loops).
+# Prints each include or circle that points the wrong way and exits 1; else one summary line.
+set -u
+B=${BUILD:-build}
+cd "$(dirname "$0")/.."
+# Each part and the parts it may include (besides itself), bottom to top.
+allowed() {
+    case $1 in
+    base)  echo "" ;;
+    coll)  echo "base" ;;
+    data)  echo "base" ;;
+    nn)    echo "base" ;;
+    model) echo "base nn" ;;
+    optim) echo "base coll model" ;;
+    ckpt)  echo "base model optim" ;;
+    train) echo "base coll data model optim ckpt" ;;
+    *)     echo "?" ;;
+    esac
+}
+bad=0
+n=0
+for f in common/*/*.[ch] common/*/*.cu; do
+    [ -e "$f" ] || continue
+    part=$(basename "$(dirname "$f")")
+    ok=$(allowed "$part")
+    if [ "$ok" = "?" ]; then
+        echo "check-layers: $f: common/$part/ is not a known part (add it to tools/check_layers.sh)"
+        bad=$((bad + 1))
+        continue
+    fi
+    for inc in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f"); do
+        n=$((n + 1))
+        case $inc in
+        */*) to=${inc%%/*} ;;
+        *) echo "check-layers: $f includes \"$inc\": name its folder (\"part/$inc\")"
+           bad=$((bad + 1)); continue ;;
+        esac
+        [ "$to" = "$part" ] && continue
+        case " $ok " in
+        *" $to "*) ;;
+        *) echo "check-layers: $f includes \"$inc\": $part/ may include only $part/${ok:+ and $ok}"
+           bad=$((bad + 1)) ;;
+        esac
+    done
+done
+if [ "$bad" -gt 0 ]; then
+    echo "check-layers: $bad include(s) point the wrong way (order: base, coll | data | nn, model, optim, ckpt, train)"
+    exit 1
+fi
+
+# Calls: "definer user" edges between the runtime's object files.
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+objs=0
+for o in "$B"/common/*/*.o; do
+    [ -e "$o" ] || continue
+    objs=$((objs + 1))
+    f=${o#"$B"/common/}
+    f=${f%.o}
+    nm "$o" | awk -v f="$f" '$2 ~ /^[TDBR]$/ { print $3, f }' >>"$tmp/defs"
+    nm -u "$o" | awk -v f="$f" '{ print $NF, f }' >>"$tmp/uses"
+done
+if [ "$objs" -eq 0 ]; then
+    echo "check-layers: no objects in $B/common/ (build the runtime first: make lib)"
+    exit 1
+fi
+sort -o "$tmp/defs" "$tmp/defs"
+sort -o "$tmp/uses" "$tmp/uses"
+join "$tmp/defs" "$tmp/uses" | awk '$2 != $3 { print $2, $3 }' | sort -u >"$tmp/edges"
+if ! tsort "$tmp/edges" >/dev/null 2>"$tmp/loops"; then
+    echo "check-layers: files in common/ that call each other (round a circle):"
+    sed -n 's/^tsort: \([a-z]*\/[a-z_0-9]*\)$/  \1/p' "$tmp/loops" | sort -u
+    exit 1
+fi
+edges=$(wc -l <"$tmp/edges")
+echo "check-layers: $n includes in common/*/ all point down (base <- coll, data, nn <- model <- optim <- ckpt <- train); $edges calls between $objs files, no circle"
