@@ -2,7 +2,7 @@
 """peer_torch.py — PyTorch peer for bench/train_speed.c: WRN training images/s and peak memory.
 
 Run with Debian's torch (/usr/bin/python3, python3-torch 1.13). The network is the kit's
-(common/wrn.h), keras-contrib form on 28x28x1 inputs:
+(common/model/wrn.h), keras-contrib form on 28x28x1 inputs:
   stem conv3x3(16)-BN-ReLU; three groups of (D-4)/6 blocks at widths 16K, 32K, 64K; each block
   conv3x3-BN-ReLU-dropout-conv3x3-BN-ReLU added to the block input (1x1 conv on the shortcut
   when the width changes); 2x2 max-pool after groups 1 and 2; global average pool; dense 10.

@@ -5,11 +5,11 @@
  * Backward accumulates (+=) into din, dw and db; any of them may be NULL to skip it.
  *
  * Backends: conv2d_forward/backward run one of
- *   "gemm"  im2col + OpenBLAS sgemm (conv2d_gemm_*, conv2d.c): the readable reference;
+ *   "gemm"  im2col + OpenBLAS sgemm (conv2d_gemm_*, conv2d_gemm.c): the readable reference;
  *   "dnnl"  oneDNN's direct convolutions (conv2d_dnnl.h), 2-3x faster on the narrow layers;
  *           present when the build found Debian's libdnnl-dev, and then the default.
  * HVDLAB_CONV=gemm|dnnl in the environment, or conv2d_set_backend(), chooses. Both give the
- * same results up to float rounding (tests/test_conv_backends.c). conv2d_work_floats covers
+ * same results up to float rounding (tests/unit/test_conv_backends.c). conv2d_work_floats covers
  * every backend and does not depend on d->n (the batch goes through in fixed-size pieces).
  *
  * Public: conv2d_work_floats, conv2d_forward, conv2d_backward, conv2d_set_backend,

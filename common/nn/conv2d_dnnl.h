@@ -10,7 +10,7 @@
  * din and dw (a reorder with a "sum" post-op), which gives the += for free.
  *
  * Which path runs: conv2d.c dispatches (conv2d_backend()); this file only exists when the
- * build found oneDNN (HVDLAB_DNNL, set by mk/bench-model.mk). Primitives are created on first
+ * build found oneDNN (HVDLAB_DNNL, set by the Makefile). Primitives are created on first
  * use for each shape and cached for the life of the process (conv2d_dnnl_release frees them).
  * Threads: compute_threads() (threads.h); primitives are built for a thread count, so a change
  * of count gets its own. One caller thread at a time per shape (the plans hold memory objects).

@@ -1,6 +1,6 @@
 /* prog_wrn_dump.c — writes a model's initial weights and a fixed batch for the PyTorch reference.
  *
- *   build/tests/prog_wrn_dump OUT_PREFIX [MODEL [BATCH [SEED [WD]]]]
+ *   build/tests/progs/prog_wrn_dump OUT_PREFIX [MODEL [BATCH [SEED [WD]]]]
  *       defaults: wrn-10-1, 8, 1234, 5e-4; dropout 0
  *
  * Writes OUT_PREFIX.txt, an index with one line per item:

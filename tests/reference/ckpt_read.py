@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""ckpt_read.py — reads an hvdlab checkpoint (format in common/ckpt.h) with NumPy and PyTorch.
+"""ckpt_read.py — reads an hvdlab checkpoint (format in common/ckpt/ckpt.h) with NumPy and PyTorch.
 
     /usr/bin/python3 tests/reference/ckpt_read.py LOGDIR/checkpoint-3.ckpt [BATCH.bin]
 

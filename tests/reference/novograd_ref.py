@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """novograd_ref.py — an independent NumPy implementation of NovoGrad (tensorflow-addons form)
-that writes the fixtures tests/test_optim.c compares common/novograd.c with.
+that writes the fixtures tests/unit/test_optim.c compares common/optim/novograd.c with.
 
 Rule (tensorflow-addons tensorflow_addons/optimizers/novograd.py; Ginsburg et al.,
 arXiv:1905.11286), per tensor t with gradient g:

@@ -1,17 +1,17 @@
 #!/usr/bin/python3
-"""wrn_torch.py — the WideResNet of common/wrn.h rebuilt in PyTorch, as an independent reference.
+"""wrn_torch.py — the WideResNet of common/model/wrn.h rebuilt in PyTorch, as an independent reference.
 
-Makes tests/fixtures/wrn-10-1-b8.{txt,bin}, which tests/test_wrn.c compares the kit with (the test
+Makes tests/fixtures/wrn-10-1-b8.{txt,bin}, which tests/unit/test_wrn.c compares the kit with (the test
 needs neither Python nor this script). Regenerate with (from the repository root):
 
     make wrn-fixture
     # which runs:
-    #   build/tests/prog_wrn_dump /tmp/hvdlab-wrn-init wrn-10-1 8 1234 5e-4
+    #   build/tests/progs/prog_wrn_dump /tmp/hvdlab-wrn-init wrn-10-1 8 1234 5e-4
     #   /usr/bin/python3 tests/reference/wrn_torch.py /tmp/hvdlab-wrn-init tests/fixtures/wrn-10-1-b8
 
 What it does:
   1. reads the kit's initial weights, batch-norm running statistics and a fixed batch (x, y)
-     written by tests/prog_wrn_dump.c (index INIT.txt, float32 data INIT.bin);
+     written by tests/progs/prog_wrn_dump.c (index INIT.txt, float32 data INIT.bin);
   2. builds the same network with torch.nn (keras-contrib post-activation blocks, 1x1 shortcut
      conv only where the width changes, 2x2 max-pool after groups 1 and 2, global average pool,
      dense 10), loads those tensors by name, dropout 0;

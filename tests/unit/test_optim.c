@@ -309,7 +309,7 @@ static void load_fixture(const char *path, nov_fixture *fx)
     ck_assert_int_gt(fx->steps, 0);
 }
 
-/* Runs the fixture's problem through common/novograd.c; returns the worst |error| relative to
+/* Runs the fixture's problem through common/optim/novograd.c; returns the worst |error| relative to
  * max(1, |w|) over all steps. */
 static double run_fixture(const char *path)
 {
