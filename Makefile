@@ -75,7 +75,7 @@ MPIRUN_FLAGS ?= --oversubscribe $(if $(filter 0,$(shell id -u)),--allow-run-as-r
 SETUP_PKGS := openmpi-bin libopenmpi-dev libopenblas-dev libdnnl-dev zlib1g-dev check pkg-config \
               dataset-fashion-mnist
 
-.PHONY: all help setup lib tools tests benches test unit-tests cuda-check check-build demo \
+.PHONY: all help setup lib tools tests benches test unit-tests check-layers cuda-check check-build demo \
         progress-demo asan-test clean FORCE
 .DEFAULT_GOAL := all
 
@@ -130,11 +130,15 @@ benches: $(BENCH_BIN)  ## build the benchmarks without running them
 $(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB)
 	$(CC) $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
 
-test: setup  ## install if needed, build, check the CUDA build, unit tests, the lab's graders, the lab text's commands
+test: setup  ## install if needed, build, check the CUDA build, the layers, unit tests, the lab's graders, the lab text's commands
 	@$(MAKE) --no-print-directory cuda-check
+	@$(MAKE) --no-print-directory check-layers
 	@$(MAKE) --no-print-directory unit-tests
 	@$(MAKE) --no-print-directory lab-test
 	@$(MAKE) --no-print-directory check-docs
+
+check-layers: lib  ## check that includes point down the layers of common/ and no files call each other round a circle
+	@BUILD=$(BUILD) sh tools/check_layers.sh
 
 unit-tests: tests  ## run the unit tests only (no setup, no CUDA check)
 	@MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" sh tests/run_unit.sh $(TEST_BIN)

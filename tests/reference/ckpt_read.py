@@ -51,7 +51,7 @@ def read_ckpt(path):
 def main():
     meta, tensors = read_ckpt(sys.argv[1])
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from wrn_torch import WRN, torch_name  # the independent PyTorch network of the model room
+    from wrn_torch import WRN, torch_name  # the independent PyTorch network (tests/reference/wrn_torch.py)
     model = WRN(meta["depth"], meta["width"]).float()
     model.load_state_dict({torch_name(k): v for k, v in tensors.items()}, strict=False)
     missing = set(model.state_dict()) - {torch_name(k) for k in tensors}
