@@ -1,4 +1,4 @@
-# mk/docs.mk — the lab text (notebooks-md/): make check-docs checks that every command in it still
+# mk/notebooks.mk — the lab text (notebooks-md/): make check-docs checks that every command in it still
 # works (make targets with make -n, program command lines with --help) and that the code it quotes
 # is still in steps/ and solutions/. See tools/check_docs.sh.
 
