@@ -9,6 +9,7 @@
 
 #include "coll/hvd.h"
 #include "lib/ck_mpi.h"
+#include "lib/file_io.h"
 #include "lib/json_check.h"
 #include "lib/mpirun_cmd.h"
 
@@ -139,7 +140,7 @@ START_TEST(killed_job_leaves_loadable_timeline)
     job j = run_job("HVD_CHECK_COLLECTIVES=0", 2, args);
     ck_assert_msg(j.status != 0 && j.status != 124, "status %d\n%s", j.status, j.out);
     size_t len, where;
-    char *t = json_read_file(path, &len);
+    char *t = file_read(path, &len);
     ck_assert_ptr_nonnull(t);
     ck_assert_msg(json_validate(t, len, &where) == 0, "invalid JSON at %zu of %zu", where, len);
     /* it really died midway: 34 of 40 allreduces made it in */

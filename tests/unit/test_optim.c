@@ -13,6 +13,7 @@
 
 #include "coll/hvd.h"
 #include "lib/ck_mpi.h"
+#include "lib/file_io.h"
 #include "lib/tmpdir.h"
 #include "model/params.h"
 #include "optim/optim.h"
@@ -391,17 +392,6 @@ END_TEST
 
 /* ---- trace lines ---- */
 
-static char *read_file(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    ck_assert_msg(f != NULL, "no trace file %s", path);
-    static char buf[8192];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-    return buf;
-}
-
 START_TEST(step_and_broadcast_write_trace_lines)
 {
     setenv("HVDLAB_TRACE", tmp_dir, 1); /* forked test: trace.c looks it up on first use */
@@ -420,11 +410,13 @@ START_TEST(step_and_broadcast_write_trace_lines)
              (unsigned long long)params_checksum(s.params, 3),
              (unsigned long long)params_checksum(s.state, 2));
     snprintf(path, sizeof path, "%s/pid-%d.log", tmp_dir, (int)getpid());
-    const char *log = read_file(path);
+    char *log = file_read(path, NULL);
+    ck_assert_msg(log != NULL, "no trace file %s", path);
     ck_assert_msg(strstr(log, "event=step ") && strstr(log, want_step), "no step line %s in:\n%s",
                   want_step, log);
     ck_assert_msg(strstr(log, "event=params ") && strstr(log, want_bcast),
                   "no broadcast line %s in:\n%s", want_bcast, log);
+    free(log);
     optimizer_free(opt);
 }
 END_TEST

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "lib/ck_mpi.h"
+#include "lib/file_io.h"
 #include "model/wrn.h"
 #include "model/wrn_internal.h" /* white box: the training logits */
 
@@ -75,11 +76,11 @@ static void load_fixture(fixture *f)
         }
     }
     fclose(fp);
-    f->data = malloc(total * sizeof(float));
-    fp = fopen(FIXTURE ".bin", "rb");
-    ck_assert_msg(fp && fread(f->data, sizeof(float), total, fp) == total,
-                  FIXTURE ".bin: missing or shorter than its index");
-    fclose(fp);
+    size_t len = 0;
+    f->data = (float *)file_read(FIXTURE ".bin", &len);
+    ck_assert_msg(f->data != NULL, "cannot read " FIXTURE ".bin");
+    ck_assert_msg(len == total * sizeof(float), FIXTURE ".bin: %zu bytes, its index says %zu", len,
+                  total * sizeof(float));
 }
 
 static const float *fix_get(const fixture *f, const char *name, size_t count)
