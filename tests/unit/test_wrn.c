@@ -19,7 +19,9 @@
 #include "lib/ck_mpi.h"
 #include "lib/file_io.h"
 #include "model/wrn.h"
-#include "model/wrn_internal.h" /* white box: the training logits */
+#include "model/wrn_internal.h" /* white box: the training logits, block activations, BN */
+#include "nn/act.h"
+#include "nn/layer_math.h"
 
 #define FIXTURE "tests/fixtures/wrn-10-1-b8"
 #define FIX_TOL 1e-4
@@ -346,8 +348,51 @@ static float *batch(size_t B, int **y)
     return x;
 }
 
+/* Elements of block b's dropout output r1 (B images) that are not relu(bn1(c1)) times the mask
+ * of training step `step`: element i (flat NCHW) dropped when lm_uniform01(key, i) < p, else
+ * scaled by 1/(1-p), key = dropout_key(seed, step, b) (act.h, layer_math.h). bn1 with the batch
+ * statistics the training forward saved. */
+static size_t mask_mismatches(const wrn_model *m, int b, int B, uint64_t step)
+{
+    const wrn_block *blk = &m->blocks[b];
+    const wrn_bn *bn = &blk->bn1;
+    const size_t HW = (size_t)blk->h * blk->w, n = (size_t)B * blk->cout * HW;
+    const uint64_t key = dropout_key(m->seed, step, (uint32_t)b);
+    const double p = blk->dropout;
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        const size_t c = i / HW % (size_t)blk->cout;
+        const double pre = fmax(0.0, (double)bn->gamma[c] * ((blk->c1[i] - bn->mean[c]) *
+                                                             (double)bn->invstd[c]) + bn->beta[c]);
+        const double want = lm_uniform01(key, i) < p ? 0.0 : pre / (1 - p);
+        bad += fabs(blk->r1[i] - want) > 1e-5 * (1 + fabs(want));
+    }
+    return bad;
+}
+
+/* Sets every batch norm's running statistics of m to the batch statistics (mean, biased
+ * variance) that the last training step of src used. */
+static void running_from_batch(wrn_model *m, const wrn_model *src)
+{
+    wrn_bn *dst[64];
+    const wrn_bn *from[64];
+    int k = 0;
+    dst[k] = &m->stem_bn, from[k++] = &src->stem_bn;
+    for (int b = 0; b < m->nblocks && k + 2 <= 64; b++) {
+        dst[k] = &m->blocks[b].bn1, from[k++] = &src->blocks[b].bn1;
+        dst[k] = &m->blocks[b].bn2, from[k++] = &src->blocks[b].bn2;
+    }
+    for (int j = 0; j < k; j++)
+        for (int c = 0; c < from[j]->d.c; c++) {
+            const double is = from[j]->invstd[c];
+            dst[j]->run_mean[c] = from[j]->mean[c];
+            dst[j]->run_var[c] = (float)(1 / (is * is) - BN_EPS);
+        }
+}
+
 /* A batch smaller than max_batch gives what a model built for that batch gives; dropout is
- * seeded (same seed, same result), changes every step, and is off at inference. */
+ * seeded (same seed, same result), keyed by the training step and the block, and off at
+ * inference, which normalises with the running statistics. */
 START_TEST(batch_size_dropout_and_modes)
 {
     int *y;
@@ -357,14 +402,33 @@ START_TEST(batch_size_dropout_and_modes)
     const wrn_result rb = wrn_train_batch(big, x, y, 3, 0.0f);
     const wrn_result re = wrn_train_batch(exact, x, y, 3, 0.0f);
     ck_assert_msg(fabs(rb.loss - re.loss) <= 1e-6 * re.loss, "%g vs %g", rb.loss, re.loss);
-    ck_assert(rel_err(pb->grads, pe->grads, pb->n) < 1e-5);
-    ck_assert(rel_err(pb->state, pe->state, pb->n_state) < 1e-6);
+    const double eg = rel_err(pb->grads, pe->grads, pb->n);
+    ck_assert_msg(eg < 1e-5, "gradients differ by %.3g of their scale (tolerance 1e-5)", eg);
+    const double es = rel_err(pb->state, pe->state, pb->n_state);
+    ck_assert_msg(es < 1e-6, "running statistics differ by %.3g (tolerance 1e-6)", es);
 
-    /* step 2 draws new dropout masks: same weights, different gradients */
+    /* training step k (k steps run before it) masks block b with dropout_key(seed, k, b): step 0,
+     * then step 1, which therefore differs from step 0's mask */
     float *g1 = malloc(pb->n * sizeof *g1);
-    memcpy(g1, pb->grads, pb->n * sizeof *g1);
-    wrn_train_batch(big, x, y, 3, 0.0f);
-    ck_assert(rel_err(pb->grads, g1, pb->n) > 1e-3);
+    for (uint64_t k = 0; k < 2; k++) {
+        if (k == 1)
+            wrn_train_batch(big, x, y, 3, 0.0f);
+        for (int b = 0; b < big->nblocks; b++) {
+            const wrn_block *blk = &big->blocks[b];
+            const size_t n = (size_t)3 * blk->cout * blk->h * blk->w;
+            const size_t bad = mask_mismatches(big, b, 3, k);
+            ck_assert_msg(bad == 0, "training step %llu, block %d: %zu of %zu dropout outputs are "
+                          "not relu(bn1) x the mask of dropout_key(seed, %llu, %d)",
+                          (unsigned long long)k, b, bad, n, (unsigned long long)k, b);
+            const size_t other = mask_mismatches(big, b, 3, 1 - k);
+            ck_assert_msg(other > n / 20, "training step %llu, block %d: only %zu of %zu outputs "
+                          "tell its mask from step %llu's", (unsigned long long)k, b, other, n,
+                          (unsigned long long)(1 - k));
+            printf("  dropout p=0.2, training step %llu, block %d: %zu outputs, all as keyed; "
+                   "%zu would differ under step %llu's key\n", (unsigned long long)k, b, n, other,
+                   (unsigned long long)(1 - k));
+        }
+    }
     /* without dropout, two steps on the same weights give the same gradients (up to the BN
      * running statistics, which training does not read) */
     wrn_model *nodrop = make("wrn-10-1", 0.0f, 8, 3);
@@ -372,7 +436,8 @@ START_TEST(batch_size_dropout_and_modes)
     wrn_train_batch(nodrop, x, y, 3, 0.0f);
     memcpy(g1, pn->grads, pn->n * sizeof *g1);
     wrn_train_batch(nodrop, x, y, 3, 0.0f);
-    ck_assert(rel_err(pn->grads, g1, pn->n) < 1e-6);
+    const double e2 = rel_err(pn->grads, g1, pn->n);
+    ck_assert_msg(e2 < 1e-6, "no dropout: two steps' gradients differ by %.3g (tolerance 1e-6)", e2);
 
     /* inference: deterministic, dropout off (a dropout model with the same weights and running
      * statistics gives the same logits as the no-dropout one) */
@@ -382,15 +447,37 @@ START_TEST(batch_size_dropout_and_modes)
     wrn_eval_batch(exact, x, y, 3, l1);
     wrn_eval_batch(exact, x, y, 3, l2);
     wrn_eval_batch(nodrop, x, y, 3, l3);
-    ck_assert(memcmp(l1, l2, sizeof(float) * 30) == 0);
-    ck_assert(rel_err(l1, l3, 30) < 1e-6);
-    /* training and inference differ (batch vs running statistics) */
+    ck_assert_msg(memcmp(l1, l2, sizeof(float) * 30) == 0, "inference is not deterministic");
+    const double e3 = rel_err(l1, l3, 30);
+    ck_assert_msg(e3 < 1e-6, "inference logits with dropout 0.2 and 0 differ by %.3g", e3);
+
+    /* inference = running statistics, no dropout: with the dropout model's running statistics
+     * set to the batch statistics of a no-dropout training step, its inference logits are that
+     * step's training logits, for the batch and for each image on its own (where the batch
+     * statistics of one image would differ) */
     const wrn_result tr = wrn_train_batch(nodrop, x, y, 3, 0.0f);
-    const wrn_result ev = wrn_eval_batch(nodrop, x, y, 3, NULL);
-    ck_assert(fabs(tr.loss - ev.loss) > 1e-4);
+    float tl[30];
+    memcpy(tl, nodrop->logits, sizeof tl);
+    running_from_batch(exact, nodrop);
+    const wrn_result ev = wrn_eval_batch(exact, x, y, 3, l1);
+    ck_assert_msg(fabs(ev.loss - tr.loss) <= 1e-5 * tr.loss,
+                  "inference loss %.8f, training loss with these statistics %.8f", ev.loss,
+                  tr.loss);
+    const double eb = rel_err(l1, tl, 30);
+    ck_assert_msg(eb < 1e-5, "inference logits off the training ones by %.3g (tolerance 1e-5)", eb);
+    for (int i = 0; i < 3; i++) {
+        const wrn_result e1 = wrn_eval_batch(exact, x + (size_t)i * 784, y + i, 1, l2);
+        const double ei = rel_err(l2, tl + 10 * i, 10);
+        ck_assert_msg(ei < 1e-5, "image %d alone: inference logits off the training ones by %.3g "
+                      "(loss %.6f)", i, ei, e1.loss);
+    }
+    printf("  inference with running stats = a training step's batch stats: loss %.6f vs %.6f, "
+           "logits off by %.1e\n", ev.loss, tr.loss, eb);
     /* an empty batch is a no-op with zero gradients */
     const wrn_result z = wrn_train_batch(nodrop, x, y, 0, 0.0f);
-    ck_assert(z.count == 0 && z.loss == 0 && pn->grads[0] == 0.0f);
+    ck_assert_uint_eq(z.count, 0);
+    ck_assert_double_eq(z.loss, 0);
+    ck_assert_float_eq(pn->grads[0], 0.0f);
     free(g1), free(x), free(y);
     wrn_free(big), wrn_free(exact), wrn_free(nodrop);
 }
