@@ -54,7 +54,7 @@ static void load_fixture(fixture *f)
         if (line[0] == '#' || sscanf(line, "%63s", key) != 1)
             continue;
         if (!strcmp(key, "tensor") && sscanf(line, "%*s %79s %llu %llu", a, &v1, &v2) == 3) {
-            ck_assert(f->nt < 256);
+            ck_assert_msg(f->nt < 256, "fixture index: more than 256 tensors");
             fix_tensor *t = &f->t[f->nt++];
             snprintf(t->name, sizeof t->name, "%s", a);
             t->off = v1, t->count = v2;
@@ -142,7 +142,7 @@ START_TEST(against_pytorch)
     printf("  %s batch %d: loss kit %.7f torch %.7f (xent %.7f + l2 %.7f)\n", f.model, B, r.loss,
            want, f.xent, f.l2);
     ck_assert_msg(fabs(r.loss - want) < 1e-5 * want, "loss %.8f, torch %.8f", r.loss, want);
-    ck_assert(r.count == (size_t)B);
+    ck_assert_uint_eq(r.count, (size_t)B);
 
     double worst = 0;
     const char *worst_name = "";
@@ -180,7 +180,9 @@ START_TEST(against_pytorch)
            "%.1e, inference logits %.1e (tolerance %.0e)\n", el, worst, worst_name, worst_state,
            ee, FIX_TOL);
     ck_assert_msg(ee < FIX_TOL, "inference logits off by %.3g", ee);
-    ck_assert(ev.count == (size_t)B && ev.correct >= 0 && ev.correct <= B);
+    ck_assert_uint_eq(ev.count, (size_t)B);
+    ck_assert_int_ge(ev.correct, 0);
+    ck_assert_int_le(ev.correct, B);
     wrn_free(m);
     free(f.data);
 }
@@ -196,7 +198,7 @@ START_TEST(param_counts_match_pytorch)
         printf("  %-9s %9zu trainable parameters (PyTorch: %zu)\n", names[i], wrn_param_count(m),
                f.counts[i]);
         ck_assert_uint_eq(wrn_param_count(m), f.counts[i]);
-        ck_assert(f.counts[i] > 0);
+        ck_assert_uint_gt(f.counts[i], 0);
         wrn_free(m);
     }
     free(f.data);
@@ -207,11 +209,15 @@ START_TEST(config_parse)
 {
     wrn_config c = {.dropout = 0.25f};
     char err[256], name[WRN_NAME_LEN];
-    ck_assert(wrn_config_parse("wrn-16-4", &c, err, sizeof err) == 0);
-    ck_assert(c.depth == 16 && c.width == 4 && c.dropout == 0.25f);
+    ck_assert_msg(wrn_config_parse("wrn-16-4", &c, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(c.depth, 16);
+    ck_assert_int_eq(c.width, 4);
+    ck_assert_float_eq(c.dropout, 0.25f);
     wrn_config_name(&c, name, sizeof name);
     ck_assert_str_eq(name, "wrn-16-4");
-    ck_assert(wrn_config_parse("wrn-40-10", &c, err, sizeof err) == 0 && c.depth == 40);
+    ck_assert_msg(wrn_config_parse("wrn-40-10", &c, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(c.depth, 40);
+    ck_assert_int_eq(c.width, 10);
     const struct {
         const char *in, *msg;
     } bad[] = {
@@ -231,14 +237,18 @@ START_TEST(config_parse)
         ck_assert_msg(wrn_config_parse(bad[i].in, &c, err, sizeof err) == -1, "%s", bad[i].in);
         ck_assert_msg(!strncmp(err, bad[i].msg, strlen(bad[i].msg)), "'%s' gave '%s'", bad[i].in,
                       err);
-        ck_assert(c.depth == 7 && c.width == 7); /* untouched on error */
+        ck_assert_msg(c.depth == 7 && c.width == 7, "'%s' changed the config to depth %d width %d",
+                      bad[i].in, c.depth, c.width); /* untouched on error */
     }
     c = (wrn_config){.depth = 16, .width = 1, .dropout = 1.0f};
-    ck_assert(wrn_create(&c, 8, 1, err, sizeof err) == NULL && strstr(err, "dropout"));
+    ck_assert_ptr_null(wrn_create(&c, 8, 1, err, sizeof err));
+    ck_assert_msg(strstr(err, "dropout") != NULL, "dropout 1: %s", err);
     c.dropout = 0;
-    ck_assert(wrn_create(&c, 0, 1, err, sizeof err) == NULL && strstr(err, "max_batch"));
+    ck_assert_ptr_null(wrn_create(&c, 0, 1, err, sizeof err));
+    ck_assert_msg(strstr(err, "max_batch") != NULL, "max_batch 0: %s", err);
     c.depth = 17;
-    ck_assert(wrn_create(&c, 8, 1, err, sizeof err) == NULL && strstr(err, "wrn-17-1"));
+    ck_assert_ptr_null(wrn_create(&c, 8, 1, err, sizeof err));
+    ck_assert_msg(strstr(err, "wrn-17-1") != NULL, "depth 17: %s", err);
 }
 END_TEST
 
@@ -269,25 +279,36 @@ START_TEST(view_table)
         ck_assert_uint_eq(wrn_param_count(m), ps->n);
         off = 0;
         for (int v = 0; v < ps->n_state_views; v++) {
-            ck_assert(ps->state_views[v].offset == off);
+            ck_assert_msg(ps->state_views[v].offset == off, "%s at %zu, want %zu",
+                          ps->state_views[v].name, ps->state_views[v].offset, off);
             off += ps->state_views[v].count;
         }
         ck_assert_uint_eq(off, ps->n_state);
         const int K = cfg->width, nbn = 1 + 2 * 3 * (cfg->depth - 4) / 6;
         ck_assert_int_eq(ps->n_state_views, 2 * nbn);
         const param_view *v = params_find(ps->views, ps->nviews, "g2.b0.conv1.w");
-        ck_assert(v && v->ndim == 4 && v->shape[0] == 32 * K && v->shape[1] == 16 * K &&
-                  v->shape[2] == 3 && v->shape[3] == 3);
+        ck_assert_ptr_nonnull(v);
+        ck_assert_int_eq(v->ndim, 4);
+        ck_assert_int_eq(v->shape[0], 32 * K);
+        ck_assert_int_eq(v->shape[1], 16 * K);
+        ck_assert_int_eq(v->shape[2], 3);
+        ck_assert_int_eq(v->shape[3], 3);
         v = params_find(ps->views, ps->nviews, "g3.b0.short.w");
-        ck_assert(v && v->shape[0] == 64 * K && v->shape[1] == 32 * K && v->shape[2] == 1);
-        ck_assert(params_find(ps->views, ps->nviews, "g3.b1.short.w") == NULL);
-        ck_assert((params_find(ps->views, ps->nviews, "g1.b0.short.w") != NULL) ==
-                  cases[k].shortcut_g1);
+        ck_assert_ptr_nonnull(v);
+        ck_assert_int_eq(v->shape[0], 64 * K);
+        ck_assert_int_eq(v->shape[1], 32 * K);
+        ck_assert_int_eq(v->shape[2], 1);
+        ck_assert_ptr_null(params_find(ps->views, ps->nviews, "g3.b1.short.w"));
+        ck_assert_int_eq(params_find(ps->views, ps->nviews, "g1.b0.short.w") != NULL,
+                         cases[k].shortcut_g1);
         v = params_find(ps->views, ps->nviews, "fc.w");
-        ck_assert(v && v->ndim == 2 && v->shape[0] == 10 && v->shape[1] == 64 * K);
-        ck_assert(params_find(ps->state_views, ps->n_state_views, "g1.b0.bn2.var") != NULL);
-        ck_assert(!strcmp(ps->views[0].name, "stem.conv.w") &&
-                  !strcmp(ps->views[ps->nviews - 1].name, "fc.b"));
+        ck_assert_ptr_nonnull(v);
+        ck_assert_int_eq(v->ndim, 2);
+        ck_assert_int_eq(v->shape[0], 10);
+        ck_assert_int_eq(v->shape[1], 64 * K);
+        ck_assert_ptr_nonnull(params_find(ps->state_views, ps->n_state_views, "g1.b0.bn2.var"));
+        ck_assert_str_eq(ps->views[0].name, "stem.conv.w");
+        ck_assert_str_eq(ps->views[ps->nviews - 1].name, "fc.b");
         wrn_free(m);
     }
 }
@@ -299,8 +320,9 @@ START_TEST(initial_weights)
     wrn_model *m = make("wrn-16-4", 0.0f, 1, 42), *m2 = make("wrn-16-4", 0.0f, 1, 42);
     wrn_model *m3 = make("wrn-16-4", 0.0f, 1, 43);
     const param_set *ps = wrn_params(m);
-    ck_assert(params_checksum(ps->params, ps->n) == params_checksum(wrn_params(m2)->params, ps->n));
-    ck_assert(params_checksum(ps->params, ps->n) != params_checksum(wrn_params(m3)->params, ps->n));
+    const uint64_t sum = params_checksum(ps->params, ps->n);
+    ck_assert_uint_eq(sum, params_checksum(wrn_params(m2)->params, ps->n));
+    ck_assert_uint_ne(sum, params_checksum(wrn_params(m3)->params, ps->n));
     for (int v = 0; v < ps->nviews; v++) {
         const param_view *pv = &ps->views[v];
         const float *w = ps->params + pv->offset;
@@ -319,8 +341,9 @@ START_TEST(initial_weights)
                 ck_assert_msg(mx > 1.9 * want / 0.8796, "%s: max %g too small", pv->name, mx);
         } else if (pv->ndim == 2) {
             const double lim = sqrt(6.0 / (pv->shape[0] + pv->shape[1]));
-            ck_assert(mx <= lim && mx > 0.95 * lim);
-            ck_assert(fabs(sd - lim / sqrt(3)) < 0.1 * lim);
+            ck_assert_msg(mx <= lim && mx > 0.95 * lim, "%s: max %g, limit %g", pv->name, mx, lim);
+            ck_assert_msg(fabs(sd - lim / sqrt(3)) < 0.1 * lim, "%s: sd %g, want %g", pv->name, sd,
+                          lim / sqrt(3));
         } else {
             const float want = strstr(pv->name, ".gamma") ? 1.0f : 0.0f;
             for (size_t i = 0; i < pv->count; i++)
@@ -331,7 +354,8 @@ START_TEST(initial_weights)
         const param_view *pv = &ps->state_views[v];
         const float want = strstr(pv->name, ".var") ? 1.0f : 0.0f;
         for (size_t i = 0; i < pv->count; i++)
-            ck_assert(ps->state[pv->offset + i] == want);
+            ck_assert_msg(ps->state[pv->offset + i] == want, "%s[%zu] = %g, want %g", pv->name, i,
+                          ps->state[pv->offset + i], want);
     }
     wrn_free(m), wrn_free(m2), wrn_free(m3);
 }
@@ -437,7 +461,8 @@ START_TEST(batch_size_dropout_and_modes)
     memcpy(g1, pn->grads, pn->n * sizeof *g1);
     wrn_train_batch(nodrop, x, y, 3, 0.0f);
     const double e2 = rel_err(pn->grads, g1, pn->n);
-    ck_assert_msg(e2 < 1e-6, "no dropout: two steps' gradients differ by %.3g (tolerance 1e-6)", e2);
+    ck_assert_msg(e2 < 1e-6, "no dropout: two steps' gradients differ by %.3g (tolerance 1e-6)",
+                  e2);
 
     /* inference: deterministic, dropout off (a dropout model with the same weights and running
      * statistics gives the same logits as the no-dropout one) */
@@ -499,7 +524,7 @@ START_TEST(learns_a_batch)
             ps->params[i] -= 0.05f * ps->grads[i];
     }
     printf("  wrn-10-1, 12 SGD steps on one batch: loss %.4f -> %.4f\n", first, last);
-    ck_assert(last < 0.5 * first);
+    ck_assert_msg(last < 0.5 * first, "loss %.4f -> %.4f: not halved", first, last);
     free(x), free(y);
     wrn_free(m);
 }
