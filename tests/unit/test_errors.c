@@ -173,12 +173,14 @@ START_TEST(world_of_one_before_init)
     hvd_allreduce(v, 3, HVD_SUM, "x");
     hvd_broadcast(v, 3, 0, "x");
     hvd_barrier();
-    ck_assert(v[0] == 1.5f && v[1] == -2.0f && v[2] == 3.25f);
+    ck_assert_msg(v[0] == 1.5f && v[1] == -2.0f && v[2] == 3.25f, "v = {%g, %g, %g}", v[0], v[1],
+                  v[2]);
     size_t total, counts[1];
     float *all = hvd_allgather(v, 3, &total, counts, "g");
     ck_assert_uint_eq(total, 3);
     ck_assert_uint_eq(counts[0], 3);
-    ck_assert(all[0] == 1.5f && all[2] == 3.25f);
+    ck_assert_msg(all[0] == 1.5f && all[1] == -2.0f && all[2] == 3.25f, "gathered {%g, %g, %g}",
+                  all[0], all[1], all[2]);
     free(all);
 }
 END_TEST

@@ -337,7 +337,8 @@ static void check_hooks_run(int np)
         const char *avg = find_event(lines, n, "metrics", " when=averaged ", 0);
         ck_assert_ptr_nonnull(loc);
         ck_assert_ptr_nonnull(avg);
-        ck_assert(loc < avg); /* local before averaged */
+        ck_assert_msg(loc < avg, "the averaged metrics line (byte %td) comes before the local one "
+                      "(byte %td)", avg - text, loc - text); /* local before averaged */
         ck_assert_int_eq(field(loc, "name", v, sizeof v), 0);
         ck_assert_str_eq(v, "val");
         ck_assert_int_eq(field(loc, "loss", v, sizeof v), 0);
