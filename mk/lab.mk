@@ -10,7 +10,8 @@ STEPS := 01 02 03 04 05 06 07 08 09 10
 STEP_BIN := $(STEPS:%=$(BUILD)/steps/step%)
 SOLUTION_BIN := $(STEPS:%=$(BUILD)/solutions/step%)
 GRADER_BIN := $(STEPS:%=$(BUILD)/tests/grade/grade_step%)
-GRADE_OBJ := $(BUILD)/tests/grade/grade.o $(BUILD)/tests/grade/grade_checks.o
+GRADE_OBJ := $(BUILD)/tests/grade/grade.o $(BUILD)/tests/grade/grade_checks.o \
+             $(BUILD)/tests/lib/file_io.o
 GRADE_ENV = MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)"
 
 .PHONY: lab graders grade check-steps lab-test $(STEPS:%=step%) $(STEPS:%=solution%) \

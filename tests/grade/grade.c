@@ -13,21 +13,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/file_io.h"
 #include "lib/mpirun_cmd.h"
 
+/* The file's text, or "" when it cannot be read (a run that wrote nothing there). */
 static char *slurp(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return strdup("");
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    size_t got = fread(s, 1, (size_t)n, f);
-    s[got] = '\0';
-    fclose(f);
-    return s;
+    char *s = file_read(path, NULL);
+    return s ? s : strdup("");
 }
 
 /* One line "k=v k=\"quoted v\" ..." into e; the strings point into line (modified in place). */

@@ -14,6 +14,7 @@
 #include <zlib.h>
 
 #include "ckpt/ckpt.h"
+#include "lib/file_io.h"
 #include "lib/tmpdir.h"
 
 extern char err[ERRMSG_LEN]; /* each test file defines it */
@@ -78,14 +79,8 @@ static inline void save(const char *dir, const fixture *f)
 
 static inline uint8_t *slurp(const char *path, size_t *len)
 {
-    FILE *fp = fopen(path, "rb");
-    ck_assert_ptr_nonnull(fp);
-    fseek(fp, 0, SEEK_END);
-    *len = (size_t)ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    uint8_t *b = malloc(*len + 1);
-    ck_assert_uint_eq(fread(b, 1, *len, fp), *len);
-    fclose(fp);
+    uint8_t *b = (uint8_t *)file_read(path, len);
+    ck_assert_msg(b != NULL, "cannot read %s", path);
     return b;
 }
 

@@ -1,9 +1,7 @@
 /* json_check.c — strict JSON validator for the timeline tests. See json_check.h.
- * Public: json_validate, json_read_file, json_count. */
+ * Public: json_validate, json_count. */
 #include "lib/json_check.h"
 
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 typedef struct {
@@ -152,27 +150,6 @@ int json_validate(const char *text, size_t len, size_t *where)
     if (where)
         *where = p.i;
     return rc;
-}
-
-char *json_read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)sz + 1);
-    if (buf && fread(buf, 1, (size_t)sz, f) != (size_t)sz) {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    if (buf) {
-        buf[sz] = '\0';
-        *len = (size_t)sz;
-    }
-    return buf;
 }
 
 size_t json_count(const char *haystack, const char *needle)

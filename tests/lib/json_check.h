@@ -7,8 +7,6 @@
 /* 0 when text[0..len) is exactly one JSON value (surrounding whitespace allowed), else -1 with
  * the byte offset of the first error in *where. */
 int json_validate(const char *text, size_t len, size_t *where);
-/* Reads a whole file (malloc'd, NUL-terminated) or returns NULL. */
-char *json_read_file(const char *path, size_t *len);
 /* Occurrences of needle in haystack. */
 size_t json_count(const char *haystack, const char *needle);
 

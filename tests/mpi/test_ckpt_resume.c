@@ -14,6 +14,7 @@
 #include "ckpt/ckpt.h"
 #include "coll/hvd.h"
 #include "lib/ck_mpi.h"
+#include "lib/file_io.h"
 
 enum { B = 4 };
 static char dir[256];
@@ -167,17 +168,15 @@ START_TEST(other_model_is_skipped_and_refused)
         fflush(stderr);
         dup2(saved, 2);
         close(saved);
-        char out[2048] = "";
-        FILE *f = fopen(cap, "r");
-        size_t n = fread(out, 1, sizeof out - 1, f);
-        out[n] = '\0';
-        fclose(f);
+        char *out = file_read(cap, NULL);
+        CK_EXPECT(out != NULL, "cannot read %s", cap);
         unlink(cap);
         CK_EXPECT(e == 0, "latest %d for another model", e);
         snprintf(want, sizeof want, "hvdlab: warning: %s/checkpoint-3.ckpt: checkpoint of model "
                  "wrn-10-1 (depth 10, width 1), but this run builds wrn-10-2 (depth 10, width 2); "
                  "skipped\n", dir);
-        CK_EXPECT(!strcmp(out, want), "warning: %s", out);
+        CK_EXPECT(out && !strcmp(out, want), "warning: %s", out ? out : "(none)");
+        free(out);
         /* loading it anyway is refused, and leaves the model as it was */
         uint64_t before = params_checksum(wrn_params(m2)->params, wrn_params(m2)->n);
         CK_EXPECT(ckpt_load_model(dir, 3, m2, o2, err, sizeof err) == -1, "loaded another model");

@@ -34,7 +34,8 @@ static void mlp_init(mlp *m, int seed)
     memset(m, 0, sizeof *m);
     m->params = memory_alloc(NP * sizeof(float));
     m->grads = memory_alloc(NP * sizeof(float));
-    ck_assert(m->params && m->grads);
+    ck_assert_ptr_nonnull(m->params);
+    ck_assert_ptr_nonnull(m->grads);
     const struct {
         const char *name;
         int rows, cols;
@@ -131,7 +132,7 @@ static double max_diff(const float *a, const float *b, size_t n)
 static void expect_identical_across_ranks(const float *buf, size_t n, const char *what)
 {
     float ref[NP + NSTATE + 64];
-    ck_assert(n <= sizeof ref / sizeof ref[0]);
+    ck_assert_uint_le(n, sizeof ref / sizeof ref[0]);
     memcpy(ref, buf, n * sizeof(float));
     hvd_broadcast(ref, n, 0, "test.reference");
     CK_EXPECT(memcmp(ref, buf, n * sizeof(float)) == 0, "%s: rank %d differs from rank 0", what,

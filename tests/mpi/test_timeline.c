@@ -6,6 +6,7 @@
 
 #include "coll/hvd.h"
 #include "lib/ck_mpi.h"
+#include "lib/file_io.h"
 #include "lib/json_check.h"
 
 static char path[256];
@@ -16,7 +17,7 @@ static void expect_valid(const char *when)
     if (hvd_rank() != 0)
         return;
     size_t len = 0, where = 0;
-    char *text = json_read_file(path, &len);
+    char *text = file_read(path, &len);
     CK_EXPECT(text != NULL, "%s: cannot read %s", when, path);
     if (text) {
         CK_EXPECT(json_validate(text, len, &where) == 0, "%s: invalid JSON at byte %zu of %zu",
@@ -68,7 +69,7 @@ START_TEST(trace_is_valid_and_complete)
 
     if (rank == 0) {
         size_t len = 0;
-        char *t = json_read_file(path, &len);
+        char *t = file_read(path, &len);
         ck_assert_ptr_nonnull(t);
         CK_EXPECT(count(t, "process_name") == 6, "%zu tensors named, 6 used",
                   count(t, "process_name"));

@@ -57,11 +57,11 @@ START_TEST(roundtrip_bit_exact_and_layout)
     ck_assert_uint_eq(r.version, 1);
     ck_assert_int_eq(r.d.cfg.depth, 16);
     ck_assert_int_eq(r.d.cfg.width, 4);
-    ck_assert(r.d.cfg.dropout == 0.01f);
+    ck_assert_float_eq(r.d.cfg.dropout, 0.01f);
     ck_assert_int_eq(r.d.epoch, 3);
     ck_assert_int_eq(r.d.opt_kind, OPT_SGD);
     ck_assert_int_eq(r.d.iterations, 1234567890123L);
-    ck_assert(r.d.last_lr == 0.0125f);
+    ck_assert_float_eq(r.d.last_lr, 0.0125f);
     ck_assert_int_eq(memcmp(r.d.params, f.params, sizeof f.params), 0);
     ck_assert_int_eq(memcmp(r.d.state, f.state, sizeof f.state), 0);
     ck_assert_int_eq(memcmp(r.d.opt_state, f.opt, sizeof f.opt), 0);
@@ -79,7 +79,7 @@ START_TEST(roundtrip_bit_exact_and_layout)
     ck_assert_int_eq(entries, 1);
     ck_assert_msg(ckpt_read_file(tmp_path("logs/checkpoint-3.ckpt"), &r, err, sizeof err) == 0,
                   "%s", err);
-    ck_assert(r.d.params[0] == 42.0f);
+    ck_assert_float_eq(r.d.params[0], 42.0f);
     ckpt_file_free(&r);
 }
 END_TEST

@@ -118,7 +118,7 @@ START_TEST(killed_writer_leaves_previous_checkpoint)
     }
     int st;
     ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-    ck_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+    ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "writer ended with status %#x", st);
     ck_assert_int_eq(count_temp_files(dir), 2);
     int cap = capture_begin();
     ck_assert_int_eq(ckpt_latest_epoch(dir, NULL, 0, err, sizeof err), 1);
@@ -152,7 +152,8 @@ START_TEST(killed_writer_leaves_previous_checkpoint)
         usleep((useconds_t)delays_us[k]);
         kill(pid, SIGKILL);
         ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-        ck_assert(WIFSIGNALED(st) || WEXITSTATUS(st) == 0);
+        ck_assert_msg(WIFSIGNALED(st) || WEXITSTATUS(st) == 0, "save %d exited with %d", k,
+                      WEXITSTATUS(st));
         cap = capture_begin();
         int e = ckpt_latest_epoch(kd, NULL, 0, err, sizeof err);
         out = capture_end(cap);
@@ -231,7 +232,7 @@ START_TEST(param_set_layer_and_trace)
     ck_assert_int_eq(memcmp(s2, f.state, sizeof s2), 0);
     ck_assert_int_eq(memcmp(o2, f.opt, sizeof o2), 0);
     ck_assert_int_eq(opt2.iterations, 77);
-    ck_assert(opt2.last_lr == 0.5f);
+    ck_assert_float_eq(opt2.last_lr, 0.5f);
     /* no optimizer: saved as kind -1, refused by a run that has one */
     ck_assert_msg(ckpt_save_params(tmp_path("log"), 5, &cfg, &ps, NULL, err, sizeof err) == 0,
                   "%s", err);

@@ -9,6 +9,7 @@
 
 #include "coll/hvd.h"
 #include "lib/ck_mpi.h"
+#include "lib/file_io.h"
 #include "lib/json_check.h"
 #include "lib/mpirun_cmd.h"
 
@@ -139,7 +140,7 @@ START_TEST(killed_job_leaves_loadable_timeline)
     job j = run_job("HVD_CHECK_COLLECTIVES=0", 2, args);
     ck_assert_msg(j.status != 0 && j.status != 124, "status %d\n%s", j.status, j.out);
     size_t len, where;
-    char *t = json_read_file(path, &len);
+    char *t = file_read(path, &len);
     ck_assert_ptr_nonnull(t);
     ck_assert_msg(json_validate(t, len, &where) == 0, "invalid JSON at %zu of %zu", where, len);
     /* it really died midway: 34 of 40 allreduces made it in */
@@ -172,12 +173,14 @@ START_TEST(world_of_one_before_init)
     hvd_allreduce(v, 3, HVD_SUM, "x");
     hvd_broadcast(v, 3, 0, "x");
     hvd_barrier();
-    ck_assert(v[0] == 1.5f && v[1] == -2.0f && v[2] == 3.25f);
+    ck_assert_msg(v[0] == 1.5f && v[1] == -2.0f && v[2] == 3.25f, "v = {%g, %g, %g}", v[0], v[1],
+                  v[2]);
     size_t total, counts[1];
     float *all = hvd_allgather(v, 3, &total, counts, "g");
     ck_assert_uint_eq(total, 3);
     ck_assert_uint_eq(counts[0], 3);
-    ck_assert(all[0] == 1.5f && all[2] == 3.25f);
+    ck_assert_msg(all[0] == 1.5f && all[1] == -2.0f && all[2] == 3.25f, "gathered {%g, %g, %g}",
+                  all[0], all[1], all[2]);
     free(all);
 }
 END_TEST

@@ -9,6 +9,7 @@
 
 #include "data/idx.h"
 #include "lib/ck_mpi.h"
+#include "lib/file_io.h"
 #include "lib/tmpdir.h"
 
 static char err[ERRMSG_LEN];
@@ -32,19 +33,6 @@ static void write_raw(const char *path, const void *buf, size_t len, int gz)
         ck_assert_uint_eq(fwrite(buf, 1, len, f), len);
         fclose(f);
     }
-}
-
-static uint8_t *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    ck_assert_ptr_nonnull(f);
-    fseek(f, 0, SEEK_END);
-    *len = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *b = malloc(*len + 1);
-    ck_assert_uint_eq(fread(b, 1, *len, f), *len);
-    fclose(f);
-    return b;
 }
 
 /* A 5 x 3 x 4 image file whose bytes tell positions apart, serialised by hand (not by the
@@ -312,7 +300,8 @@ START_TEST(damaged_gzip)
     size_t len = image_bytes(b);
     write_raw(tmp_path("ok.gz"), b, len, 1);
     size_t glen;
-    uint8_t *g = slurp(tmp_path("ok.gz"), &glen);
+    uint8_t *g = (uint8_t *)file_read(tmp_path("ok.gz"), &glen);
+    ck_assert_ptr_nonnull(g);
     /* cut the compressed file at every length: always a clean, named failure */
     for (size_t k = 2; k < glen; k++) {
         write_raw(tmp_path("cut.gz"), g, k, 0);

@@ -189,7 +189,7 @@ START_TEST(bn_train_gradcheck)
     bn_forward_train(y, x, g, b, mean, istd, rm, rv, &d);
     const double fe = rel_diff(y, c.out, n);
     printf("  bn train forward vs double: %.1e (tolerance 1e-5)\n", fe);
-    ck_assert(fe < 1e-5);
+    ck_assert_msg(fe < 1e-5, "bn train forward off by %.3g (tolerance 1e-5)", fe);
     const double M = (double)N * HW;
     for (int k = 0; k < C; k++) { /* Keras momentum 0.9; running variance from the unbiased one */
         const double want_m = 0.9 * rm0[k] + 0.1 * mu[k];
@@ -197,7 +197,10 @@ START_TEST(bn_train_gradcheck)
         ck_assert_msg(fabs(rm[k] - want_m) < 1e-6 && fabs(rv[k] - want_v) < 1e-5 * want_v,
                       "running stats of channel %d: %g %g, want %g %g", k, rm[k], rv[k], want_m,
                       want_v);
-        ck_assert(fabs(mean[k] - mu[k]) < 1e-6 && fabs(istd[k] - 1 / sqrt(var[k] + BN_EPS)) < 1e-5);
+        const double want_is = 1 / sqrt(var[k] + BN_EPS);
+        ck_assert_msg(fabs(mean[k] - mu[k]) < 1e-6 && fabs(istd[k] - want_is) < 1e-5,
+                      "saved statistics of channel %d: mean %g invstd %g, want %g %g", k, mean[k],
+                      istd[k], mu[k], want_is);
     }
     bn_backward(dx, dg, db, r, x, g, mean, istd, &d);
     ref_var v[] = {{"in", c.x, dx, n, PREFILL}, {"gamma", c.g, dg, C, PREFILL},
@@ -213,7 +216,9 @@ START_TEST(bn_train_gradcheck)
         const double want = g[k] * (c.x[i] - rm[k]) / sqrt(rv[k] + BN_EPS) + b[k];
         ck_assert_msg(fabs(x[i] - want) < 1e-5 * (1 + fabs(want)), "inference %zu", i);
     }
-    ck_assert(memcmp(rm0, rm, C * sizeof *rm) == 0);
+    for (int k = 0; k < C; k++)
+        ck_assert_msg(rm[k] == rm0[k], "inference changed running mean %d: %g -> %g", k, rm0[k],
+                      rm[k]);
     free(x), free(g), free(b), free(r), free(y), free(mean), free(istd), free(rm), free(rv);
     free(rm0), free(rv0), free(dx), free(dg), free(db);
     free(c.x), free(c.g), free(c.b), free(c.r), free(c.out);
@@ -236,7 +241,7 @@ START_TEST(bn_large_offset)
     const double e = rel_diff(y, yd, n);
     printf("  bn, 100352 values around 1000: forward error %.1e, variance %.6f vs %.6f\n", e,
            1 / ((double)istd * istd) - BN_EPS, var);
-    ck_assert(e < 1e-4);
+    ck_assert_msg(e < 1e-4, "forward off by %.3g (tolerance 1e-4)", e);
     free(x), free(xd), free(yd), free(y);
 }
 END_TEST
@@ -275,13 +280,14 @@ START_TEST(relu_gradcheck)
     float *dx = filled(n, PREFILL);
     relu_forward(y, x, n);
     for (size_t i = 0; i < n; i++)
-        ck_assert(y[i] == (x[i] > 0 ? x[i] : 0));
+        ck_assert_msg(y[i] == (x[i] > 0 ? x[i] : 0), "relu(%g) = %g", x[i], y[i]);
     relu_backward(dx, r, y, n);
     act_ctx c = {n, ref_from_float(x, n), ref_from_float(r, n), 0, 0, 0};
     ref_var v[] = {{"in", c.x, dx, n, PREFILL}};
     expect_check("relu", ref_gradcheck(act_loss, &c, v, 1, n, H_LIN, TOL_LIN, 0), TOL_LIN);
     relu_forward(x, x, n); /* in place */
-    ck_assert(memcmp(x, y, n * sizeof *x) == 0);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(x[i] == y[i], "in place %zu: %g, out of place %g", i, x[i], y[i]);
     free(x), free(r), free(y), free(dx), free(c.x), free(c.r);
 }
 END_TEST
@@ -302,16 +308,28 @@ START_TEST(dropout_mask_and_gradcheck)
     }
     const double frac = (double)dropped / n, sd = sqrt(p * (1 - p) / n);
     printf("  dropout p=0.3: %.4f dropped (5 sigma = %.4f)\n", frac, 5 * sd);
-    ck_assert(fabs(frac - p) < 5 * sd);
+    ck_assert_msg(fabs(frac - p) < 5 * sd, "%.4f dropped, p %.2f (5 sigma %.4f)", frac, p, 5 * sd);
     dropout_forward(y2, x, n, p, key, 1); /* same key: same mask */
-    ck_assert(memcmp(y, y2, n * sizeof *y) == 0);
-    dropout_forward(y2, x, n, p, dropout_key(7, 4, 1), 1); /* next step: another mask */
-    ck_assert(memcmp(y, y2, n * sizeof *y) != 0);
-    ck_assert(dropout_key(7, 3, 1) != dropout_key(7, 3, 2) && dropout_key(7, 3, 1) != dropout_key(8, 3, 1));
+    ck_assert_msg(memcmp(y, y2, n * sizeof *y) == 0, "same key, another result");
+    /* another step, layer or seed: a mask independent of this one, so the two disagree on
+     * 2p(1-p) of the elements */
+    const uint64_t others[3] = {dropout_key(7, 4, 1), dropout_key(7, 3, 2), dropout_key(8, 3, 1)};
+    const char *other_name[3] = {"next step", "next layer", "next seed"};
+    const double want_diff = 2 * p * (1 - p), sd_diff = sqrt(want_diff * (1 - want_diff) / n);
+    for (int k = 0; k < 3; k++) {
+        dropout_forward(y2, x, n, p, others[k], 1);
+        size_t diff = 0;
+        for (size_t i = 0; i < n; i++)
+            diff += (y[i] == 0) != (y2[i] == 0);
+        const double fd = (double)diff / n;
+        ck_assert_msg(fabs(fd - want_diff) < 5 * sd_diff,
+                      "%s: masks disagree on %.4f of the elements, independent ones on %.4f "
+                      "(5 sigma %.4f)", other_name[k], fd, want_diff, 5 * sd_diff);
+    }
     dropout_forward(y2, x, n, p, key, 0); /* inference: identity */
-    ck_assert(memcmp(x, y2, n * sizeof *y) == 0);
+    ck_assert_msg(memcmp(x, y2, n * sizeof *y) == 0, "inference is not the identity");
     dropout_forward(y2, x, n, 0.0f, key, 1); /* p = 0: identity */
-    ck_assert(memcmp(x, y2, n * sizeof *y) == 0);
+    ck_assert_msg(memcmp(x, y2, n * sizeof *y) == 0, "p = 0 is not the identity");
 
     const size_t m = 300;
     float *r = randf(m, -1, 1), *dx = filled(m, PREFILL);
@@ -357,7 +375,8 @@ static void check_pool(int kind)
         gap_backward(dx, r, &d);
     }
     pool_loss(&c);
-    ck_assert(rel_diff(y, c.out, ny) < 1e-6);
+    const double fe = rel_diff(y, c.out, ny);
+    ck_assert_msg(fe < 1e-6, "forward off by %.3g (tolerance 1e-6)", fe);
     ref_var v[] = {{"in", c.x, dx, nx, PREFILL}};
     expect_check(kind == 0 ? "maxpool 2x2 (6x7)" : "global average pool",
                  ref_gradcheck(pool_loss, &c, v, 1, nx, 1e-4, TOL_LIN, 0), TOL_LIN);
@@ -377,7 +396,9 @@ START_TEST(maxpool_ties)
     float y, dx[4] = {0}, g = 3.0f;
     maxpool2_forward(&y, x, &d);
     maxpool2_backward(dx, &g, x, &y, &d);
-    ck_assert(y == 2.0f && dx[0] == 0 && dx[1] == 3.0f && dx[2] == 0 && dx[3] == 0);
+    ck_assert_float_eq(y, 2.0f);
+    ck_assert_msg(dx[0] == 0 && dx[1] == 3.0f && dx[2] == 0 && dx[3] == 0,
+                  "dx = {%g, %g, %g, %g}, want {0, 3, 0, 0}", dx[0], dx[1], dx[2], dx[3]);
 }
 END_TEST
 
@@ -404,7 +425,8 @@ START_TEST(dense_gradcheck)
                    ref_from_float(b, O), ref_from_float(r, N * O), malloc(N * O * sizeof(double))};
     dense_forward(y, x, w, b, &d);
     dense_loss(&c);
-    ck_assert(rel_diff(y, c.out, N * O) < 1e-6);
+    const double fe = rel_diff(y, c.out, N * O);
+    ck_assert_msg(fe < 1e-6, "forward off by %.3g (tolerance 1e-6)", fe);
     dense_backward(dx, dw, db, r, x, w, &d);
     ref_var v[] = {{"in", c.x, dx, N * I, PREFILL}, {"w", c.w, dw, O * I, PREFILL},
                    {"b", c.b, db, O, PREFILL}};
@@ -445,7 +467,8 @@ START_TEST(xent_gradcheck_and_stability)
             best = z[n * K + k] > z[n * K + best] ? k : best;
         want += best == y[n];
     }
-    ck_assert(want >= 1 && xent_correct(z, y, N, K) == want);
+    ck_assert_int_ge(want, 1);
+    ck_assert_int_eq(xent_correct(z, y, N, K), want);
 
     /* logits around 1e4 overflow exp() in float unless the maximum is taken out */
     for (int i = 0; i < N * K; i++)
@@ -458,7 +481,7 @@ START_TEST(xent_gradcheck_and_stability)
         double s = 0;
         for (int k = 0; k < K; k++)
             s += pr[n * K + k];
-        ck_assert(fabs(s - 1) < 1e-5);
+        ck_assert_msg(fabs(s - 1) < 1e-5, "row %d: probabilities sum to %.8f", n, s);
     }
     free(z), free(pr), free(dz), free(c.z);
 }
@@ -477,7 +500,7 @@ START_TEST(params_helpers)
     memcpy(&bits, &v3b[2], 4);
     bits ^= 1; /* one ulp */
     memcpy(&v3b[2], &bits, 4);
-    ck_assert(params_checksum(v3b, 3) != params_checksum(v3, 3));
+    ck_assert_uint_ne(params_checksum(v3b, 3), params_checksum(v3, 3));
 
     float p[6] = {1, 2, 3, 4, 5, 6}, g[6] = {0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f};
     param_view views[3] = {{.name = "a.w", .offset = 0, .count = 2, .decay = 1},
@@ -486,7 +509,9 @@ START_TEST(params_helpers)
     param_set ps = {.params = p, .grads = g, .n = 6, .views = views, .nviews = 3};
     ck_assert_ptr_eq(params_find(views, 3, "a.b"), &views[1]);
     ck_assert_ptr_null(params_find(views, 3, "a"));
-    ck_assert(params_add_l2(&ps, 0.0f) == 0.0 && g[0] == 0.5f && g[2] == 0.5f);
+    ck_assert_double_eq(params_add_l2(&ps, 0.0f), 0.0);
+    ck_assert_float_eq(g[0], 0.5f);
+    ck_assert_float_eq(g[2], 0.5f);
     const double l2 = params_add_l2(&ps, 0.125f);
     ck_assert_msg(fabs(l2 - 0.125 * (1 + 4 + 16 + 25 + 36)) < 1e-12, "l2 %g", l2);
     const float want[6] = {0.75f, 1.0f, 0.5f, 1.5f, 1.75f, 2.0f}; /* g + 2·wd·w on decay views */

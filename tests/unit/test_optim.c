@@ -13,6 +13,7 @@
 
 #include "coll/hvd.h"
 #include "lib/ck_mpi.h"
+#include "lib/file_io.h"
 #include "lib/tmpdir.h"
 #include "model/params.h"
 #include "optim/optim.h"
@@ -276,12 +277,12 @@ static void load_fixture(const char *path, nov_fixture *fx)
             ck_assert_int_eq(fscanf(f, "%d", &fx->o.grad_averaging), 1);
         } else if (!strcmp(key, "n")) {
             ck_assert_int_eq(fscanf(f, "%d", &fx->n), 1);
-            ck_assert(fx->n > 0 && fx->n <= MAXN);
+            ck_assert_msg(fx->n > 0 && fx->n <= MAXN, "%s: n %d", path, fx->n);
         } else if (!strcmp(key, "views")) {
             ck_assert_int_eq(fscanf(f, "%d", &fx->nviews), 1);
-            ck_assert(fx->nviews > 0 && fx->nviews <= MAXV);
+            ck_assert_msg(fx->nviews > 0 && fx->nviews <= MAXV, "%s: views %d", path, fx->nviews);
         } else if (!strcmp(key, "view")) {
-            ck_assert(views_read < fx->nviews);
+            ck_assert_msg(views_read < fx->nviews, "%s: more than %d views", path, fx->nviews);
             char vname[64];
             ck_assert_int_eq(fscanf(f, "%63s %d %d %lf", vname, &fx->off[views_read],
                                     &fx->cnt[views_read], &fx->scale[views_read]), 4);
@@ -292,12 +293,12 @@ static void load_fixture(const char *path, nov_fixture *fx)
             read_vec(f, fx->target, fx->n, path, "target");
         } else if (!strcmp(key, "steps")) {
             ck_assert_int_eq(fscanf(f, "%d", &fx->steps), 1);
-            ck_assert(fx->steps > 0 && fx->steps <= 16);
+            ck_assert_msg(fx->steps > 0 && fx->steps <= 16, "%s: steps %d", path, fx->steps);
         } else if (!strcmp(key, "step")) {
             int k;
             double lr;
             ck_assert_int_eq(fscanf(f, "%d lr %lf w", &k, &lr), 2);
-            ck_assert(k >= 1 && k <= fx->steps);
+            ck_assert_msg(k >= 1 && k <= fx->steps, "%s: step %d of %d", path, k, fx->steps);
             fx->lr[k - 1] = lr;
             read_vec(f, fx->w[k - 1], fx->n, path, "w");
         } else {
@@ -391,17 +392,6 @@ END_TEST
 
 /* ---- trace lines ---- */
 
-static char *read_file(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    ck_assert_msg(f != NULL, "no trace file %s", path);
-    static char buf[8192];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-    return buf;
-}
-
 START_TEST(step_and_broadcast_write_trace_lines)
 {
     setenv("HVDLAB_TRACE", tmp_dir, 1); /* forked test: trace.c looks it up on first use */
@@ -420,11 +410,13 @@ START_TEST(step_and_broadcast_write_trace_lines)
              (unsigned long long)params_checksum(s.params, 3),
              (unsigned long long)params_checksum(s.state, 2));
     snprintf(path, sizeof path, "%s/pid-%d.log", tmp_dir, (int)getpid());
-    const char *log = read_file(path);
+    char *log = file_read(path, NULL);
+    ck_assert_msg(log != NULL, "no trace file %s", path);
     ck_assert_msg(strstr(log, "event=step ") && strstr(log, want_step), "no step line %s in:\n%s",
                   want_step, log);
     ck_assert_msg(strstr(log, "event=params ") && strstr(log, want_bcast),
                   "no broadcast line %s in:\n%s", want_bcast, log);
+    free(log);
     optimizer_free(opt);
 }
 END_TEST

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "lib/ck_mpi.h"
+#include "lib/file_io.h"
 #include "lib/tmpdir.h"
 #include "train/progress.h"
 
@@ -329,18 +330,14 @@ START_TEST(early_stop_after_patience_epochs_above_target)
 }
 END_TEST
 
-/* The trace file of this (forked) test process, read whole. */
+/* The trace file of this (forked) test process, read whole (malloc'd). */
 static char *read_trace(void)
 {
     char path[600];
     snprintf(path, sizeof path, "%s/pid-%ld.log", tmp_dir, (long)getpid());
-    FILE *f = fopen(path, "r");
-    ck_assert_msg(f != NULL, "no trace file %s", path);
-    static char buf[65536];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-    return buf;
+    char *text = file_read(path, NULL);
+    ck_assert_msg(text != NULL, "no trace file %s", path);
+    return text;
 }
 
 START_TEST(printed_lines_and_epoch_metrics_are_traced)
@@ -350,7 +347,7 @@ START_TEST(printed_lines_and_epoch_metrics_are_traced)
     capture_start(&c, 1, 1, 3, 1792); /* a terminal: the trace still gets the plain lines */
     run_epoch(&c.p, 0, 0.80);
     progress_print(&c.p, "a \"quoted\" \\ line");
-    const char *tr = read_trace();
+    char *tr = read_trace();
     /* Every line of the plain output appears as progress text="…", in order. */
     const char *at = tr;
     char copy[4096];
@@ -370,15 +367,19 @@ START_TEST(printed_lines_and_epoch_metrics_are_traced)
     ck_assert_ptr_nonnull(strstr(tr, "event=metrics rank=0 size=1 "));
     ck_assert_ptr_nonnull(strstr(tr, " when=epoch epoch=1 loss=0.3165 accuracy=0.9028 "
                                      "val_loss=0.33 val_accuracy=0.8\n"));
+    free(tr);
     capture_end(&c);
     /* A non-verbose rank traces its epoch metrics but no progress text. */
     capture q;
     capture_start(&q, 0, 0, 3, 1792);
-    size_t before = strlen(read_trace());
+    tr = read_trace();
+    const size_t before = strlen(tr);
+    free(tr);
     run_epoch(&q.p, 1, 0.81);
-    const char *after = read_trace() + before;
-    ck_assert_ptr_null(strstr(after, "event=progress"));
-    ck_assert_ptr_nonnull(strstr(after, " when=epoch epoch=2 "));
+    tr = read_trace();
+    ck_assert_ptr_null(strstr(tr + before, "event=progress"));
+    ck_assert_ptr_nonnull(strstr(tr + before, " when=epoch epoch=2 "));
+    free(tr);
     capture_end(&q);
 }
 END_TEST

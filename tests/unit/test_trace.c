@@ -17,6 +17,7 @@
 #include "coll/hvd.h"
 #include "data/loader.h"
 #include "lib/ck_mpi.h"
+#include "lib/file_io.h"
 #include "lib/json_check.h"
 #include "lib/mpirun_cmd.h"
 #include "lib/tmpdir.h"
@@ -152,20 +153,15 @@ static long field_long(const char *line, const char *key)
 static size_t read_lines(const char *path, char **text, char ***lines)
 {
     size_t len;
-    *text = json_read_file(path, &len);
+    *text = file_read(path, &len);
     ck_assert_msg(*text != NULL, "cannot read %s", path);
     ck_assert_msg(len > 0 && (*text)[len - 1] == '\n', "%s does not end with a newline", path);
-    size_t n = json_count(*text, "\n");
-    *lines = malloc(n * sizeof **lines);
-    char *s = *text;
+    const size_t n = file_lines(*text, lines);
     for (size_t i = 0; i < n; i++) {
-        char *eol = strchr(s, '\n');
-        *eol = '\0';
-        (*lines)[i] = s;
+        const char *s = (*lines)[i];
         ck_assert_msg(strncmp(s, "event=", 6) == 0 && strstr(s, " rank=") &&
                           strstr(s, " size=") && strstr(s, " pid=") && strstr(s, " t="),
                       "%s line %zu is not a whole event line: %.200s", path, i + 1, s);
-        s = eol + 1;
     }
     return n;
 }
@@ -341,7 +337,8 @@ static void check_hooks_run(int np)
         const char *avg = find_event(lines, n, "metrics", " when=averaged ", 0);
         ck_assert_ptr_nonnull(loc);
         ck_assert_ptr_nonnull(avg);
-        ck_assert(loc < avg); /* local before averaged */
+        ck_assert_msg(loc < avg, "the averaged metrics line (byte %td) comes before the local one "
+                      "(byte %td)", avg - text, loc - text); /* local before averaged */
         ck_assert_int_eq(field(loc, "name", v, sizeof v), 0);
         ck_assert_str_eq(v, "val");
         ck_assert_int_eq(field(loc, "loss", v, sizeof v), 0);

@@ -17,8 +17,11 @@
 #include <string.h>
 
 #include "lib/ck_mpi.h"
+#include "lib/file_io.h"
 #include "model/wrn.h"
-#include "model/wrn_internal.h" /* white box: the training logits */
+#include "model/wrn_internal.h" /* white box: the training logits, block activations, BN */
+#include "nn/act.h"
+#include "nn/layer_math.h"
 
 #define FIXTURE "tests/fixtures/wrn-10-1-b8"
 #define FIX_TOL 1e-4
@@ -51,7 +54,7 @@ static void load_fixture(fixture *f)
         if (line[0] == '#' || sscanf(line, "%63s", key) != 1)
             continue;
         if (!strcmp(key, "tensor") && sscanf(line, "%*s %79s %llu %llu", a, &v1, &v2) == 3) {
-            ck_assert(f->nt < 256);
+            ck_assert_msg(f->nt < 256, "fixture index: more than 256 tensors");
             fix_tensor *t = &f->t[f->nt++];
             snprintf(t->name, sizeof t->name, "%s", a);
             t->off = v1, t->count = v2;
@@ -75,11 +78,11 @@ static void load_fixture(fixture *f)
         }
     }
     fclose(fp);
-    f->data = malloc(total * sizeof(float));
-    fp = fopen(FIXTURE ".bin", "rb");
-    ck_assert_msg(fp && fread(f->data, sizeof(float), total, fp) == total,
-                  FIXTURE ".bin: missing or shorter than its index");
-    fclose(fp);
+    size_t len = 0;
+    f->data = (float *)file_read(FIXTURE ".bin", &len);
+    ck_assert_msg(f->data != NULL, "cannot read " FIXTURE ".bin");
+    ck_assert_msg(len == total * sizeof(float), FIXTURE ".bin: %zu bytes, its index says %zu", len,
+                  total * sizeof(float));
 }
 
 static const float *fix_get(const fixture *f, const char *name, size_t count)
@@ -139,7 +142,7 @@ START_TEST(against_pytorch)
     printf("  %s batch %d: loss kit %.7f torch %.7f (xent %.7f + l2 %.7f)\n", f.model, B, r.loss,
            want, f.xent, f.l2);
     ck_assert_msg(fabs(r.loss - want) < 1e-5 * want, "loss %.8f, torch %.8f", r.loss, want);
-    ck_assert(r.count == (size_t)B);
+    ck_assert_uint_eq(r.count, (size_t)B);
 
     double worst = 0;
     const char *worst_name = "";
@@ -177,7 +180,9 @@ START_TEST(against_pytorch)
            "%.1e, inference logits %.1e (tolerance %.0e)\n", el, worst, worst_name, worst_state,
            ee, FIX_TOL);
     ck_assert_msg(ee < FIX_TOL, "inference logits off by %.3g", ee);
-    ck_assert(ev.count == (size_t)B && ev.correct >= 0 && ev.correct <= B);
+    ck_assert_uint_eq(ev.count, (size_t)B);
+    ck_assert_int_ge(ev.correct, 0);
+    ck_assert_int_le(ev.correct, B);
     wrn_free(m);
     free(f.data);
 }
@@ -193,7 +198,7 @@ START_TEST(param_counts_match_pytorch)
         printf("  %-9s %9zu trainable parameters (PyTorch: %zu)\n", names[i], wrn_param_count(m),
                f.counts[i]);
         ck_assert_uint_eq(wrn_param_count(m), f.counts[i]);
-        ck_assert(f.counts[i] > 0);
+        ck_assert_uint_gt(f.counts[i], 0);
         wrn_free(m);
     }
     free(f.data);
@@ -204,11 +209,15 @@ START_TEST(config_parse)
 {
     wrn_config c = {.dropout = 0.25f};
     char err[256], name[WRN_NAME_LEN];
-    ck_assert(wrn_config_parse("wrn-16-4", &c, err, sizeof err) == 0);
-    ck_assert(c.depth == 16 && c.width == 4 && c.dropout == 0.25f);
+    ck_assert_msg(wrn_config_parse("wrn-16-4", &c, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(c.depth, 16);
+    ck_assert_int_eq(c.width, 4);
+    ck_assert_float_eq(c.dropout, 0.25f);
     wrn_config_name(&c, name, sizeof name);
     ck_assert_str_eq(name, "wrn-16-4");
-    ck_assert(wrn_config_parse("wrn-40-10", &c, err, sizeof err) == 0 && c.depth == 40);
+    ck_assert_msg(wrn_config_parse("wrn-40-10", &c, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(c.depth, 40);
+    ck_assert_int_eq(c.width, 10);
     const struct {
         const char *in, *msg;
     } bad[] = {
@@ -228,14 +237,18 @@ START_TEST(config_parse)
         ck_assert_msg(wrn_config_parse(bad[i].in, &c, err, sizeof err) == -1, "%s", bad[i].in);
         ck_assert_msg(!strncmp(err, bad[i].msg, strlen(bad[i].msg)), "'%s' gave '%s'", bad[i].in,
                       err);
-        ck_assert(c.depth == 7 && c.width == 7); /* untouched on error */
+        ck_assert_msg(c.depth == 7 && c.width == 7, "'%s' changed the config to depth %d width %d",
+                      bad[i].in, c.depth, c.width); /* untouched on error */
     }
     c = (wrn_config){.depth = 16, .width = 1, .dropout = 1.0f};
-    ck_assert(wrn_create(&c, 8, 1, err, sizeof err) == NULL && strstr(err, "dropout"));
+    ck_assert_ptr_null(wrn_create(&c, 8, 1, err, sizeof err));
+    ck_assert_msg(strstr(err, "dropout") != NULL, "dropout 1: %s", err);
     c.dropout = 0;
-    ck_assert(wrn_create(&c, 0, 1, err, sizeof err) == NULL && strstr(err, "max_batch"));
+    ck_assert_ptr_null(wrn_create(&c, 0, 1, err, sizeof err));
+    ck_assert_msg(strstr(err, "max_batch") != NULL, "max_batch 0: %s", err);
     c.depth = 17;
-    ck_assert(wrn_create(&c, 8, 1, err, sizeof err) == NULL && strstr(err, "wrn-17-1"));
+    ck_assert_ptr_null(wrn_create(&c, 8, 1, err, sizeof err));
+    ck_assert_msg(strstr(err, "wrn-17-1") != NULL, "depth 17: %s", err);
 }
 END_TEST
 
@@ -266,25 +279,36 @@ START_TEST(view_table)
         ck_assert_uint_eq(wrn_param_count(m), ps->n);
         off = 0;
         for (int v = 0; v < ps->n_state_views; v++) {
-            ck_assert(ps->state_views[v].offset == off);
+            ck_assert_msg(ps->state_views[v].offset == off, "%s at %zu, want %zu",
+                          ps->state_views[v].name, ps->state_views[v].offset, off);
             off += ps->state_views[v].count;
         }
         ck_assert_uint_eq(off, ps->n_state);
         const int K = cfg->width, nbn = 1 + 2 * 3 * (cfg->depth - 4) / 6;
         ck_assert_int_eq(ps->n_state_views, 2 * nbn);
         const param_view *v = params_find(ps->views, ps->nviews, "g2.b0.conv1.w");
-        ck_assert(v && v->ndim == 4 && v->shape[0] == 32 * K && v->shape[1] == 16 * K &&
-                  v->shape[2] == 3 && v->shape[3] == 3);
+        ck_assert_ptr_nonnull(v);
+        ck_assert_int_eq(v->ndim, 4);
+        ck_assert_int_eq(v->shape[0], 32 * K);
+        ck_assert_int_eq(v->shape[1], 16 * K);
+        ck_assert_int_eq(v->shape[2], 3);
+        ck_assert_int_eq(v->shape[3], 3);
         v = params_find(ps->views, ps->nviews, "g3.b0.short.w");
-        ck_assert(v && v->shape[0] == 64 * K && v->shape[1] == 32 * K && v->shape[2] == 1);
-        ck_assert(params_find(ps->views, ps->nviews, "g3.b1.short.w") == NULL);
-        ck_assert((params_find(ps->views, ps->nviews, "g1.b0.short.w") != NULL) ==
-                  cases[k].shortcut_g1);
+        ck_assert_ptr_nonnull(v);
+        ck_assert_int_eq(v->shape[0], 64 * K);
+        ck_assert_int_eq(v->shape[1], 32 * K);
+        ck_assert_int_eq(v->shape[2], 1);
+        ck_assert_ptr_null(params_find(ps->views, ps->nviews, "g3.b1.short.w"));
+        ck_assert_int_eq(params_find(ps->views, ps->nviews, "g1.b0.short.w") != NULL,
+                         cases[k].shortcut_g1);
         v = params_find(ps->views, ps->nviews, "fc.w");
-        ck_assert(v && v->ndim == 2 && v->shape[0] == 10 && v->shape[1] == 64 * K);
-        ck_assert(params_find(ps->state_views, ps->n_state_views, "g1.b0.bn2.var") != NULL);
-        ck_assert(!strcmp(ps->views[0].name, "stem.conv.w") &&
-                  !strcmp(ps->views[ps->nviews - 1].name, "fc.b"));
+        ck_assert_ptr_nonnull(v);
+        ck_assert_int_eq(v->ndim, 2);
+        ck_assert_int_eq(v->shape[0], 10);
+        ck_assert_int_eq(v->shape[1], 64 * K);
+        ck_assert_ptr_nonnull(params_find(ps->state_views, ps->n_state_views, "g1.b0.bn2.var"));
+        ck_assert_str_eq(ps->views[0].name, "stem.conv.w");
+        ck_assert_str_eq(ps->views[ps->nviews - 1].name, "fc.b");
         wrn_free(m);
     }
 }
@@ -296,8 +320,9 @@ START_TEST(initial_weights)
     wrn_model *m = make("wrn-16-4", 0.0f, 1, 42), *m2 = make("wrn-16-4", 0.0f, 1, 42);
     wrn_model *m3 = make("wrn-16-4", 0.0f, 1, 43);
     const param_set *ps = wrn_params(m);
-    ck_assert(params_checksum(ps->params, ps->n) == params_checksum(wrn_params(m2)->params, ps->n));
-    ck_assert(params_checksum(ps->params, ps->n) != params_checksum(wrn_params(m3)->params, ps->n));
+    const uint64_t sum = params_checksum(ps->params, ps->n);
+    ck_assert_uint_eq(sum, params_checksum(wrn_params(m2)->params, ps->n));
+    ck_assert_uint_ne(sum, params_checksum(wrn_params(m3)->params, ps->n));
     for (int v = 0; v < ps->nviews; v++) {
         const param_view *pv = &ps->views[v];
         const float *w = ps->params + pv->offset;
@@ -316,8 +341,9 @@ START_TEST(initial_weights)
                 ck_assert_msg(mx > 1.9 * want / 0.8796, "%s: max %g too small", pv->name, mx);
         } else if (pv->ndim == 2) {
             const double lim = sqrt(6.0 / (pv->shape[0] + pv->shape[1]));
-            ck_assert(mx <= lim && mx > 0.95 * lim);
-            ck_assert(fabs(sd - lim / sqrt(3)) < 0.1 * lim);
+            ck_assert_msg(mx <= lim && mx > 0.95 * lim, "%s: max %g, limit %g", pv->name, mx, lim);
+            ck_assert_msg(fabs(sd - lim / sqrt(3)) < 0.1 * lim, "%s: sd %g, want %g", pv->name, sd,
+                          lim / sqrt(3));
         } else {
             const float want = strstr(pv->name, ".gamma") ? 1.0f : 0.0f;
             for (size_t i = 0; i < pv->count; i++)
@@ -328,7 +354,8 @@ START_TEST(initial_weights)
         const param_view *pv = &ps->state_views[v];
         const float want = strstr(pv->name, ".var") ? 1.0f : 0.0f;
         for (size_t i = 0; i < pv->count; i++)
-            ck_assert(ps->state[pv->offset + i] == want);
+            ck_assert_msg(ps->state[pv->offset + i] == want, "%s[%zu] = %g, want %g", pv->name, i,
+                          ps->state[pv->offset + i], want);
     }
     wrn_free(m), wrn_free(m2), wrn_free(m3);
 }
@@ -345,8 +372,51 @@ static float *batch(size_t B, int **y)
     return x;
 }
 
+/* Elements of block b's dropout output r1 (B images) that are not relu(bn1(c1)) times the mask
+ * of training step `step`: element i (flat NCHW) dropped when lm_uniform01(key, i) < p, else
+ * scaled by 1/(1-p), key = dropout_key(seed, step, b) (act.h, layer_math.h). bn1 with the batch
+ * statistics the training forward saved. */
+static size_t mask_mismatches(const wrn_model *m, int b, int B, uint64_t step)
+{
+    const wrn_block *blk = &m->blocks[b];
+    const wrn_bn *bn = &blk->bn1;
+    const size_t HW = (size_t)blk->h * blk->w, n = (size_t)B * blk->cout * HW;
+    const uint64_t key = dropout_key(m->seed, step, (uint32_t)b);
+    const double p = blk->dropout;
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        const size_t c = i / HW % (size_t)blk->cout;
+        const double pre = fmax(0.0, (double)bn->gamma[c] * ((blk->c1[i] - bn->mean[c]) *
+                                                             (double)bn->invstd[c]) + bn->beta[c]);
+        const double want = lm_uniform01(key, i) < p ? 0.0 : pre / (1 - p);
+        bad += fabs(blk->r1[i] - want) > 1e-5 * (1 + fabs(want));
+    }
+    return bad;
+}
+
+/* Sets every batch norm's running statistics of m to the batch statistics (mean, biased
+ * variance) that the last training step of src used. */
+static void running_from_batch(wrn_model *m, const wrn_model *src)
+{
+    wrn_bn *dst[64];
+    const wrn_bn *from[64];
+    int k = 0;
+    dst[k] = &m->stem_bn, from[k++] = &src->stem_bn;
+    for (int b = 0; b < m->nblocks && k + 2 <= 64; b++) {
+        dst[k] = &m->blocks[b].bn1, from[k++] = &src->blocks[b].bn1;
+        dst[k] = &m->blocks[b].bn2, from[k++] = &src->blocks[b].bn2;
+    }
+    for (int j = 0; j < k; j++)
+        for (int c = 0; c < from[j]->d.c; c++) {
+            const double is = from[j]->invstd[c];
+            dst[j]->run_mean[c] = from[j]->mean[c];
+            dst[j]->run_var[c] = (float)(1 / (is * is) - BN_EPS);
+        }
+}
+
 /* A batch smaller than max_batch gives what a model built for that batch gives; dropout is
- * seeded (same seed, same result), changes every step, and is off at inference. */
+ * seeded (same seed, same result), keyed by the training step and the block, and off at
+ * inference, which normalises with the running statistics. */
 START_TEST(batch_size_dropout_and_modes)
 {
     int *y;
@@ -356,14 +426,33 @@ START_TEST(batch_size_dropout_and_modes)
     const wrn_result rb = wrn_train_batch(big, x, y, 3, 0.0f);
     const wrn_result re = wrn_train_batch(exact, x, y, 3, 0.0f);
     ck_assert_msg(fabs(rb.loss - re.loss) <= 1e-6 * re.loss, "%g vs %g", rb.loss, re.loss);
-    ck_assert(rel_err(pb->grads, pe->grads, pb->n) < 1e-5);
-    ck_assert(rel_err(pb->state, pe->state, pb->n_state) < 1e-6);
+    const double eg = rel_err(pb->grads, pe->grads, pb->n);
+    ck_assert_msg(eg < 1e-5, "gradients differ by %.3g of their scale (tolerance 1e-5)", eg);
+    const double es = rel_err(pb->state, pe->state, pb->n_state);
+    ck_assert_msg(es < 1e-6, "running statistics differ by %.3g (tolerance 1e-6)", es);
 
-    /* step 2 draws new dropout masks: same weights, different gradients */
+    /* training step k (k steps run before it) masks block b with dropout_key(seed, k, b): step 0,
+     * then step 1, which therefore differs from step 0's mask */
     float *g1 = malloc(pb->n * sizeof *g1);
-    memcpy(g1, pb->grads, pb->n * sizeof *g1);
-    wrn_train_batch(big, x, y, 3, 0.0f);
-    ck_assert(rel_err(pb->grads, g1, pb->n) > 1e-3);
+    for (uint64_t k = 0; k < 2; k++) {
+        if (k == 1)
+            wrn_train_batch(big, x, y, 3, 0.0f);
+        for (int b = 0; b < big->nblocks; b++) {
+            const wrn_block *blk = &big->blocks[b];
+            const size_t n = (size_t)3 * blk->cout * blk->h * blk->w;
+            const size_t bad = mask_mismatches(big, b, 3, k);
+            ck_assert_msg(bad == 0, "training step %llu, block %d: %zu of %zu dropout outputs are "
+                          "not relu(bn1) x the mask of dropout_key(seed, %llu, %d)",
+                          (unsigned long long)k, b, bad, n, (unsigned long long)k, b);
+            const size_t other = mask_mismatches(big, b, 3, 1 - k);
+            ck_assert_msg(other > n / 20, "training step %llu, block %d: only %zu of %zu outputs "
+                          "tell its mask from step %llu's", (unsigned long long)k, b, other, n,
+                          (unsigned long long)(1 - k));
+            printf("  dropout p=0.2, training step %llu, block %d: %zu outputs, all as keyed; "
+                   "%zu would differ under step %llu's key\n", (unsigned long long)k, b, n, other,
+                   (unsigned long long)(1 - k));
+        }
+    }
     /* without dropout, two steps on the same weights give the same gradients (up to the BN
      * running statistics, which training does not read) */
     wrn_model *nodrop = make("wrn-10-1", 0.0f, 8, 3);
@@ -371,7 +460,9 @@ START_TEST(batch_size_dropout_and_modes)
     wrn_train_batch(nodrop, x, y, 3, 0.0f);
     memcpy(g1, pn->grads, pn->n * sizeof *g1);
     wrn_train_batch(nodrop, x, y, 3, 0.0f);
-    ck_assert(rel_err(pn->grads, g1, pn->n) < 1e-6);
+    const double e2 = rel_err(pn->grads, g1, pn->n);
+    ck_assert_msg(e2 < 1e-6, "no dropout: two steps' gradients differ by %.3g (tolerance 1e-6)",
+                  e2);
 
     /* inference: deterministic, dropout off (a dropout model with the same weights and running
      * statistics gives the same logits as the no-dropout one) */
@@ -381,15 +472,37 @@ START_TEST(batch_size_dropout_and_modes)
     wrn_eval_batch(exact, x, y, 3, l1);
     wrn_eval_batch(exact, x, y, 3, l2);
     wrn_eval_batch(nodrop, x, y, 3, l3);
-    ck_assert(memcmp(l1, l2, sizeof(float) * 30) == 0);
-    ck_assert(rel_err(l1, l3, 30) < 1e-6);
-    /* training and inference differ (batch vs running statistics) */
+    ck_assert_msg(memcmp(l1, l2, sizeof(float) * 30) == 0, "inference is not deterministic");
+    const double e3 = rel_err(l1, l3, 30);
+    ck_assert_msg(e3 < 1e-6, "inference logits with dropout 0.2 and 0 differ by %.3g", e3);
+
+    /* inference = running statistics, no dropout: with the dropout model's running statistics
+     * set to the batch statistics of a no-dropout training step, its inference logits are that
+     * step's training logits, for the batch and for each image on its own (where the batch
+     * statistics of one image would differ) */
     const wrn_result tr = wrn_train_batch(nodrop, x, y, 3, 0.0f);
-    const wrn_result ev = wrn_eval_batch(nodrop, x, y, 3, NULL);
-    ck_assert(fabs(tr.loss - ev.loss) > 1e-4);
+    float tl[30];
+    memcpy(tl, nodrop->logits, sizeof tl);
+    running_from_batch(exact, nodrop);
+    const wrn_result ev = wrn_eval_batch(exact, x, y, 3, l1);
+    ck_assert_msg(fabs(ev.loss - tr.loss) <= 1e-5 * tr.loss,
+                  "inference loss %.8f, training loss with these statistics %.8f", ev.loss,
+                  tr.loss);
+    const double eb = rel_err(l1, tl, 30);
+    ck_assert_msg(eb < 1e-5, "inference logits off the training ones by %.3g (tolerance 1e-5)", eb);
+    for (int i = 0; i < 3; i++) {
+        const wrn_result e1 = wrn_eval_batch(exact, x + (size_t)i * 784, y + i, 1, l2);
+        const double ei = rel_err(l2, tl + 10 * i, 10);
+        ck_assert_msg(ei < 1e-5, "image %d alone: inference logits off the training ones by %.3g "
+                      "(loss %.6f)", i, ei, e1.loss);
+    }
+    printf("  inference with running stats = a training step's batch stats: loss %.6f vs %.6f, "
+           "logits off by %.1e\n", ev.loss, tr.loss, eb);
     /* an empty batch is a no-op with zero gradients */
     const wrn_result z = wrn_train_batch(nodrop, x, y, 0, 0.0f);
-    ck_assert(z.count == 0 && z.loss == 0 && pn->grads[0] == 0.0f);
+    ck_assert_uint_eq(z.count, 0);
+    ck_assert_double_eq(z.loss, 0);
+    ck_assert_float_eq(pn->grads[0], 0.0f);
     free(g1), free(x), free(y);
     wrn_free(big), wrn_free(exact), wrn_free(nodrop);
 }
@@ -411,7 +524,7 @@ START_TEST(learns_a_batch)
             ps->params[i] -= 0.05f * ps->grads[i];
     }
     printf("  wrn-10-1, 12 SGD steps on one batch: loss %.4f -> %.4f\n", first, last);
-    ck_assert(last < 0.5 * first);
+    ck_assert_msg(last < 0.5 * first, "loss %.4f -> %.4f: not halved", first, last);
     free(x), free(y);
     wrn_free(m);
 }

@@ -260,7 +260,7 @@ static void check_net(const char *model, int depth, size_t per_view)
     const float wd = 1e-3f;
     char err[256];
     wrn_config cfg = {.dropout = 0.0f};
-    ck_assert(wrn_config_parse(model, &cfg, err, sizeof err) == 0);
+    ck_assert_msg(wrn_config_parse(model, &cfg, err, sizeof err) == 0, "%s", err);
     wrn_model *m = wrn_create(&cfg, B, 99, err, sizeof err);
     ck_assert_msg(m != NULL, "%s", err);
     param_set *ps = wrn_params(m);
