@@ -7,6 +7,7 @@
  *   metrics.h   running metrics, hvd_metric_average              progress.h Keras-style output
  *   ckpt.h      checkpoints                                      fatal.h    fatal_error: stop every rank
  *   errmsg.h    ERRMSG_LEN, the size of an error buffer
+ *   lab.h       the loaders, evaluation, batch buffers and banner that no lab step changes
  */
 #ifndef HVDLAB_HVDLAB_H
 #define HVDLAB_HVDLAB_H
@@ -22,6 +23,7 @@
 #include "optim/lr.h"
 #include "optim/optim.h"
 #include "train/args.h"
+#include "train/lab.h"
 #include "train/metrics.h"
 #include "train/progress.h"
 

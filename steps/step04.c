@@ -2,37 +2,12 @@
  *
  * It trains the model on the training images, checks it on the test images after every epoch,
  * and prints its progress the way Keras does. Run it with `mpirun -n 2 ./stepNN [flags]`;
- * `./stepNN --help` lists the flags. Each lab step makes it a little more distributed.
+ * `./stepNN --help` lists the flags. Each lab step makes it a little more distributed. What no
+ * step changes (the three loaders, evaluation, the batch buffers) is in common/train/lab.h.
  */
-#include <stdio.h>
 #include <stdlib.h>
 
 #include "hvdlab.h"
-
-/* The next batch of L; when its epoch runs out it starts the next pass (validation draws more
- * batches than one pass holds once the work is split over ranks). */
-static size_t next_batch(loader *L, float *x, int *y)
-{
-    size_t n = loader_next(L, x, y);
-    if (n == 0) {
-        loader_set_epoch(L, L->epoch + 1);
-        n = loader_next(L, x, y);
-    }
-    return n;
-}
-
-/* Mean loss and accuracy of the model over `steps` batches of L (inference mode). */
-static metrics evaluate(wrn_model *model, loader *L, int steps, float *x, int *y)
-{
-    metrics m;
-    metrics_reset(&m);
-    for (int b = 0; b < steps; b++) {
-        size_t n = next_batch(L, x, y);
-        wrn_result r = wrn_eval_batch(model, x, y, n, NULL);
-        metrics_add(&m, r.loss, r.correct, r.count);
-    }
-    return m;
-}
 
 int main(int argc, char **argv)
 {
@@ -55,30 +30,11 @@ int main(int argc, char **argv)
     dataset ds;
     if (dataset_load(a.data_dir, &ds, err, sizeof err) != 0)
         fatal_error("%s", err);
-    loader_options o = loader_defaults();
-    o.seed = a.seed;
-    o.mean = ds.mean;
-    o.std = ds.std;
-    loader test; /* the whole test set, in order, for the final score */
-    o.batch_size = (size_t)a.val_batch_size;
-    o.subset = a.test_subset;
-    o.shuffle = 0;
-    o.augment = 0;
-    if (loader_init(&test, ds.test.images, ds.test.labels, ds.test.n, &o, err, sizeof err))
-        fatal_error("%s", err);
+    loader test = lab_test_loader(&a, &ds); /* the whole test set, in order, for the final score */
 
-    loader train, val; /* training batches, and validation batches after every epoch */
-    o.shuffle = 1;
-    o.augment = 1;
-    o.batch_size = (size_t)a.batch_size;
-    o.subset = a.train_subset;
-    if (loader_init(&train, ds.train.images, ds.train.labels, ds.train.n, &o, err, sizeof err))
-        fatal_error("%s", err);
-    o.augment = 0;
-    o.batch_size = (size_t)a.val_batch_size;
-    o.subset = a.test_subset;
-    if (loader_init(&val, ds.test.images, ds.test.labels, ds.test.n, &o, err, sizeof err))
-        fatal_error("%s", err);
+    lab_shard me = {0, 1}; /* every process draws the whole data set, as shard 0 of 1 */
+    loader train = lab_train_loader(&a, &ds, me); /* shuffled, augmented training batches */
+    loader val = lab_val_loader(&a, &ds, me);     /* validation batches after every epoch */
 
     /* Keras' len(train_iter) and len(test_iter): batches in one pass over the data. */
     int steps_per_epoch = (int)((train.n + (size_t)a.batch_size - 1) / (size_t)a.batch_size);
@@ -118,20 +74,14 @@ int main(int argc, char **argv)
     if (lr_lab_init(&schedule, lr, 1, 0, steps_per_epoch, verbose, err, sizeof err) != 0)
         fatal_error("%s", err);
 
-    if (verbose) {
-        char name[WRN_NAME_LEN];
-        wrn_config_name(&a.model, name, sizeof name);
-        printf("Model %s: %zu trainable parameters. Data from %s: %zu training, %zu test "
-               "images.\n", name, wrn_param_count(model), ds.dir, train.n, val.n);
-    }
+    if (verbose)
+        lab_print_banner(model, &ds, train.n, val.n);
     progress p;
     progress_init(&p, verbose, a.epochs, train.n);
     progress_set_early_stop(&p, a.target_accuracy, a.patience);
 
-    float *x = malloc(max_batch * LOADER_PIXELS * sizeof *x); /* (B, 1, 28, 28) */
-    int *y = malloc(max_batch * sizeof *y);                    /* (B) */
-    if (!x || !y)
-        fatal_error("out of memory for a batch of %zu images", max_batch);
+    float *x = lab_batch_images(max_batch); /* (B, 1, 28, 28), B <= max_batch */
+    int *y = lab_batch_labels(max_batch);   /* (B) */
 
     for (int epoch = resume_from_epoch; epoch < a.epochs; epoch++) {
         loader_set_epoch(&train, epoch);
@@ -139,14 +89,14 @@ int main(int argc, char **argv)
         metrics train_m;
         metrics_reset(&train_m);
         for (int b = 0; b < steps_per_epoch; b++) {
-            size_t n = next_batch(&train, x, y);
+            size_t n = loader_next_cyclic(&train, x, y);
             opt->lr = lr_lab_at(&schedule, epoch, b);
             wrn_result r = wrn_train_batch(model, x, y, n, (float)a.wd);
             optimizer_step(opt, ps);
             metrics_add(&train_m, r.loss, (size_t)r.correct, r.count);
             progress_batch(&p, (size_t)b + 1, metrics_loss(&train_m), metrics_accuracy(&train_m));
         }
-        metrics val_m = evaluate(model, &val, val_steps, x, y);
+        metrics val_m = lab_evaluate(model, &val, val_steps, x, y);
         lr_lab_epoch_end(&schedule, epoch);
 
         if (a.use_checkpointing &&
@@ -159,7 +109,7 @@ int main(int argc, char **argv)
     progress_train_end(&p);
 
     /* The final score on the whole test set. */
-    metrics test_m = evaluate(model, &test, (int)loader_num_batches(&test), x, y);
+    metrics test_m = lab_evaluate(model, &test, (int)loader_num_batches(&test), x, y);
     progress_test(&p, metrics_loss(&test_m), metrics_accuracy(&test_m));
 
     free(x);

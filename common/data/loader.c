@@ -1,8 +1,8 @@
 /* loader.c — per-epoch shuffle, DistributedSampler-style shards, Keras-style augmentation and
  * featurewise standardisation, batch by batch into float. See loader.h for the exact semantics.
  * Public: loader_defaults, loader_init, loader_free, loader_set_epoch, loader_epoch_samples,
- *         loader_num_batches, loader_next, loader_get_batch, loader_shard, loader_permutation,
- *         loader_augment_params, loader_augment_image.
+ *         loader_num_batches, loader_next, loader_next_cyclic, loader_get_batch, loader_shard,
+ *         loader_permutation, loader_augment_params, loader_augment_image.
  */
 #include "data/loader.h"
 
@@ -271,4 +271,14 @@ size_t loader_next(loader *L, float *x /* (B, 1, 28, 28) */, int *y /* (B) */)
     size_t count = loader_get_batch(L, L->cursor / bs, x, y);
     L->cursor += count;
     return count;
+}
+
+size_t loader_next_cyclic(loader *L, float *x /* (B, 1, 28, 28) */, int *y /* (B) */)
+{
+    size_t n = loader_next(L, x, y);
+    if (n == 0) {
+        loader_set_epoch(L, L->epoch + 1);
+        n = loader_next(L, x, y);
+    }
+    return n;
 }

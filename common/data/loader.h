@@ -92,6 +92,11 @@ size_t loader_num_batches(const loader *L);   /* ceil(epoch_samples / batch_size
  * 0 once the epoch is exhausted. */
 size_t loader_next(loader *L, float *x, int *y);
 
+/* As loader_next, but an exhausted epoch moves L on to the next one (loader_set_epoch with
+ * epoch + 1) and returns its first batch: 0 only when this rank's shard is empty. Validation uses
+ * it: split over ranks, it draws more batches than one pass holds. */
+size_t loader_next_cyclic(loader *L, float *x, int *y);
+
 /* Batch b (0-based) of the current epoch, independent of the cursor; returns B, 0 if past the end. */
 size_t loader_get_batch(const loader *L, size_t b, float *x /* (B, 1, 28, 28) */, int *y /* (B) */);
 

@@ -1,0 +1,98 @@
+/* lab.c — the step programs' unchanging plumbing: their loaders, evaluation, batch buffers and
+ * banner. Public: lab_train_loader, lab_val_loader, lab_test_loader, lab_evaluate,
+ * lab_batch_images, lab_batch_labels, lab_print_banner.
+ */
+#include "train/lab.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "base/errmsg.h"
+#include "base/fatal.h"
+
+/* What the three loaders share: the data seed, the training set's standardisation, the shard. */
+static loader_options common_options(const args *a, const dataset *ds, lab_shard me)
+{
+    loader_options o = loader_defaults();
+    o.rank = me.rank;
+    o.size = me.size;
+    o.seed = a->seed;
+    o.mean = ds->mean;
+    o.std = ds->std;
+    return o;
+}
+
+static loader make_loader(const dataset_split *s, const loader_options *o)
+{
+    loader L;
+    char err[ERRMSG_LEN];
+    if (loader_init(&L, s->images, s->labels, s->n, o, err, sizeof err))
+        fatal_error("%s", err);
+    return L;
+}
+
+loader lab_train_loader(const args *a, const dataset *ds, lab_shard me)
+{
+    loader_options o = common_options(a, ds, me);
+    o.shuffle = 1;
+    o.augment = 1;
+    o.batch_size = (size_t)a->batch_size;
+    o.subset = a->train_subset;
+    return make_loader(&ds->train, &o);
+}
+
+loader lab_val_loader(const args *a, const dataset *ds, lab_shard me)
+{
+    loader_options o = common_options(a, ds, me);
+    o.shuffle = 1;
+    o.augment = 0;
+    o.batch_size = (size_t)a->val_batch_size;
+    o.subset = a->test_subset;
+    return make_loader(&ds->test, &o);
+}
+
+loader lab_test_loader(const args *a, const dataset *ds)
+{
+    loader_options o = common_options(a, ds, (lab_shard){0, 1});
+    o.shuffle = 0;
+    o.augment = 0;
+    o.batch_size = (size_t)a->val_batch_size;
+    o.subset = a->test_subset;
+    return make_loader(&ds->test, &o);
+}
+
+metrics lab_evaluate(wrn_model *model, loader *L, int steps, float *x, int *y)
+{
+    metrics m;
+    metrics_reset(&m);
+    for (int b = 0; b < steps; b++) {
+        size_t n = loader_next_cyclic(L, x, y);
+        wrn_result r = wrn_eval_batch(model, x, y, n, NULL);
+        metrics_add(&m, r.loss, (size_t)r.correct, r.count);
+    }
+    return m;
+}
+
+float *lab_batch_images(size_t max_batch)
+{
+    float *x = malloc(max_batch * LOADER_PIXELS * sizeof *x);
+    if (!x)
+        fatal_error("out of memory for a batch of %zu images", max_batch);
+    return x;
+}
+
+int *lab_batch_labels(size_t max_batch)
+{
+    int *y = malloc(max_batch * sizeof *y);
+    if (!y)
+        fatal_error("out of memory for a batch of %zu images", max_batch);
+    return y;
+}
+
+void lab_print_banner(const wrn_model *model, const dataset *ds, size_t n_train, size_t n_test)
+{
+    char name[WRN_NAME_LEN];
+    wrn_config_name(wrn_get_config(model), name, sizeof name);
+    printf("Model %s: %zu trainable parameters. Data from %s: %zu training, %zu test images.\n",
+           name, wrn_param_count(model), ds->dir, n_train, n_test);
+}
