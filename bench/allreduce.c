@@ -101,7 +101,7 @@ static void verify(float *buf, size_t n, int rank, int size)
             float want = (float)((i % 1000) * size + 1000 * size * (size - 1) / 2);
             if (buf[i] != want)
                 fatal_error("%s gave %g at index %zu of %zu, expected %g",
-                          which ? "MPI_Allreduce" : "hvd_allreduce", buf[i], i, n, want);
+                            which ? "MPI_Allreduce" : "hvd_allreduce", buf[i], i, n, want);
         }
     }
     memset(buf, 0, n * sizeof *buf); /* timing runs on zeros: sums stay finite */

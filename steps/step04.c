@@ -41,8 +41,8 @@ int main(int argc, char **argv)
     int val_steps = (int)((val.n + (size_t)a.val_batch_size - 1) / (size_t)a.val_batch_size);
     if (steps_per_epoch < 1 || val_steps < 1)
         fatal_error("less than one batch per rank: %zu training images in batches of %d, %zu test "
-                  "images in batches of %d, %d ranks", train.n, a.batch_size, val.n,
-                  a.val_batch_size, hvd_size());
+                    "images in batches of %d, %d ranks", train.n, a.batch_size, val.n,
+                    a.val_batch_size, hvd_size());
 
     /* The model, with this process's own random initial weights. */
     size_t max_batch = (size_t)(a.batch_size > a.val_batch_size ? a.batch_size : a.val_batch_size);

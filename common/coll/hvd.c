@@ -206,7 +206,7 @@ static int resolve_compression(int compression)
         return S.compression;
     if (compression != HVD_COMPRESS_NONE && compression != HVD_COMPRESS_FP16)
         fatal_error("allreduce: unknown compression %d (use HVD_COMPRESS_NONE or _FP16)",
-                  compression);
+                    compression);
     return compression;
 }
 
@@ -214,7 +214,7 @@ void hvd_allreduce_async(float *buf, size_t n, hvd_op op, const char *name, int 
 {
     if (op != HVD_SUM && op != HVD_AVERAGE)
         fatal_error("allreduce \"%s\": unknown op %d (use HVD_SUM or HVD_AVERAGE)",
-                  name ? name : "", (int)op);
+                    name ? name : "", (int)op);
     if (n && !buf)
         fatal_error("allreduce \"%s\": NULL buffer for %zu elements", name ? name : "", n);
     int fp16 = resolve_compression(compression) == HVD_COMPRESS_FP16;
@@ -250,7 +250,7 @@ static void broadcast(void *buf, size_t count, size_t esize, int root, const cha
 {
     if (root < 0 || root >= hvd_size())
         fatal_error("broadcast \"%s\": root %d is not a rank (size %d)", name ? name : "", root,
-                  hvd_size());
+                    hvd_size());
     trace_collective(esize == 1 ? "broadcast_bytes" : "broadcast", name, count, root, NULL, 0);
     if (!S.initialized)
         return;
@@ -299,7 +299,7 @@ float *hvd_allgather(const float *buf, size_t n, size_t *total, size_t *counts, 
         sum += (size_t)all[r];
     if (sum > INT_MAX)
         fatal_error("allgather \"%s\": %zu elements in all exceeds this runtime's limit of %d",
-                  name ? name : "", sum, INT_MAX);
+                    name ? name : "", sum, INT_MAX);
     float *out = malloc((sum ? sum : 1) * sizeof *out);
     int *cnt = malloc((size_t)size * sizeof *cnt), *disp = malloc((size_t)size * sizeof *disp);
     if (!out || !cnt || !disp)

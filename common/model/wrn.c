@@ -108,7 +108,7 @@ static void check_batch(const wrn_model *m, size_t B, const char *fn)
 {
     if (B > m->max_batch)
         fatal_error("%s: batch of %zu images is larger than the model's max_batch %zu", fn, B,
-                  m->max_batch);
+                    m->max_batch);
 }
 
 wrn_result wrn_train_batch(wrn_model *m, const float *x, const int *y, size_t B, float wd)

@@ -68,8 +68,8 @@ static dnnl_stream_t stream;
         dnnl_status_t st_ = (call);                                                              \
         if (st_ != dnnl_success)                                                                 \
             fatal_error("conv2d_dnnl: %s failed (status %d) for conv %dx%d %d->%d on %dx%dx%d",   \
-                      #call, (int)st_, (d)->k, (d)->k, (d)->cin, (d)->cout, (d)->n, (d)->h,       \
-                      (d)->w);                                                                   \
+                        #call, (int)st_, (d)->k, (d)->k, (d)->cin, (d)->cout, (d)->n, (d)->h,       \
+                        (d)->w);                                                                   \
     } while (0)
 
 static size_t floats_of(const dnnl_memory_desc_t *md)
