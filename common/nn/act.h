@@ -28,4 +28,15 @@ void dropout_forward(float *out /* (n) */, const float *in /* (n) */, size_t n, 
 void dropout_backward(float *din /* (n) += */, const float *dout /* (n) */, size_t n, float p,
                       uint64_t key);
 
+#ifdef HVDLAB_CUDA
+/* CUDA twins (act_cuda.cu): the same arguments as device pointers, enqueued on the stream of
+ * nn/gpu_context.h. They run the same float operations (layer_math.h), so they give the same
+ * bits as the CPU functions, dropout masks included. */
+void relu_forward_cuda(float *out, const float *in, size_t n);
+void relu_backward_cuda(float *din, const float *dout, const float *out, size_t n);
+void dropout_forward_cuda(float *out, const float *in, size_t n, float p, uint64_t key,
+                          int train);
+void dropout_backward_cuda(float *din, const float *dout, size_t n, float p, uint64_t key);
+#endif
+
 #endif

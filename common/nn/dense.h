@@ -20,4 +20,13 @@ void dense_backward(float *din /* (N,in) += */, float *dw /* (out,in) += */,
                     const float *in /* (N,in) */, const float *w /* (out,in) */,
                     const dense_dims *d);
 
+#ifdef HVDLAB_CUDA
+/* CUDA twins (dense_cuda.cu): device pointers, cuBLAS sgemm on the stream of nn/gpu_context.h
+ * (TF32 as gpu_context_tf32 says); the bias sums add in the CPU's order. */
+void dense_forward_cuda(float *out, const float *in, const float *w, const float *b,
+                        const dense_dims *d);
+void dense_backward_cuda(float *din, float *dw, float *db, const float *dout, const float *in,
+                         const float *w, const dense_dims *d);
+#endif
+
 #endif

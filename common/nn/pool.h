@@ -24,4 +24,14 @@ void gap_forward(float *out /* (N,C) */, const float *in /* (N,C,H,W) */, const 
 void gap_backward(float *din /* (N,C,H,W) += */, const float *dout /* (N,C) */,
                   const pool_dims *d);
 
+#ifdef HVDLAB_CUDA
+/* CUDA twins (pool_cuda.cu): device pointers, the stream of nn/gpu_context.h; each output is
+ * computed with the CPU's float operations in the CPU's order, so the results are the same bits. */
+void maxpool2_forward_cuda(float *out, const float *in, const pool_dims *d);
+void maxpool2_backward_cuda(float *din, const float *dout, const float *in, const float *out,
+                            const pool_dims *d);
+void gap_forward_cuda(float *out, const float *in, const pool_dims *d);
+void gap_backward_cuda(float *din, const float *dout, const pool_dims *d);
+#endif
+
 #endif

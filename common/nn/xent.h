@@ -20,4 +20,14 @@ void xent_backward(float *dlogits /* (n,k) += */, const float *probs /* (n,k) */
 /* Rows whose argmax (first maximum) equals the label. */
 int xent_correct(const float *logits /* (n,k) */, const int *labels /* (n) */, int n, int k);
 
+#ifdef HVDLAB_CUDA
+/* CUDA twins (xent_cuda.cu): device pointers (labels too), the stream of nn/gpu_context.h.
+ * xent_forward_cuda and xent_correct_cuda wait for the stream and bring back one number;
+ * a label outside [0, k) stops the process as on the CPU. */
+double xent_forward_cuda(float *probs, const float *logits, const int *labels, int n, int k);
+void xent_backward_cuda(float *dlogits, const float *probs, const int *labels, int n, int k,
+                        float scale);
+int xent_correct_cuda(const float *logits, const int *labels, int n, int k);
+#endif
+
 #endif
