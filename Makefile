@@ -114,10 +114,11 @@ $(O3_OBJ:%=$(BUILD)/common/%.o): CFLAGS += -O3
 
 # --fmad=false: the kernels do the CPU's float operations without fused multiply-adds, so the
 # elementwise layers give the CPU's bits (the twins' tests compare them exactly).
+# -Werror all-warnings: nvcc's own (device code) warnings fail the build like the host's.
 $(BUILD)/%.o: %.cu
 	@mkdir -p $(@D)
-	$(NVCC) -O2 -arch=$(CUDA_ARCH) --fmad=false -Icommon -I$(CUDNN_HOME)/include -DHVDLAB_CUDA=1 \
-	  -Xcompiler -Wall,-Wextra,-Werror -MMD -MP -c $< -o $@
+	$(NVCC) -O2 -arch=$(CUDA_ARCH) --fmad=false -Werror all-warnings -Icommon -I$(CUDNN_HOME)/include \
+	  -DHVDLAB_CUDA=1 -Xcompiler -Wall,-Wextra,-Werror -MMD -MP -c $< -o $@
 
 # Top-level programs are copied out of the current flavour's build dir.
 tools: $(TOOLS)  ## build the top-level tools (hvdlab-info)
@@ -158,14 +159,20 @@ asan-test:  ## run the unit tests in an ASan+UBSan build
 	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
 	  $(MAKE) --no-print-directory SANITIZE=1 unit-tests
 
-cuda-check:  ## check that CUDA=1 compiles and links (skips when nvcc is absent)
+# The GPU twins' suite runs here too: on a GPU it compares them with the CPU layers, without
+# one it prints its "skipped: no GPU" line (exit 77), which does not fail the check.
+cuda-check:  ## check that CUDA=1 compiles and links, run the GPU twins' suite (skips when nvcc is absent)
 	@if [ -x "$(NVCC)" ]; then \
 	  $(MAKE) --no-print-directory CUDA=1 BUILD=build/cuda build/cuda/tools/hvdlab-info \
-	    build/cuda/tests/progs/prog_errors build/cuda/solutions/step10 >/dev/null && \
+	    build/cuda/tests/progs/prog_errors build/cuda/solutions/step10 \
+	    build/cuda/tests/unit/test_twins_cuda >/dev/null && \
 	  echo "cuda-check: CUDA=1 build compiled and linked; its device line on this machine:" && \
 	  build/cuda/tools/hvdlab-info | grep -A1 '\] CUDA' | sed 's/^ */  /' && \
 	  HVDLAB_REPORT_BINDINGS=1 $(MPIRUN) $(MPIRUN_FLAGS) -n 1 build/cuda/tests/progs/prog_errors pin \
-	    2>&1 | sed 's/^/  /'; \
+	    2>&1 | sed 's/^/  /' && \
+	  echo "cuda-check: GPU twins (build/cuda/tests/unit/test_twins_cuda):" && \
+	  { build/cuda/tests/unit/test_twins_cuda >build/cuda/twins.log 2>&1; rc=$$?; \
+	    sed 's/^/  /' build/cuda/twins.log; [ $$rc = 0 ] || [ $$rc = 77 ]; }; \
 	else echo "cuda-check: skipped, no nvcc at $(NVCC)"; fi
 
 demo: setup  ## train solution 10 on real Fashion-MNIST with 2 ranks (about a minute)

@@ -39,18 +39,18 @@ static inline const char *cuda_check_string(cublasStatus_t s) { return cublasGet
 /* Every success status is 0 (cudaSuccess, CUDNN_STATUS_SUCCESS, CUBLAS_STATUS_SUCCESS). */
 #define CUDA_CHECK_TYPE(call) __typeof__(call)
 #define CUDA_CHECK_FAILED(s) ((int)(s) != 0)
-#define CUDA_CHECK_STRING(s)                                                                      \
-    _Generic((s), cudaError_t: cudaGetErrorString, cudnnStatus_t: cudnnGetErrorString,            \
+#define CUDA_CHECK_STRING(s)                                                                       \
+    _Generic((s), cudaError_t: cudaGetErrorString, cudnnStatus_t: cudnnGetErrorString,             \
              cublasStatus_t: cublasGetStatusString)(s)
 #endif
 
 /* The status is evaluated once; the call's text is printed as written. */
-#define CUDA_CHECK(call)                                                                          \
-    do {                                                                                          \
-        CUDA_CHECK_TYPE(call) cuda_check_status_ = (call);                                             \
-        if (CUDA_CHECK_FAILED(cuda_check_status_))                                                \
-            fatal_error("%s:%d: %s: %s (%d)", __FILE__, __LINE__, #call,                          \
-                        CUDA_CHECK_STRING(cuda_check_status_), (int)cuda_check_status_);          \
+#define CUDA_CHECK(call)                                                                           \
+    do {                                                                                           \
+        CUDA_CHECK_TYPE(call) cuda_check_status_ = (call);                                         \
+        if (CUDA_CHECK_FAILED(cuda_check_status_))                                                 \
+            fatal_error("%s:%d: %s: %s (%d)", __FILE__, __LINE__, #call,                           \
+                        CUDA_CHECK_STRING(cuda_check_status_), (int)cuda_check_status_);           \
     } while (0)
 
 #endif

@@ -18,8 +18,8 @@
  *
  * Public: gpu_context_init, gpu_context_release, gpu_context_sync, gpu_context_set_tf32,
  *         gpu_context_tf32, gpu_context_alloc, gpu_context_free, gpu_context_upload,
- *         gpu_context_download, gpu_context_zero, gpu_context_scratch; in CUDA C++ also gpu_context_stream,
- *         gpu_context_cudnn, gpu_context_cublas.
+ *         gpu_context_download, gpu_context_zero, gpu_context_scratch; in CUDA C++ also
+ *         gpu_context_stream, gpu_context_cudnn, gpu_context_cublas.
  */
 #ifndef HVDLAB_GPU_CONTEXT_H
 #define HVDLAB_GPU_CONTEXT_H
