@@ -4,7 +4,9 @@
  * so backward regenerates it instead of storing it, and a GPU kernel would draw the same mask.
  * dropout_key gives every (seed, training step, layer) its own key.
  *
- * Public: relu_forward, relu_backward, dropout_key, dropout_forward, dropout_backward.
+ * Public: relu_forward, relu_backward, dropout_key, dropout_forward, dropout_backward; with
+ *         HVDLAB_CUDA their twins relu_forward_cuda, relu_backward_cuda, dropout_forward_cuda,
+ *         dropout_backward_cuda.
  */
 #ifndef HVDLAB_ACT_H
 #define HVDLAB_ACT_H

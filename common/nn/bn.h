@@ -14,7 +14,7 @@
  * the thread count.
  *
  * Public: bn_forward_train, bn_forward_infer, bn_backward, bn_relu_forward_train,
- *         bn_relu_forward_infer, bn_relu_backward.
+ *         bn_relu_forward_infer, bn_relu_backward; with HVDLAB_CUDA the same names + _cuda.
  */
 #ifndef HVDLAB_BN_H
 #define HVDLAB_BN_H

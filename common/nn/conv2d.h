@@ -13,7 +13,9 @@
  * every backend and does not depend on d->n (the batch goes through in fixed-size pieces).
  *
  * Public: conv2d_work_floats, conv2d_forward, conv2d_backward, conv2d_set_backend,
- *         conv2d_backend, conv2d_gemm_work_floats, conv2d_gemm_forward, conv2d_gemm_backward.
+ *         conv2d_backend, conv2d_gemm_work_floats, conv2d_gemm_forward, conv2d_gemm_backward;
+ *         with HVDLAB_CUDA conv2d_cudnn_work_floats, conv2d_cudnn_forward, conv2d_cudnn_backward,
+ *         conv2d_cudnn_release.
  */
 #ifndef HVDLAB_CONV2D_H
 #define HVDLAB_CONV2D_H

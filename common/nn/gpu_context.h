@@ -8,9 +8,10 @@
  * Why here and not in coll/device_cuda.cu: the handles are the layers' tools, and nn/ may only
  * include base/, so the layers could not reach them in coll/. Device choice stays in coll/.
  *
- * TF32: cuDNN convolutions may use TF32 tensor cores unless turned off, as PyTorch does;
+ * TF32: cuDNN convolutions may use TF32 tensor cores unless turned off, as PyTorch's do;
  * HVDLAB_TF32=0 in the environment (read when the context is made) or gpu_context_set_tf32(0)
- * turns it off for convolutions and cuBLAS alike. Correctness tests run with it off.
+ * turns it off (conv2d_cudnn keeps a plan per setting). cuBLAS always computes in plain fp32,
+ * PyTorch's default for matmuls. Correctness tests run with TF32 off.
  *
  * Errors stop the process (CUDA_CHECK, base/cuda_check.h); there is nothing to recover.
  * Only in CUDA builds (HVDLAB_CUDA); everything here takes and returns device pointers except

@@ -5,7 +5,8 @@
  * order) equal to the pooled output, which is the element forward chose (forward keeps the first
  * of equal maxima, like PyTorch).
  *
- * Public: maxpool2_forward, maxpool2_backward, gap_forward, gap_backward.
+ * Public: maxpool2_forward, maxpool2_backward, gap_forward, gap_backward; with HVDLAB_CUDA the
+ *         same names + _cuda.
  */
 #ifndef HVDLAB_POOL_H
 #define HVDLAB_POOL_H

@@ -3,7 +3,7 @@
  *
  * Stable form: loss_i = logsumexp(z_i) − z_i[y_i] with the row maximum subtracted first.
  *
- * Public: xent_forward, xent_backward, xent_correct.
+ * Public: xent_forward, xent_backward, xent_correct; with HVDLAB_CUDA the same names + _cuda.
  */
 #ifndef HVDLAB_XENT_H
 #define HVDLAB_XENT_H
