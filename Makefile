@@ -6,6 +6,11 @@ CUDA ?= 0
 SANITIZE ?= 0
 CUDA_HOME ?= /usr/local/cuda
 NVCC ?= $(CUDA_HOME)/bin/nvcc
+# cuDNN: in the CUDA prefix unless told otherwise (a pip install of PyTorch ships it under
+# site-packages/nvidia/cudnn, with lib/ rather than lib64/). CUDA_ARCH: sm_90 is the H100.
+CUDNN_HOME ?= $(CUDA_HOME)
+CUDNN_LIB = $(firstword $(wildcard $(CUDNN_HOME)/lib64 $(CUDNN_HOME)/lib) $(CUDNN_HOME)/lib64)
+CUDA_ARCH ?= sm_90
 
 ifeq ($(CUDA),1)
 BUILD ?= build/cuda
@@ -37,10 +42,12 @@ endif
 COMMON_SRC := $(wildcard common/*/*.c)
 COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/%.o)
 ifeq ($(CUDA),1)
-CPPFLAGS += -DHVDLAB_CUDA=1 -I$(CUDA_HOME)/include
+CPPFLAGS += -DHVDLAB_CUDA=1 -I$(CUDA_HOME)/include -I$(CUDNN_HOME)/include
 COMMON_CU := $(wildcard common/*/*.cu)
 COMMON_OBJ += $(COMMON_CU:%.cu=$(BUILD)/%.o)
-LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lnccl -lcudart -lstdc++
+# libcudnn is a stub that loads libcudnn_cnn/_ops from its own directory at run time: rpath it.
+LDLIBS += -L$(CUDNN_LIB) -Wl,-rpath,$(CUDNN_LIB) -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 \
+          -lnccl -lcudnn -lcublas -lcudart -lstdc++
 endif
 
 # Threads: the layers' loops use OpenMP (the same runtime oneDNN uses, so one pool serves both).
@@ -105,9 +112,13 @@ $(BUILD)/%.o: %.c
 O3_OBJ := coll/ring nn/bn nn/act nn/pool
 $(O3_OBJ:%=$(BUILD)/common/%.o): CFLAGS += -O3
 
+# --fmad=false: the kernels do the CPU's float operations without fused multiply-adds, so the
+# elementwise layers give the CPU's bits (the twins' tests compare them exactly).
+# -Werror all-warnings: nvcc's own (device code) warnings fail the build like the host's.
 $(BUILD)/%.o: %.cu
 	@mkdir -p $(@D)
-	$(NVCC) -O2 -Icommon -DHVDLAB_CUDA=1 -Xcompiler -Wall,-Wextra,-Werror -MMD -MP -c $< -o $@
+	$(NVCC) -O2 -arch=$(CUDA_ARCH) --fmad=false -Werror all-warnings -Icommon -I$(CUDNN_HOME)/include \
+	  -DHVDLAB_CUDA=1 -Xcompiler -Wall,-Wextra,-Werror -MMD -MP -c $< -o $@
 
 # Top-level programs are copied out of the current flavour's build dir.
 tools: $(TOOLS)  ## build the top-level tools (hvdlab-info)
@@ -148,14 +159,20 @@ asan-test:  ## run the unit tests in an ASan+UBSan build
 	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
 	  $(MAKE) --no-print-directory SANITIZE=1 unit-tests
 
-cuda-check:  ## check that CUDA=1 compiles and links (skips when nvcc is absent)
+# The GPU twins' suite runs here too: on a GPU it compares them with the CPU layers, without
+# one it prints its "skipped: no GPU" line (exit 77), which does not fail the check.
+cuda-check:  ## check that CUDA=1 compiles and links, run the GPU twins' suite (skips when nvcc is absent)
 	@if [ -x "$(NVCC)" ]; then \
 	  $(MAKE) --no-print-directory CUDA=1 BUILD=build/cuda build/cuda/tools/hvdlab-info \
-	    build/cuda/tests/progs/prog_errors build/cuda/solutions/step10 >/dev/null && \
+	    build/cuda/tests/progs/prog_errors build/cuda/solutions/step10 \
+	    build/cuda/tests/unit/test_twins_cuda >/dev/null && \
 	  echo "cuda-check: CUDA=1 build compiled and linked; its device line on this machine:" && \
 	  build/cuda/tools/hvdlab-info | grep -A1 '\] CUDA' | sed 's/^ */  /' && \
 	  HVDLAB_REPORT_BINDINGS=1 $(MPIRUN) $(MPIRUN_FLAGS) -n 1 build/cuda/tests/progs/prog_errors pin \
-	    2>&1 | sed 's/^/  /'; \
+	    2>&1 | sed 's/^/  /' && \
+	  echo "cuda-check: GPU twins (build/cuda/tests/unit/test_twins_cuda):" && \
+	  { build/cuda/tests/unit/test_twins_cuda >build/cuda/twins.log 2>&1; rc=$$?; \
+	    sed 's/^/  /' build/cuda/twins.log; [ $$rc = 0 ] || [ $$rc = 77 ]; }; \
 	else echo "cuda-check: skipped, no nvcc at $(NVCC)"; fi
 
 demo: setup  ## train solution 10 on real Fashion-MNIST with 2 ranks (about a minute)

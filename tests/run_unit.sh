@@ -1,12 +1,15 @@
 #!/bin/sh
 # Runs the unit test binaries given as arguments. Those built from tests/mpi/ (a path with /mpi/)
 # run under $MPIRUN -n 1, 2, 3 and 4; the others run once as a plain process. Every run is bounded
-# by a timeout so a hang fails instead of blocking CI. Ends with one "N passed, N failed" line.
+# by a timeout so a hang fails instead of blocking CI. A run that exits 77 could not run here
+# (e.g. the CUDA suite without a GPU): it counts as skipped, neither passed nor failed. Ends with
+# one "runs: N passed, N failed, N skipped" line.
 # Env: MPIRUN (mpirun with its flags), TEST_TIMEOUT (s).
 set -u
 timeout_s=${TEST_TIMEOUT:-300}
 pass=0
 fail=0
+skip=0
 failed_runs=""
 run() { # label, command...
     label=$1; shift
@@ -15,6 +18,10 @@ run() { # label, command...
         pass=$((pass + 1))
     else
         rc=$?
+        if [ "$rc" = 77 ]; then
+            skip=$((skip + 1))
+            return
+        fi
         [ "$rc" = 124 ] && echo "== $label: TIMED OUT after ${timeout_s}s"
         fail=$((fail + 1))
         failed_runs="$failed_runs\n  $label (exit $rc)"
@@ -30,5 +37,5 @@ for bin in "$@"; do
     esac
 done
 [ "$fail" -gt 0 ] && printf "failed runs:$failed_runs\n"
-echo "runs: $pass passed, $fail failed"
+echo "runs: $pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]

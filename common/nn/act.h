@@ -4,7 +4,9 @@
  * so backward regenerates it instead of storing it, and a GPU kernel would draw the same mask.
  * dropout_key gives every (seed, training step, layer) its own key.
  *
- * Public: relu_forward, relu_backward, dropout_key, dropout_forward, dropout_backward.
+ * Public: relu_forward, relu_backward, dropout_key, dropout_forward, dropout_backward; with
+ *         HVDLAB_CUDA their twins relu_forward_cuda, relu_backward_cuda, dropout_forward_cuda,
+ *         dropout_backward_cuda.
  */
 #ifndef HVDLAB_ACT_H
 #define HVDLAB_ACT_H
@@ -27,5 +29,16 @@ void dropout_forward(float *out /* (n) */, const float *in /* (n) */, size_t n, 
 /* din += dout · mask, the same mask as dropout_forward(train = 1) with this key. */
 void dropout_backward(float *din /* (n) += */, const float *dout /* (n) */, size_t n, float p,
                       uint64_t key);
+
+#ifdef HVDLAB_CUDA
+/* CUDA twins (act_cuda.cu): the same arguments as device pointers, enqueued on the stream of
+ * nn/gpu_context.h. They run the same float operations (layer_math.h), so they give the same
+ * bits as the CPU functions, dropout masks included. */
+void relu_forward_cuda(float *out, const float *in, size_t n);
+void relu_backward_cuda(float *din, const float *dout, const float *out, size_t n);
+void dropout_forward_cuda(float *out, const float *in, size_t n, float p, uint64_t key,
+                          int train);
+void dropout_backward_cuda(float *din, const float *dout, size_t n, float p, uint64_t key);
+#endif
 
 #endif

@@ -14,7 +14,7 @@
  * the thread count.
  *
  * Public: bn_forward_train, bn_forward_infer, bn_backward, bn_relu_forward_train,
- *         bn_relu_forward_infer, bn_relu_backward.
+ *         bn_relu_forward_infer, bn_relu_backward; with HVDLAB_CUDA the same names + _cuda.
  */
 #ifndef HVDLAB_BN_H
 #define HVDLAB_BN_H
@@ -77,5 +77,30 @@ void bn_relu_backward(float *din /* (N,C,HW) = */, float *dgamma /* (C) += */,
                       float p, const float *gamma /* (C) */, const float *beta /* (C) */,
                       const float *mean /* (C) */, const float *invstd /* (C) */,
                       const bn_dims *d);
+
+#ifdef HVDLAB_CUDA
+/* CUDA twins (bn_cuda.cu): the same arguments as device pointers (d stays on the host), the
+ * stream of nn/gpu_context.h, the same conventions (running update, variance correction, eps,
+ * fused ReLU/dropout/add, = or += outputs). A channel's sums are taken in double in a fixed
+ * order, so results do not depend on timing; they match the CPU to rounding. */
+void bn_forward_train_cuda(float *out, const float *in, const float *gamma, const float *beta,
+                           float *mean, float *invstd, float *run_mean, float *run_var,
+                           const bn_dims *d);
+void bn_forward_infer_cuda(float *out, const float *in, const float *gamma, const float *beta,
+                           const float *run_mean, const float *run_var, const bn_dims *d);
+void bn_backward_cuda(float *din, float *dgamma, float *dbeta, const float *dout,
+                      const float *in, const float *gamma, const float *mean,
+                      const float *invstd, const bn_dims *d);
+void bn_relu_forward_train_cuda(float *out, const float *in, const float *add, float p,
+                                uint64_t key, const float *gamma, const float *beta, float *mean,
+                                float *invstd, float *run_mean, float *run_var, const bn_dims *d);
+void bn_relu_forward_infer_cuda(float *out, const float *in, const float *add,
+                                const float *gamma, const float *beta, const float *run_mean,
+                                const float *run_var, const bn_dims *d);
+void bn_relu_backward_cuda(float *din, float *dgamma, float *dbeta, const float *dout,
+                           const float *in, const float *out, float p, const float *gamma,
+                           const float *beta, const float *mean, const float *invstd,
+                           const bn_dims *d);
+#endif
 
 #endif

@@ -13,7 +13,9 @@
  * every backend and does not depend on d->n (the batch goes through in fixed-size pieces).
  *
  * Public: conv2d_work_floats, conv2d_forward, conv2d_backward, conv2d_set_backend,
- *         conv2d_backend, conv2d_gemm_work_floats, conv2d_gemm_forward, conv2d_gemm_backward.
+ *         conv2d_backend, conv2d_gemm_work_floats, conv2d_gemm_forward, conv2d_gemm_backward;
+ *         with HVDLAB_CUDA conv2d_cudnn_work_floats, conv2d_cudnn_forward, conv2d_cudnn_backward,
+ *         conv2d_cudnn_release.
  */
 #ifndef HVDLAB_CONV2D_H
 #define HVDLAB_CONV2D_H
@@ -45,5 +47,23 @@ void conv2d_gemm_forward(float *out, const float *in, const float *w, const floa
                          const conv2d_dims *d, float *work);
 void conv2d_gemm_backward(float *din, float *dw, float *db, const float *dout, const float *in,
                           const float *w, const conv2d_dims *d, float *work);
+
+#ifdef HVDLAB_CUDA
+/* CUDA twin (conv2d_cudnn.cu): cuDNN's convolutions on device pointers, NCHW, on the stream of
+ * nn/gpu_context.h; forward overwrites out, backward accumulates (+=) into din, dw, db (any may
+ * be NULL), as on the CPU. For each shape (N included) and TF32 setting the algorithms are
+ * chosen once — measured by cudnnFind*, the fastest that fits CONV2D_CUDNN_MAX_WORK_BYTES,
+ * cuDNN's heuristics (Get*_v7) if none does — and cached for the process.
+ * conv2d_cudnn_work_floats(d) is the workspace those algorithms need for d (its batch d->n
+ * included); work may instead be NULL: one workspace owned by this file is used, grown when a
+ * shape needs more. conv2d_cudnn_release frees the plans and that workspace. */
+#define CONV2D_CUDNN_MAX_WORK_BYTES ((size_t)1 << 30)
+size_t conv2d_cudnn_work_floats(const conv2d_dims *d);
+void conv2d_cudnn_forward(float *out, const float *in, const float *w, const float *b,
+                          const conv2d_dims *d, float *work);
+void conv2d_cudnn_backward(float *din, float *dw, float *db, const float *dout, const float *in,
+                           const float *w, const conv2d_dims *d, float *work);
+void conv2d_cudnn_release(void);
+#endif
 
 #endif

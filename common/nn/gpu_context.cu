@@ -1,0 +1,141 @@
+/* gpu_context.cu — the cuDNN/cuBLAS handles and the stream of the layers' CUDA twins. See
+ * gpu_context.h.
+ * Public: gpu_context_init, gpu_context_release, gpu_context_sync, gpu_context_set_tf32,
+ *         gpu_context_tf32, gpu_context_alloc, gpu_context_free, gpu_context_upload,
+ *         gpu_context_download, gpu_context_zero, gpu_context_scratch, gpu_context_stream,
+ *         gpu_context_cudnn, gpu_context_cublas.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/cuda_check.h"
+#include "nn/gpu_context.h"
+
+static struct {
+    int ready;
+    int tf32;
+    cudaStream_t stream;
+    cudnnHandle_t cudnn;
+    cublasHandle_t cublas;
+    void *scratch;
+    size_t scratch_bytes;
+} ctx;
+
+
+extern "C" void gpu_context_init(void)
+{
+    if (ctx.ready)
+        return;
+    const char *env = getenv("HVDLAB_TF32");
+    ctx.tf32 = !(env && strcmp(env, "0") == 0);
+    /* Non-blocking: the stream does not wait for the legacy default stream, which libraries
+     * and copies elsewhere in the process may use. */
+    CUDA_CHECK(cudaStreamCreateWithFlags(&ctx.stream, cudaStreamNonBlocking));
+    CUDA_CHECK(cudnnCreate(&ctx.cudnn));
+    CUDA_CHECK(cudnnSetStream(ctx.cudnn, ctx.stream));
+    CUDA_CHECK(cublasCreate(&ctx.cublas));
+    CUDA_CHECK(cublasSetStream(ctx.cublas, ctx.stream));
+    /* Plain fp32 for cuBLAS whatever the TF32 setting: PyTorch's default for matmuls, and the
+     * one product here (the 10-way dense layer) is too small for tensor cores to matter. */
+    CUDA_CHECK(cublasSetMathMode(ctx.cublas, CUBLAS_DEFAULT_MATH));
+    ctx.ready = 1;
+}
+
+extern "C" void gpu_context_release(void)
+{
+    if (!ctx.ready)
+        return;
+    CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
+    if (ctx.scratch)
+        CUDA_CHECK(cudaFree(ctx.scratch));
+    CUDA_CHECK(cublasDestroy(ctx.cublas));
+    CUDA_CHECK(cudnnDestroy(ctx.cudnn));
+    CUDA_CHECK(cudaStreamDestroy(ctx.stream));
+    memset(&ctx, 0, sizeof ctx);
+}
+
+extern "C" void gpu_context_sync(void)
+{
+    gpu_context_init();
+    CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
+}
+
+extern "C" void gpu_context_set_tf32(int on)
+{
+    gpu_context_init();
+    ctx.tf32 = on != 0;
+}
+
+extern "C" int gpu_context_tf32(void)
+{
+    gpu_context_init();
+    return ctx.tf32;
+}
+
+extern "C" void *gpu_context_alloc(size_t bytes)
+{
+    gpu_context_init();
+    void *p = NULL;
+    CUDA_CHECK(cudaMalloc(&p, bytes ? bytes : 1));
+    return p;
+}
+
+extern "C" void gpu_context_free(void *p)
+{
+    if (p)
+        CUDA_CHECK(cudaFree(p));
+}
+
+extern "C" void gpu_context_upload(void *dst_device, const void *src_host, size_t bytes)
+{
+    gpu_context_init();
+    CUDA_CHECK(cudaMemcpyAsync(dst_device, src_host, bytes, cudaMemcpyHostToDevice, ctx.stream));
+    CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
+}
+
+extern "C" void gpu_context_download(void *dst_host, const void *src_device, size_t bytes)
+{
+    gpu_context_init();
+    CUDA_CHECK(cudaMemcpyAsync(dst_host, src_device, bytes, cudaMemcpyDeviceToHost, ctx.stream));
+    CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
+}
+
+extern "C" void gpu_context_zero(void *p, size_t bytes)
+{
+    gpu_context_init();
+    CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, ctx.stream));
+}
+
+extern "C" void *gpu_context_scratch(size_t bytes)
+{
+    gpu_context_init();
+    if (bytes > ctx.scratch_bytes) {
+        /* Work still queued may read the old buffer. */
+        CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
+        if (ctx.scratch)
+            CUDA_CHECK(cudaFree(ctx.scratch));
+        ctx.scratch = NULL;
+        ctx.scratch_bytes = 0;
+        CUDA_CHECK(cudaMalloc(&ctx.scratch, bytes));
+        ctx.scratch_bytes = bytes;
+    }
+    return ctx.scratch;
+}
+
+extern "C" cudaStream_t gpu_context_stream(void)
+{
+    gpu_context_init();
+    return ctx.stream;
+}
+
+extern "C" cudnnHandle_t gpu_context_cudnn(void)
+{
+    gpu_context_init();
+    return ctx.cudnn;
+}
+
+extern "C" cublasHandle_t gpu_context_cublas(void)
+{
+    gpu_context_init();
+    return ctx.cublas;
+}

@@ -1,0 +1,86 @@
+/* gpu_context.h — the GPU state the layers' CUDA twins share: one cuDNN handle, one cuBLAS
+ * handle and one non-blocking stream that both are bound to, on the device current when the
+ * context is first used (hvd_pin_device picks it). One context per process, as one rank drives
+ * one GPU. Every twin enqueues its work on this stream and returns without waiting; the calls
+ * that return a value to the host (xent_forward_cuda, xent_correct_cuda, gpu_context_download)
+ * wait for the stream.
+ *
+ * Why here and not in coll/device_cuda.cu: the handles are the layers' tools, and nn/ may only
+ * include base/, so the layers could not reach them in coll/. Device choice stays in coll/.
+ *
+ * TF32: cuDNN convolutions may use TF32 tensor cores unless turned off, as PyTorch's do;
+ * HVDLAB_TF32=0 in the environment (read when the context is made) or gpu_context_set_tf32(0)
+ * turns it off (conv2d_cudnn keeps a plan per setting). cuBLAS always computes in plain fp32,
+ * PyTorch's default for matmuls. Correctness tests run with TF32 off.
+ *
+ * Errors stop the process (CUDA_CHECK, base/cuda_check.h); there is nothing to recover.
+ * Only in CUDA builds (HVDLAB_CUDA); everything here takes and returns device pointers except
+ * the host side of upload/download.
+ *
+ * Public: gpu_context_init, gpu_context_release, gpu_context_sync, gpu_context_set_tf32,
+ *         gpu_context_tf32, gpu_context_alloc, gpu_context_free, gpu_context_upload,
+ *         gpu_context_download, gpu_context_zero, gpu_context_scratch; in CUDA C++ also
+ *         gpu_context_stream, gpu_context_cudnn, gpu_context_cublas.
+ */
+#ifndef HVDLAB_GPU_CONTEXT_H
+#define HVDLAB_GPU_CONTEXT_H
+
+#ifdef HVDLAB_CUDA
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Creates the handles and the stream on the current device (first call only; every function
+ * here calls it). */
+void gpu_context_init(void);
+/* Frees the handles, the stream and the scratch; call conv2d_cudnn_release first (its plans
+ * hold cuDNN descriptors). The next use makes a new context. */
+void gpu_context_release(void);
+/* Waits until everything enqueued on the stream has run. */
+void gpu_context_sync(void);
+
+void gpu_context_set_tf32(int on);
+int gpu_context_tf32(void);
+
+/* Device memory (cudaMalloc: 256-byte aligned); free(NULL) is a no-op. */
+void *gpu_context_alloc(size_t bytes);
+void gpu_context_free(void *p);
+/* Host <-> device copies on the stream; both return once the copy is done. */
+void gpu_context_upload(void *dst_device, const void *src_host, size_t bytes);
+void gpu_context_download(void *dst_host, const void *src_device, size_t bytes);
+/* bytes of zeros at p, enqueued on the stream. */
+void gpu_context_zero(void *p, size_t bytes);
+/* A device buffer of at least bytes owned by the context, for a twin's small results; valid
+ * until the next call (growing it waits for the stream). */
+void *gpu_context_scratch(size_t bytes);
+
+#ifdef __cplusplus
+}
+#endif
+
+#ifdef __CUDACC__
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+extern "C" {
+cudaStream_t gpu_context_stream(void);
+cudnnHandle_t gpu_context_cudnn(void);
+cublasHandle_t gpu_context_cublas(void);
+}
+
+/* Grid for an elementwise kernel of n items with GPU_THREADS threads a block: enough blocks to
+ * fill the device a few times over; the kernels loop (grid-stride) over the rest. */
+#define GPU_THREADS 256
+static inline unsigned gpu_blocks(size_t n)
+{
+    const size_t max_blocks = 4096, b = (n + GPU_THREADS - 1) / GPU_THREADS;
+    return (unsigned)(b < 1 ? 1 : b > max_blocks ? max_blocks : b);
+}
+#endif
+
+#endif /* HVDLAB_CUDA */
+#endif

@@ -1,0 +1,504 @@
+/* test_twins_cuda.c — every GPU twin of nn/ (conv2d_cudnn, bn_cuda, act_cuda, pool_cuda,
+ * dense_cuda, xent_cuda) against its CPU original on the same random data.
+ *
+ * Needs a CUDA build and a visible GPU; otherwise it prints one line "skipped: no GPU (reason)"
+ * and exits 77, which tests/run_unit.sh counts as skipped, never as passed.
+ *
+ * TF32 is off (gpu_context_set_tf32(0)): cuDNN and cuBLAS then do fp32 FMA arithmetic, and a
+ * result differs from the CPU's only by the order of its float additions. Tolerances are stated
+ * relative to each tensor's scale, its largest magnitude on the CPU:
+ *   max |gpu − cpu| <= tol · max |cpu|
+ * with tol 1e-4 for the convolutions and dense (sums of up to ~20,000 products), 1e-5 for batch
+ * norm and the softmax. A wrong index, layout or missing += is off by O(1) of the scale.
+ * Exactly equal (bit for bit): ReLU, dropout (the masks), max-pool, GAP, the bias gradient of
+ * dense, the softmax gradient and the correct count — the twins do the CPU's float operations
+ * in the CPU's order (nvcc --fmad=false) — and the fused BN + ReLU + dropout where batch norm's
+ * output is 1 exactly (gamma 0, beta 1), so the output is the dropout mask itself.
+ * Backward "+=" outputs start from random values on both sides, "=" outputs from different
+ * ones; both must come out the same.
+ *
+ * Convolution shapes: every conv of wrn-16-1 and wrn-16-4 (stem, 3x3 and 1x1 shortcuts of the
+ * three groups at 28x28, 14x14, 7x7) at batch 8, forward with the caller's workspace, backward
+ * with the shared one (work = NULL).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#ifdef HVDLAB_CUDA
+
+#include <math.h>
+#include <string.h>
+
+#include "coll/device.h"
+#include "lib/ck_mpi.h"
+#include "nn/act.h"
+#include "nn/bn.h"
+#include "nn/conv2d.h"
+#include "nn/dense.h"
+#include "nn/gpu_context.h"
+#include "nn/layer_math.h"
+#include "nn/pool.h"
+#include "nn/xent.h"
+
+static uint64_t rng = 20240917;
+
+static float *randf(size_t n, float lo, float hi)
+{
+    float *x = malloc((n ? n : 1) * sizeof *x);
+    for (size_t i = 0; i < n; i++)
+        x[i] = lo + (hi - lo) * (float)((lm_splitmix64(&rng) >> 40) * 0x1.0p-24);
+    return x;
+}
+
+static float *copyf(const float *a, size_t n)
+{
+    float *x = malloc((n ? n : 1) * sizeof *x);
+    memcpy(x, a, n * sizeof *x);
+    return x;
+}
+
+static float *up(const float *h, size_t n)
+{
+    float *d = gpu_context_alloc(n * sizeof *d);
+    gpu_context_upload(d, h, n * sizeof *d);
+    return d;
+}
+
+static float *down(const float *d, size_t n)
+{
+    float *h = malloc((n ? n : 1) * sizeof *h);
+    gpu_context_download(h, d, n * sizeof *h);
+    return h;
+}
+
+/* max |got − ref| / max |ref| (the absolute error when ref is all zeros). */
+static double rel_err(const float *got, const float *ref, size_t n)
+{
+    double e = 0.0, scale = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        const double d = fabs((double)got[i] - ref[i]);
+        e = d > e || d != d ? d : e;
+        scale = fabs(ref[i]) > scale ? fabs(ref[i]) : scale;
+    }
+    return scale > 0.0 ? e / scale : e;
+}
+
+/* The device tensor dev against the CPU's ref: within tol of ref's scale, or (tol < 0) the same
+ * bits. */
+static void expect(const char *what, const float *dev, const float *ref, size_t n, double tol)
+{
+    float *got = down(dev, n);
+    if (tol < 0.0) {
+        size_t i = 0;
+        while (i < n && memcmp(&got[i], &ref[i], sizeof *ref) == 0)
+            i++;
+        CK_EXPECT(i == n, "%s: element %zu of %zu is %.9g on the GPU, %.9g on the CPU", what, i,
+                  n, i < n ? got[i] : 0.0f, i < n ? ref[i] : 0.0f);
+    } else {
+        const double e = rel_err(got, ref, n);
+        CK_EXPECT(e <= tol, "%s: GPU is %.3g of the scale off the CPU (tolerance %.1g)", what, e,
+                  tol);
+    }
+    free(got);
+}
+#define EXACT (-1.0)
+
+/* ---- convolution --------------------------------------------------------------------------- */
+
+static void conv_case(int n, int cin, int hw, int cout, int k)
+{
+    const conv2d_dims d = {.n = n, .cin = cin, .h = hw, .w = hw, .cout = cout, .k = k};
+    const size_t ni = (size_t)n * cin * hw * hw, no = (size_t)n * cout * hw * hw,
+                 nw = (size_t)cout * cin * k * k;
+    char what[128];
+    float *in = randf(ni, -1, 1), *w = randf(nw, -0.5f, 0.5f), *b = randf((size_t)cout, -1, 1);
+    float *dout = randf(no, -1, 1), *din = randf(ni, -1, 1), *dw = randf(nw, -1, 1),
+          *db = randf((size_t)cout, -1, 1);
+    float *d_in = up(in, ni), *d_w = up(w, nw), *d_b = up(b, (size_t)cout), *d_dout = up(dout, no);
+    float *d_din = up(din, ni), *d_dw = up(dw, nw), *d_db = up(db, (size_t)cout);
+    float *d_out = gpu_context_alloc(no * sizeof(float));
+    float *work = malloc(conv2d_work_floats(&d) * sizeof *work + 1);
+    float *out = malloc(no * sizeof *out);
+    float *d_work = gpu_context_alloc(conv2d_cudnn_work_floats(&d) * sizeof(float));
+
+    conv2d_forward(out, in, w, b, &d, work);
+    conv2d_cudnn_forward(d_out, d_in, d_w, d_b, &d, d_work);
+    snprintf(what, sizeof what, "conv %dx%d %d->%d %dx%d forward", k, k, cin, cout, hw, hw);
+    expect(what, d_out, out, no, 1e-4);
+
+    /* The stem's input gradient is never needed (the model passes NULL). */
+    const int with_din = cin > 1;
+    conv2d_backward(with_din ? din : NULL, dw, db, dout, in, w, &d, work);
+    conv2d_cudnn_backward(with_din ? d_din : NULL, d_dw, d_db, d_dout, d_in, d_w, &d, NULL);
+    snprintf(what, sizeof what, "conv %dx%d %d->%d %dx%d din +=", k, k, cin, cout, hw, hw);
+    expect(what, d_din, din, ni, 1e-4);
+    snprintf(what, sizeof what, "conv %dx%d %d->%d %dx%d dw +=", k, k, cin, cout, hw, hw);
+    expect(what, d_dw, dw, nw, 1e-4);
+    snprintf(what, sizeof what, "conv %dx%d %d->%d %dx%d db +=", k, k, cin, cout, hw, hw);
+    expect(what, d_db, db, (size_t)cout, 1e-4);
+
+    float *bufs[] = {in, w, b, dout, din, dw, db, work, out};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
+        free(bufs[i]);
+    float *dbufs[] = {d_in, d_w, d_b, d_dout, d_din, d_dw, d_db, d_out, d_work};
+    for (size_t i = 0; i < sizeof dbufs / sizeof *dbufs; i++)
+        gpu_context_free(dbufs[i]);
+}
+
+/* Every convolution of wrn-16-K (common/model/wrn_build.c: stem 1->16 at 28x28, then three
+ * groups of two blocks, widths 16K, 32K, 64K at 28, 14, 7 pixels; a 1x1 shortcut where the
+ * width changes). */
+static void wrn16_convs(int K, int n)
+{
+    conv_case(n, 1, 28, 16, 3);
+    int cin = 16;
+    for (int g = 0; g < 3; g++) {
+        const int cout = (16 << g) * K, hw = 28 >> g;
+        if (cin != cout)
+            conv_case(n, cin, hw, cout, 1);
+        conv_case(n, cin, hw, cout, 3);
+        conv_case(n, cout, hw, cout, 3);
+        cin = cout;
+    }
+}
+
+START_TEST(conv_matches_cpu)
+{
+    wrn16_convs(1, 8);
+    wrn16_convs(4, 8);
+    CK_AGREE();
+}
+END_TEST
+
+/* ---- batch norm ---------------------------------------------------------------------------- */
+
+static void bn_case(int n, int c, int hw)
+{
+    const bn_dims d = {.n = n, .c = c, .hw = hw, .eps = BN_EPS, .momentum = BN_MOMENTUM};
+    const size_t nt = (size_t)n * c * hw, C = (size_t)c;
+    char what[160];
+    /* An offset far from 0: the statistics must not lose the spread to it. */
+    float *in = randf(nt, 2.0f, 4.0f), *g = randf(C, 0.5f, 1.5f), *b = randf(C, -0.5f, 0.5f);
+    float *rm = randf(C, -1, 1), *rv = randf(C, 0.5f, 2.0f), *add = randf(nt, -1, 1);
+    float *dout = randf(nt, -1, 1), *din = randf(nt, -1, 1), *dg = randf(C, -1, 1),
+          *dbt = randf(C, -1, 1);
+    float *out = malloc(nt * sizeof *out), *mean = malloc(C * sizeof *mean),
+          *invstd = malloc(C * sizeof *invstd);
+    float *d_in = up(in, nt), *d_g = up(g, C), *d_b = up(b, C), *d_rm = up(rm, C),
+          *d_rv = up(rv, C), *d_add = up(add, nt), *d_dout = up(dout, nt), *d_din = up(din, nt),
+          *d_dg = up(dg, C), *d_dbt = up(dbt, C);
+    float *d_out = gpu_context_alloc(nt * sizeof(float)), *d_mean = gpu_context_alloc(C * 4),
+          *d_invstd = gpu_context_alloc(C * 4);
+    const float p = 0.3f;
+    const uint64_t key = dropout_key(7, 3, 2);
+#define WHAT(s) (snprintf(what, sizeof what, "bn N=%d C=%d HW=%d %s", n, c, hw, s), what)
+
+    bn_forward_train(out, in, g, b, mean, invstd, rm, rv, &d);
+    bn_forward_train_cuda(d_out, d_in, d_g, d_b, d_mean, d_invstd, d_rm, d_rv, &d);
+    expect(WHAT("forward_train out"), d_out, out, nt, 1e-5);
+    expect(WHAT("forward_train mean"), d_mean, mean, C, 1e-5);
+    expect(WHAT("forward_train invstd"), d_invstd, invstd, C, 1e-5);
+    expect(WHAT("running mean"), d_rm, rm, C, 1e-5);
+    expect(WHAT("running var"), d_rv, rv, C, 1e-5);
+
+    bn_forward_infer(out, in, g, b, rm, rv, &d);
+    bn_forward_infer_cuda(d_out, d_in, d_g, d_b, d_rm, d_rv, &d);
+    expect(WHAT("forward_infer"), d_out, out, nt, 1e-5);
+
+    gpu_context_upload(d_mean, mean, C * sizeof(float));
+    gpu_context_upload(d_invstd, invstd, C * sizeof(float));
+    bn_backward(din, dg, dbt, dout, in, g, mean, invstd, &d);
+    bn_backward_cuda(d_din, d_dg, d_dbt, d_dout, d_in, d_g, d_mean, d_invstd, &d);
+    expect(WHAT("backward din +="), d_din, din, nt, 1e-5);
+    expect(WHAT("backward dgamma +="), d_dg, dg, C, 1e-5);
+    expect(WHAT("backward dbeta +="), d_dbt, dbt, C, 1e-5);
+
+    /* Fused, in place on in's copy, with dropout and the add. */
+    float *x = copyf(in, nt), *d_x = up(in, nt);
+    bn_relu_forward_train(x, x, add, p, key, g, b, mean, invstd, rm, rv, &d);
+    bn_relu_forward_train_cuda(d_x, d_x, d_add, p, key, d_g, d_b, d_mean, d_invstd, d_rm, d_rv,
+                               &d);
+    expect(WHAT("relu_forward_train +dropout +add, in place"), d_x, x, nt, 1e-5);
+    expect(WHAT("relu_forward_train running var"), d_rv, rv, C, 1e-5);
+
+    /* The backward passes get the CPU's statistics on both sides, so the ReLU masks they
+     * recompute are the same (the GPU's own differ from the CPU's by rounding). */
+    gpu_context_upload(d_mean, mean, C * sizeof(float));
+    gpu_context_upload(d_invstd, invstd, C * sizeof(float));
+    /* Backward with the mask recomputed from in (the output had an add); din is "=". */
+    float *junk = randf(nt, -9, 9);
+    gpu_context_upload(d_din, junk, nt * sizeof(float));
+    bn_relu_backward(din, dg, dbt, dout, in, NULL, 0.0f, g, b, mean, invstd, &d);
+    bn_relu_backward_cuda(d_din, d_dg, d_dbt, d_dout, d_in, NULL, 0.0f, d_g, d_b, d_mean,
+                          d_invstd, &d);
+    expect(WHAT("relu_backward (mask from in) din ="), d_din, din, nt, 1e-5);
+    expect(WHAT("relu_backward (mask from in) dgamma +="), d_dg, dg, C, 1e-5);
+    expect(WHAT("relu_backward (mask from in) dbeta +="), d_dbt, dbt, C, 1e-5);
+
+    /* Without the add, then backward with the mask read off that output. */
+    bn_relu_forward_train(out, in, NULL, p, key, g, b, mean, invstd, rm, rv, &d);
+    bn_relu_forward_train_cuda(d_out, d_in, NULL, p, key, d_g, d_b, d_mean, d_invstd, d_rm, d_rv,
+                               &d);
+    expect(WHAT("relu_forward_train +dropout"), d_out, out, nt, 1e-5);
+    gpu_context_upload(d_din, junk, nt * sizeof(float));
+    bn_relu_backward(din, dg, dbt, dout, in, out, p, g, b, mean, invstd, &d);
+    /* the CPU's output and statistics, so both sides apply the same mask */
+    gpu_context_upload(d_out, out, nt * sizeof(float));
+    gpu_context_upload(d_mean, mean, C * sizeof(float));
+    gpu_context_upload(d_invstd, invstd, C * sizeof(float));
+    bn_relu_backward_cuda(d_din, d_dg, d_dbt, d_dout, d_in, d_out, p, d_g, d_b, d_mean, d_invstd,
+                          &d);
+    expect(WHAT("relu_backward (mask from out) din ="), d_din, din, nt, 1e-5);
+    expect(WHAT("relu_backward (mask from out) dgamma +="), d_dg, dg, C, 1e-5);
+    expect(WHAT("relu_backward (mask from out) dbeta +="), d_dbt, dbt, C, 1e-5);
+
+    bn_relu_forward_infer(out, in, add, g, b, rm, rv, &d);
+    bn_relu_forward_infer_cuda(d_out, d_in, d_add, d_g, d_b, d_rm, d_rv, &d);
+    expect(WHAT("relu_forward_infer +add"), d_out, out, nt, 1e-5);
+
+    /* gamma 0, beta 1: bn gives exactly 1, so the fused output is the dropout mask itself. */
+    float *zero = calloc(C, sizeof *zero), *one = malloc(C * sizeof *one);
+    for (size_t i = 0; i < C; i++)
+        one[i] = 1.0f;
+    gpu_context_upload(d_g, zero, C * sizeof(float));
+    gpu_context_upload(d_b, one, C * sizeof(float));
+    bn_relu_forward_train(out, in, NULL, p, key, zero, one, mean, invstd, rm, rv, &d);
+    bn_relu_forward_train_cuda(d_out, d_in, NULL, p, key, d_g, d_b, d_mean, d_invstd, d_rm, d_rv,
+                               &d);
+    expect(WHAT("fused dropout mask"), d_out, out, nt, EXACT);
+#undef WHAT
+
+    float *bufs[] = {in, g, b, rm, rv, add, dout, din, dg, dbt, out, mean, invstd, x, junk, zero,
+                     one};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
+        free(bufs[i]);
+    float *dbufs[] = {d_in, d_g, d_b, d_rm, d_rv, d_add, d_dout, d_din, d_dg, d_dbt, d_out,
+                      d_mean, d_invstd, d_x};
+    for (size_t i = 0; i < sizeof dbufs / sizeof *dbufs; i++)
+        gpu_context_free(dbufs[i]);
+}
+
+START_TEST(bn_matches_cpu)
+{
+    bn_case(8, 16, 784);
+    bn_case(8, 64, 196);
+    bn_case(8, 256, 49);
+    bn_case(4, 3, 30);
+    CK_AGREE();
+}
+END_TEST
+
+/* ---- activations, pooling ------------------------------------------------------------------ */
+
+START_TEST(act_same_bits)
+{
+    const size_t n = 100003;
+    const float p = 0.3f;
+    const uint64_t key = dropout_key(42, 17, 5);
+    float *in = randf(n, -1, 1), *dout = randf(n, -1, 1), *din = randf(n, -1, 1);
+    float *out = malloc(n * sizeof *out);
+    float *d_in = up(in, n), *d_dout = up(dout, n), *d_din = up(din, n);
+    float *d_out = gpu_context_alloc(n * sizeof(float));
+
+    relu_forward(out, in, n);
+    relu_forward_cuda(d_out, d_in, n);
+    expect("relu_forward", d_out, out, n, EXACT);
+    relu_backward(din, dout, out, n);
+    relu_backward_cuda(d_din, d_dout, d_out, n);
+    expect("relu_backward +=", d_din, din, n, EXACT);
+
+    dropout_forward(out, in, n, p, key, 1);
+    dropout_forward_cuda(d_out, d_in, n, p, key, 1);
+    expect("dropout_forward (the mask)", d_out, out, n, EXACT);
+    dropout_backward(din, dout, n, p, key);
+    dropout_backward_cuda(d_din, d_dout, n, p, key);
+    expect("dropout_backward +=", d_din, din, n, EXACT);
+    dropout_backward(din, dout, n, 0.0f, key);
+    dropout_backward_cuda(d_din, d_dout, n, 0.0f, key);
+    expect("dropout_backward p=0 +=", d_din, din, n, EXACT);
+    dropout_forward(out, in, n, p, key, 0);
+    dropout_forward_cuda(d_out, d_in, n, p, key, 0);
+    expect("dropout_forward inference (a copy)", d_out, out, n, EXACT);
+
+    free(in), free(dout), free(din), free(out);
+    gpu_context_free(d_in), gpu_context_free(d_dout), gpu_context_free(d_din);
+    gpu_context_free(d_out);
+    CK_AGREE();
+}
+END_TEST
+
+static void pool_case(int n, int c, int h, int w)
+{
+    const pool_dims d = {.n = n, .c = c, .h = h, .w = w};
+    const size_t ni = (size_t)n * c * h * w, no = (size_t)n * c * (h / 2) * (w / 2),
+                 ng = (size_t)n * c;
+    char what[96];
+    float *in = randf(ni, 0, 4);
+    for (size_t i = 0; i < ni; i++) /* few levels: windows with equal maxima */
+        in[i] = floorf(in[i]);
+    float *out = malloc(no * sizeof *out), *dout = randf(no, -1, 1), *din = randf(ni, -1, 1);
+    float *gout = malloc(ng * sizeof *gout), *gdout = randf(ng, -1, 1);
+    float *d_in = up(in, ni), *d_dout = up(dout, no), *d_din = up(din, ni),
+          *d_gdout = up(gdout, ng);
+    float *d_out = gpu_context_alloc(no * sizeof(float)), *d_gout = gpu_context_alloc(ng * 4);
+
+    maxpool2_forward(out, in, &d);
+    maxpool2_forward_cuda(d_out, d_in, &d);
+    snprintf(what, sizeof what, "maxpool2_forward %dx%dx%dx%d", n, c, h, w);
+    expect(what, d_out, out, no, EXACT);
+    maxpool2_backward(din, dout, in, out, &d);
+    maxpool2_backward_cuda(d_din, d_dout, d_in, d_out, &d);
+    snprintf(what, sizeof what, "maxpool2_backward += %dx%dx%dx%d", n, c, h, w);
+    expect(what, d_din, din, ni, EXACT);
+
+    free(in);
+    in = randf(ni, -1, 1);
+    gpu_context_upload(d_in, in, ni * sizeof(float));
+    gap_forward(gout, in, &d);
+    gap_forward_cuda(d_gout, d_in, &d);
+    snprintf(what, sizeof what, "gap_forward %dx%dx%dx%d", n, c, h, w);
+    expect(what, d_gout, gout, ng, EXACT);
+    gap_backward(din, gdout, &d);
+    gap_backward_cuda(d_din, d_gdout, &d);
+    snprintf(what, sizeof what, "gap_backward += %dx%dx%dx%d", n, c, h, w);
+    expect(what, d_din, din, ni, EXACT);
+
+    free(in), free(out), free(dout), free(din), free(gout), free(gdout);
+    gpu_context_free(d_in), gpu_context_free(d_dout), gpu_context_free(d_din);
+    gpu_context_free(d_gdout), gpu_context_free(d_out), gpu_context_free(d_gout);
+}
+
+START_TEST(pool_same_bits)
+{
+    pool_case(8, 16, 28, 28);
+    pool_case(8, 64, 14, 14);
+    pool_case(8, 256, 7, 7);
+    pool_case(3, 5, 7, 9); /* odd: the last row and column are dropped */
+    CK_AGREE();
+}
+END_TEST
+
+/* ---- dense, softmax cross-entropy ---------------------------------------------------------- */
+
+static void dense_case(int n, int in_f, int out_f, int bias)
+{
+    const dense_dims d = {.n = n, .in = in_f, .out = out_f};
+    const size_t ni = (size_t)n * in_f, no = (size_t)n * out_f, nw = (size_t)out_f * in_f;
+    char what[96];
+    float *in = randf(ni, -1, 1), *w = randf(nw, -0.5f, 0.5f), *b = randf((size_t)out_f, -1, 1);
+    float *out = malloc(no * sizeof *out), *dout = randf(no, -1, 1), *din = randf(ni, -1, 1),
+          *dw = randf(nw, -1, 1), *db = randf((size_t)out_f, -1, 1);
+    float *d_in = up(in, ni), *d_w = up(w, nw), *d_b = up(b, (size_t)out_f),
+          *d_dout = up(dout, no), *d_din = up(din, ni), *d_dw = up(dw, nw),
+          *d_db = up(db, (size_t)out_f), *d_out = gpu_context_alloc(no * sizeof(float));
+
+    dense_forward(out, in, w, bias ? b : NULL, &d);
+    dense_forward_cuda(d_out, d_in, d_w, bias ? d_b : NULL, &d);
+    snprintf(what, sizeof what, "dense %d->%d N=%d%s forward", in_f, out_f, n,
+             bias ? "" : " (no bias)");
+    expect(what, d_out, out, no, 1e-4);
+    dense_backward(din, dw, db, dout, in, w, &d);
+    dense_backward_cuda(d_din, d_dw, d_db, d_dout, d_in, d_w, &d);
+    snprintf(what, sizeof what, "dense %d->%d N=%d din +=", in_f, out_f, n);
+    expect(what, d_din, din, ni, 1e-4);
+    snprintf(what, sizeof what, "dense %d->%d N=%d dw +=", in_f, out_f, n);
+    expect(what, d_dw, dw, nw, 1e-4);
+    snprintf(what, sizeof what, "dense %d->%d N=%d db +=", in_f, out_f, n);
+    expect(what, d_db, db, (size_t)out_f, EXACT);
+
+    float *bufs[] = {in, w, b, out, dout, din, dw, db};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
+        free(bufs[i]);
+    float *dbufs[] = {d_in, d_w, d_b, d_dout, d_din, d_dw, d_db, d_out};
+    for (size_t i = 0; i < sizeof dbufs / sizeof *dbufs; i++)
+        gpu_context_free(dbufs[i]);
+}
+
+START_TEST(dense_matches_cpu)
+{
+    dense_case(8, 64, 10, 1);
+    dense_case(128, 256, 10, 1);
+    dense_case(37, 640, 10, 0);
+    CK_AGREE();
+}
+END_TEST
+
+START_TEST(xent_matches_cpu)
+{
+    const int n = 300, k = 10; /* more rows than the kernel's block has threads */
+    const size_t nk = (size_t)n * k;
+    float *logits = randf(nk, -5, 5), *probs = malloc(nk * sizeof *probs),
+          *dl = randf(nk, -1, 1);
+    int *labels = malloc((size_t)n * sizeof *labels);
+    for (int i = 0; i < n; i++) {
+        labels[i] = (int)(lm_splitmix64(&rng) % (uint64_t)k);
+        if (i % 7 == 0) /* ties: the first maximum is the argmax */
+            logits[(size_t)i * k + 3] = logits[(size_t)i * k + 8] = 9.0f;
+    }
+    float *d_logits = up(logits, nk), *d_dl = up(dl, nk);
+    float *d_probs = gpu_context_alloc(nk * sizeof(float));
+    int *d_labels = gpu_context_alloc((size_t)n * sizeof *d_labels);
+    gpu_context_upload(d_labels, labels, (size_t)n * sizeof *labels);
+
+    const double loss = xent_forward(probs, logits, labels, n, k);
+    const double gloss = xent_forward_cuda(d_probs, d_logits, d_labels, n, k);
+    CK_EXPECT(fabs(gloss - loss) <= 1e-6 * fabs(loss), "xent loss: GPU %.10g, CPU %.10g", gloss,
+              loss);
+    expect("xent probs", d_probs, probs, nk, 1e-5);
+    /* the CPU's probabilities on both sides: the gradient itself must match bit for bit */
+    gpu_context_upload(d_probs, probs, nk * sizeof(float));
+    xent_backward(dl, probs, labels, n, k, 0.5f);
+    xent_backward_cuda(d_dl, d_probs, d_labels, n, k, 0.5f);
+    expect("xent_backward +=", d_dl, dl, nk, EXACT);
+    const int c = xent_correct(logits, labels, n, k);
+    const int gc = xent_correct_cuda(d_logits, d_labels, n, k);
+    CK_EXPECT(gc == c, "xent_correct: GPU %d, CPU %d", gc, c);
+
+    free(logits), free(probs), free(dl), free(labels);
+    gpu_context_free(d_logits), gpu_context_free(d_dl), gpu_context_free(d_probs);
+    gpu_context_free(d_labels);
+    CK_AGREE();
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("twins_cuda");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, act_same_bits);
+    tcase_add_test(tc, pool_same_bits);
+    tcase_add_test(tc, dense_matches_cpu);
+    tcase_add_test(tc, xent_matches_cpu);
+    tcase_add_test(tc, bn_matches_cpu);
+    tcase_add_test(tc, conv_matches_cpu);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    char why[256] = "";
+    if (device_cuda_count(why, sizeof why) <= 0) {
+        printf("skipped: no GPU (%s)\n", why);
+        return 77;
+    }
+    /* CUDA is initialised in this process and does not survive a fork: run the tests here. */
+    setenv("CK_FORK", "no", 1);
+    gpu_context_set_tf32(0);
+    if (gpu_context_tf32() != 0) {
+        printf("test_twins_cuda: could not turn TF32 off\n");
+        return EXIT_FAILURE;
+    }
+    return ck_mpi_main(argc, argv, suite(), 0);
+}
+
+#else
+
+int main(void)
+{
+    printf("skipped: no GPU (a CPU build: HVDLAB_CUDA is not defined)\n");
+    return 77;
+}
+
+#endif
