@@ -64,10 +64,9 @@ const char *ckpt_opt_name(int kind)
     static _Thread_local char buf[32];
     if (kind == -1)
         return "no"; /* "checkpoint holds no optimizer state" */
-    if (kind == OPT_SGD)
-        return "sgd";
-    if (kind == OPT_NOVOGRAD)
-        return "novograd";
+    const optimizer_kind *k = optimizer_kind_of(kind);
+    if (k)
+        return k->name;
     snprintf(buf, sizeof buf, "optimizer-kind-%d", kind);
     return buf;
 }

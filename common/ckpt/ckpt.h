@@ -103,7 +103,8 @@
 typedef struct {
     wrn_config cfg;           /* depth, width, dropout */
     int epoch;                /* finished epochs, >= 1 for files the lab writes (0 allowed) */
-    int opt_kind;             /* OPT_SGD / OPT_NOVOGRAD, -1: no optimizer (n_opt_state 0) */
+    int opt_kind;             /* optimizer code (optimizer_kind.code, optim.h), -1: no optimizer
+                                 (n_opt_state 0) */
     long iterations;
     float last_lr;
     const param_view *views;  /* (nviews) into params */
@@ -178,7 +179,9 @@ int ckpt_load(const char *dir, int epoch, const ckpt_expect *want, ckpt_file *f,
 int ckpt_latest_epoch(const char *dir, const ckpt_expect *want, int max_epoch, char *err,
                       size_t errlen);
 
-const char *ckpt_opt_name(int kind); /* "sgd", "novograd", "no" (-1), "optimizer-kind-N" */
+/* The name of an optimizer code as messages show it: its kind's name (optim.h), "no" (-1),
+ * else "optimizer-kind-N". */
+const char *ckpt_opt_name(int kind);
 
 /* ---- model layer (ckpt_model.c) ---- */
 

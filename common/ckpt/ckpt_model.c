@@ -16,7 +16,7 @@ ckpt_data ckpt_data_of(const wrn_config *cfg, const param_set *ps, const optimiz
     ckpt_data d = {
         .cfg = *cfg,
         .epoch = epoch,
-        .opt_kind = opt ? (int)opt->kind : -1,
+        .opt_kind = opt ? opt->kind->code : -1,
         .iterations = opt ? opt->iterations : 0,
         .last_lr = opt ? opt->last_lr : 0.0f,
         .views = ps->views,
@@ -37,7 +37,7 @@ ckpt_expect ckpt_expect_of(const wrn_config *cfg, const param_set *ps, const opt
 {
     ckpt_expect w = {
         .cfg = *cfg,
-        .opt_kind = opt ? (int)opt->kind : -1,
+        .opt_kind = opt ? opt->kind->code : -1,
         .check_counts = 1,
         .n_params = ps->n,
         .n_state = ps->n_state,
