@@ -36,7 +36,8 @@
 #include "model/params.h"
 
 /* The codes the lab programs and checkpoints use for the two built-in kinds (the i32 stored at
- * offset 72 of a checkpoint, ckpt.h); every other fact about a kind is in its optimizer_kind. */
+ * offset 72 of a checkpoint, ckpt/ckpt_format.h); every other fact about a kind is in its
+ * optimizer_kind. */
 typedef enum { OPT_SGD = 0, OPT_NOVOGRAD = 1 } opt_kind;
 
 typedef struct optimizer optimizer;
@@ -50,7 +51,8 @@ typedef struct optimizer_kind {
     /* floats of state for ps (the flat buffer broadcast and checkpointed whole) */
     size_t (*state_floats)(const param_set *ps);
     /* the inner update from ps->grads as they are (averaged and accumulated already); reads
-     * opt->iterations (steps applied before this one), does not advance it */
+     * opt->iterations (steps applied before this one), does not advance it; any momentum
+     * correction is the kind's own (SGD has it, NovoGrad not) */
     void (*apply)(optimizer *opt, param_set *ps);
 } optimizer_kind;
 
