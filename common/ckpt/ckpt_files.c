@@ -1,6 +1,6 @@
 /* ckpt_files.c — checkpoint files in a log directory: created atomically (temp file, fsync,
  * rename, directory fsync), loaded with every check, and the newest valid epoch found. The
- * format itself is in ckpt.c.
+ * format itself is in ckpt_format.c; what a file must fit, ckpt_check.c.
  * Public: ckpt_mkdirs, ckpt_write_temp, ckpt_commit, ckpt_save, ckpt_load, ckpt_latest_epoch.
  */
 #include "ckpt/ckpt.h"

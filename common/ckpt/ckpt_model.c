@@ -1,6 +1,6 @@
 /* ckpt_model.c — checkpoints of a model's param_set and its optimizer (the layer under the step
  * programs' ckpt_save_model / ckpt_load_model, which are inline in ckpt.h); the file format and
- * I/O are in ckpt.c, which works on plain buffers.
+ * I/O are in ckpt_format.c, which works on plain buffers.
  * Public: ckpt_data_of, ckpt_expect_of, ckpt_save_params, ckpt_load_params.
  */
 #include "ckpt/ckpt.h"
@@ -10,13 +10,19 @@
 #include "base/errmsg.h"
 #include "base/trace.h"
 
+/* wrn_config as the format stores it. */
+static ckpt_config stored_config(const wrn_config *c)
+{
+    return (ckpt_config){.depth = c->depth, .width = c->width, .dropout = c->dropout};
+}
+
 ckpt_data ckpt_data_of(const wrn_config *cfg, const param_set *ps, const optimizer *opt,
                        int epoch)
 {
     ckpt_data d = {
-        .cfg = *cfg,
+        .cfg = stored_config(cfg),
         .epoch = epoch,
-        .opt_kind = opt ? (int)opt->kind : -1,
+        .opt_kind = opt ? opt->kind->code : -1,
         .iterations = opt ? opt->iterations : 0,
         .last_lr = opt ? opt->last_lr : 0.0f,
         .views = ps->views,
@@ -36,8 +42,8 @@ ckpt_data ckpt_data_of(const wrn_config *cfg, const param_set *ps, const optimiz
 ckpt_expect ckpt_expect_of(const wrn_config *cfg, const param_set *ps, const optimizer *opt)
 {
     ckpt_expect w = {
-        .cfg = *cfg,
-        .opt_kind = opt ? (int)opt->kind : -1,
+        .cfg = stored_config(cfg),
+        .opt_kind = opt ? opt->kind->code : -1,
         .check_counts = 1,
         .n_params = ps->n,
         .n_state = ps->n_state,

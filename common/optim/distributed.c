@@ -29,6 +29,7 @@ optimizer *hvd_distributed_optimizer_ex(optimizer *opt, int compression,
         fatal_error("hvd_distributed_optimizer: backward_passes_per_step %d must be >= 1",
                   backward_passes_per_step);
     opt->distributed = 1;
+    opt->reduce_grads = hvd_allreduce_gradients; /* optimizer_step calls it before the update */
     opt->compression = compression;
     opt->backward_passes_per_step = backward_passes_per_step;
     opt->passes = 0; /* a partial accumulation from before does not count */
@@ -93,12 +94,14 @@ void hvd_broadcast_optimizer_state(optimizer *opt, int root)
         long long n_state, iterations;
         int kind;
         float last_lr;
-    } h = {(long long)opt->n_state, opt->iterations, (int)opt->kind, opt->last_lr}, mine = h;
+    } h = {(long long)opt->n_state, opt->iterations, opt->kind->code, opt->last_lr}, mine = h;
     hvd_broadcast_bytes(&h, sizeof h, root, "broadcast.optimizer_header");
-    if (h.n_state != mine.n_state || h.kind != mine.kind)
+    if (h.n_state != mine.n_state || h.kind != mine.kind) {
+        const optimizer_kind *theirs = optimizer_kind_of(h.kind);
         fatal_error("hvd_broadcast_optimizer_state: root %d has a %s state of %lld floats, this "
-                  "rank a %s state of %lld", root, h.kind == OPT_NOVOGRAD ? "novograd" : "sgd",
-                  h.n_state, optimizer_name(opt), mine.n_state);
+                  "rank a %s state of %lld", root, theirs ? theirs->name : "unknown", h.n_state,
+                  optimizer_name(opt), mine.n_state);
+    }
     hvd_broadcast(opt->state, opt->n_state, root, "broadcast.optimizer_state");
     opt->iterations = (long)h.iterations;
     opt->last_lr = h.last_lr;

@@ -1,5 +1,5 @@
 /* novograd.c — NovoGrad, tensorflow-addons form: the optimizer the lab's step 10 switches to.
- * Public: novograd_defaults, novograd_create, novograd_apply.
+ * Public: novograd_kind, novograd_defaults, novograd_create.
  *
  * Sources: tensorflow-addons, tensorflow_addons/optimizers/novograd.py
  * (NovoGrad._resource_apply_dense); Ginsburg et al., "Stochastic Gradient Methods with
@@ -14,7 +14,7 @@
  *   m = β1·m − lr·g';  w += m      (tfa calls Keras's momentum kernel, lr folded into m)
  * Defaults (tfa): lr 1e-3, β1 0.9, β2 0.999, ε 1e-7, wd 0, grad_averaging off.
  * tfa has no `momentum` attribute, so Horovod's LR callbacks never apply momentum correction
- * to it; neither does optimizer_step.
+ * to it; neither does this kind's update.
  *
  * State: m (n) then v (one float per view); a param_set without views is one tensor.
  */
@@ -31,6 +31,9 @@ novograd_options novograd_defaults(void)
 }
 
 static int ntensors(const param_set *ps) { return ps->nviews > 0 ? ps->nviews : 1; }
+
+/* state: m, one per parameter, then v, one per view */
+static size_t state_floats(const param_set *ps) { return ps->n + (size_t)ntensors(ps); }
 
 optimizer *novograd_create(const param_set *ps, float lr, const novograd_options *o)
 {
@@ -49,9 +52,8 @@ optimizer *novograd_create(const param_set *ps, float lr, const novograd_options
         if (ps->views[t].offset + ps->views[t].count > ps->n)
             fatal_error("novograd_create: view \"%s\" ends at %zu, past the %zu parameters",
                       ps->views[t].name, ps->views[t].offset + ps->views[t].count, ps->n);
-    /* state: m, one per parameter, then v, one per view; momentum is informational (the
-     * update reads nov.beta1) */
-    optimizer *opt = optimizer_new(OPT_NOVOGRAD, lr, d.beta1, ps->n + (size_t)ntensors(ps));
+    /* momentum is informational (the update reads nov.beta1) */
+    optimizer *opt = optimizer_new(&novograd_kind, ps, lr, d.beta1);
     if (opt)
         opt->nov = d;
     return opt;
@@ -81,7 +83,7 @@ static void update_tensor(const optimizer *opt, float *restrict w, const float *
     }
 }
 
-void novograd_apply(optimizer *opt, param_set *ps)
+static void apply(optimizer *opt, param_set *ps)
 {
     float *m = opt->state, *v = opt->state + ps->n;
     int first = opt->iterations == 0; /* tfa: tf.equal(self.iterations, 0) */
@@ -95,3 +97,6 @@ void novograd_apply(optimizer *opt, param_set *ps)
                       pv->count, v + t, first);
     }
 }
+
+const optimizer_kind novograd_kind = {
+    .code = OPT_NOVOGRAD, .name = "novograd", .state_floats = state_floats, .apply = apply};

@@ -1,5 +1,6 @@
-/* optim.c — what every optimizer shares: optimizer_step (local accumulation, averaging over
- * ranks, momentum correction, the inner update, the trace event), free and name. See optim.h.
+/* optim.c — what every optimizer shares: optimizer_step (local accumulation, the distributed
+ * wrapper's averaging, the inner update of the optimizer's kind, the trace event), free and
+ * name. It calls the kind and the wrapper through pointers, so it depends on neither. See optim.h.
  * Public: optimizer_new, optimizer_step, optimizer_free, optimizer_name.
  */
 #include <stdlib.h>
@@ -8,10 +9,10 @@
 #include "base/fatal.h"
 #include "base/trace.h"
 #include "coll/hvd.h"
-#include "optim/lr.h"
 #include "optim/optim.h"
 
-optimizer *optimizer_new(opt_kind kind, float lr, float momentum, size_t n_state)
+optimizer *optimizer_new(const optimizer_kind *kind, const param_set *ps, float lr,
+                         float momentum)
 {
     optimizer *opt = calloc(1, sizeof *opt);
     if (!opt)
@@ -19,8 +20,8 @@ optimizer *optimizer_new(opt_kind kind, float lr, float momentum, size_t n_state
     opt->kind = kind;
     opt->lr = lr;
     opt->momentum = momentum;
-    opt->n_state = n_state;
-    opt->state = memory_alloc(n_state * sizeof(float)); /* zeroed; broadcast and saved whole */
+    opt->n_state = kind->state_floats(ps);
+    opt->state = memory_alloc(opt->n_state * sizeof(float)); /* zeroed; broadcast and saved whole */
     if (!opt->state) {
         free(opt);
         return NULL;
@@ -42,15 +43,14 @@ void optimizer_free(optimizer *opt)
 
 const char *optimizer_name(const optimizer *opt)
 {
-    return opt && opt->kind == OPT_NOVOGRAD ? "novograd" : "sgd";
+    return opt ? opt->kind->name : "none";
 }
 
 /* The state buffer was sized for one param_set; a different one is a programming error that
  * would otherwise write past the buffers. */
 static void check_shape(const optimizer *opt, const param_set *ps)
 {
-    size_t tensors = (size_t)(ps->nviews > 0 ? ps->nviews : 1);
-    size_t want = ps->n + (opt->kind == OPT_NOVOGRAD ? tensors : 0);
+    size_t want = opt->kind->state_floats(ps);
     if (opt->n_state != want)
         fatal_error("optimizer_step: %s state holds %zu floats, this param_set needs %zu "
                   "(%zu parameters, %d views): was the optimizer created for another model?",
@@ -88,18 +88,9 @@ int optimizer_step(optimizer *opt, param_set *ps)
     check_shape(opt, ps);
     if (!accumulate(opt, ps))
         return 0;
-    if (opt->distributed)
-        hvd_allreduce_gradients(ps, opt->compression);
-    if (opt->kind == OPT_NOVOGRAD) {
-        novograd_apply(opt, ps);
-    } else {
-        /* Momentum correction for this one update when the LR moved since the last one (the
-         * callbacks scale momentum before the batch and restore it after). */
-        float m = opt->momentum_correction
-                      ? lr_corrected_momentum(opt->momentum, opt->lr, opt->last_lr)
-                      : opt->momentum;
-        sgd_apply(opt, ps, m);
-    }
+    if (opt->reduce_grads)
+        opt->reduce_grads(ps, opt->compression);
+    opt->kind->apply(opt, ps);
     opt->iterations++;
     opt->last_lr = opt->lr;
     if (trace_enabled())

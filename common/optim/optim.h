@@ -18,6 +18,15 @@
  *
  * Optimizer state is one flat float buffer (state, n_state) so it can be broadcast and
  * checkpointed as a whole: SGD = velocity (n); NovoGrad = m (n) then v (one per view).
+ *
+ * A third optimizer is one file that defines its optimizer_kind (and a create function) plus
+ * one row in optim_kinds.c; the flags, checkpoints, trace and broadcasts take its name from there.
+ *
+ * Public: sgd.c sgd_kind, sgd_create; novograd.c novograd_kind, novograd_defaults,
+ * novograd_create; optim_kinds.c optimizer_kind_named, optimizer_kind_of, optimizer_kind_names;
+ * optim.c optimizer_new, optimizer_step, optimizer_free, optimizer_name; distributed.c
+ * hvd_distributed_optimizer(_ex), hvd_allreduce_gradients, hvd_broadcast_parameters,
+ * hvd_broadcast_optimizer_state.
  */
 #ifndef HVDLAB_OPTIM_H
 #define HVDLAB_OPTIM_H
@@ -26,15 +35,45 @@
 
 #include "model/params.h"
 
+/* The codes the lab programs and checkpoints use for the two built-in kinds (the i32 stored at
+ * offset 72 of a checkpoint, ckpt/ckpt_format.h); every other fact about a kind is in its
+ * optimizer_kind. */
 typedef enum { OPT_SGD = 0, OPT_NOVOGRAD = 1 } opt_kind;
+
+typedef struct optimizer optimizer;
+
+/* One kind of optimizer: what optimizer_step, the flags, checkpoints, the trace and the
+ * broadcasts need to know about it. Each kind's file defines one (sgd.c: sgd_kind); the table of
+ * all of them, for lookups by name or code, is optim_kinds.c. */
+typedef struct optimizer_kind {
+    int code;             /* opt_kind value; stored in checkpoints and broadcast headers */
+    const char *name;     /* "sgd": --optimizer, the trace's opt=, messages */
+    /* floats of state for ps (the flat buffer broadcast and checkpointed whole) */
+    size_t (*state_floats)(const param_set *ps);
+    /* the inner update from ps->grads as they are (averaged and accumulated already); reads
+     * opt->iterations (steps applied before this one), does not advance it; any momentum
+     * correction is the kind's own (SGD has it, NovoGrad not) */
+    void (*apply)(optimizer *opt, param_set *ps);
+} optimizer_kind;
+
+extern const optimizer_kind sgd_kind;      /* sgd.c */
+extern const optimizer_kind novograd_kind; /* novograd.c */
+
+/* The table (optim_kinds.c). By name: NULL and "'NAME' is not sgd or novograd" in err (err may
+ * be NULL). By code: NULL when no kind has it. */
+const optimizer_kind *optimizer_kind_named(const char *name, char *err, size_t errlen);
+const optimizer_kind *optimizer_kind_of(int code);
+/* The kinds' names joined by sep, the last two by last ("sgd or novograd", "sgd|novograd");
+ * cut to len. */
+void optimizer_kind_names(char *buf, size_t len, const char *sep, const char *last);
 
 typedef struct {
     float beta1, beta2, eps, weight_decay;
     int grad_averaging;
 } novograd_options;
 
-typedef struct optimizer {
-    opt_kind kind;
+struct optimizer {
+    const optimizer_kind *kind;
     float lr;             /* set before each step (schedules write it) */
     float momentum;       /* SGD momentum (NovoGrad: beta1 lives in nov) */
     novograd_options nov;
@@ -44,6 +83,9 @@ typedef struct optimizer {
     /* Distributed wrapper (hvd_distributed_optimizer): */
     int distributed;      /* 1: gradients averaged over ranks before the inner update */
     int compression;      /* HVD_COMPRESS_* for the gradient allreduce */
+    /* What the wrapper does to ps->grads before the inner update (hvd_allreduce_gradients);
+     * NULL: nothing. A pointer so that the step need not know about the wrapper. */
+    void (*reduce_grads)(param_set *ps, int compression);
     int backward_passes_per_step; /* >= 1: accumulate this many local batches per update */
     int passes;           /* local passes accumulated so far */
     float *accum;         /* (n) local accumulation when backward_passes_per_step > 1 */
@@ -51,18 +93,19 @@ typedef struct optimizer {
      * momentum is scaled by new_lr/old_lr for that one step. */
     int momentum_correction; /* default 1 */
     float last_lr;           /* lr of the previous applied step (0 before the first) */
-} optimizer;
+};
 
 novograd_options novograd_defaults(void); /* β1 0.9, β2 0.999, ε 1e-7, wd 0, averaging off */
 
 optimizer *sgd_create(const param_set *ps, float lr, float momentum);
 optimizer *novograd_create(const param_set *ps, float lr, const novograd_options *o);
 void optimizer_free(optimizer *opt);
-/* For the create functions: a zeroed optimizer of kind with a zeroed state buffer of n_state
- * floats, one backward pass per step, no compression, momentum correction on; NULL when out of
- * memory. */
-optimizer *optimizer_new(opt_kind kind, float lr, float momentum, size_t n_state);
-const char *optimizer_name(const optimizer *opt); /* "sgd" / "novograd" */
+/* For the create functions: a zeroed optimizer of kind with a zeroed state buffer of
+ * kind->state_floats(ps) floats, one backward pass per step, no compression, momentum
+ * correction on; NULL when out of memory. */
+optimizer *optimizer_new(const optimizer_kind *kind, const param_set *ps, float lr,
+                         float momentum);
+const char *optimizer_name(const optimizer *opt); /* its kind's name; "none" for NULL */
 
 /* Horovod's DistributedOptimizer: returns opt, now averaging gradients over all ranks (one fused
  * allreduce over the flat gradient buffer) before each inner update. */
@@ -74,12 +117,6 @@ optimizer *hvd_distributed_optimizer_ex(optimizer *opt, int compression,
  * backward_passes_per_step = k > 1, only every k-th call updates; the others accumulate.
  * Returns 1 if the weights changed, 0 if this call only accumulated. */
 int optimizer_step(optimizer *opt, param_set *ps);
-
-/* The inner updates alone, from ps->grads as they are (no averaging, no accumulation, no
- * momentum correction, no trace; opt->iterations is read, not advanced). optimizer_step calls
- * them; momentum is the SGD momentum to use for this one update. */
-void sgd_apply(optimizer *opt, param_set *ps, float momentum);
-void novograd_apply(optimizer *opt, param_set *ps);
 
 /* What DistributedOptimizer does before each update: averages ps->grads over all ranks, one
  * named allreduce per view ("DistributedOptimizer.grads/<view>"), queued and then fused by the

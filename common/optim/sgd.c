@@ -1,5 +1,5 @@
 /* sgd.c — SGD with momentum in the Keras form the lab uses. See optim.h.
- * Public: sgd_create, sgd_apply.
+ * Public: sgd_kind, sgd_create.
  *
  * Keras SGD (tf.keras.optimizers.SGD → resource_apply_keras_momentum):
  *   v = momentum·v − lr·g;  w = w + v
@@ -10,20 +10,19 @@
 #include <stdlib.h>
 
 #include "base/fatal.h"
+#include "optim/lr.h"
 #include "optim/optim.h"
 
-optimizer *sgd_create(const param_set *ps, float lr, float momentum)
-{
-    if (!ps)
-        fatal_error("sgd_create: NULL param_set");
-    if (!(momentum >= 0.0f && momentum < 1.0f))
-        fatal_error("sgd_create: momentum %g must be in [0, 1)", momentum);
-    /* state: the velocity, one per parameter */
-    return optimizer_new(OPT_SGD, lr, momentum, ps->n);
-}
+/* state: the velocity, one per parameter */
+static size_t state_floats(const param_set *ps) { return ps->n; }
 
-void sgd_apply(optimizer *opt, param_set *ps, float momentum)
+static void apply(optimizer *opt, param_set *ps)
 {
+    /* Momentum correction for this one update when the LR moved since the last one (the
+     * callbacks scale momentum before the batch and restore it after). */
+    const float momentum = opt->momentum_correction
+                               ? lr_corrected_momentum(opt->momentum, opt->lr, opt->last_lr)
+                               : opt->momentum;
     float *restrict v = opt->state;   // (n)
     float *restrict w = ps->params;   // (n)
     const float *restrict g = ps->grads; // (n)
@@ -32,4 +31,16 @@ void sgd_apply(optimizer *opt, param_set *ps, float momentum)
         v[i] = momentum * v[i] - lr * g[i];
         w[i] += v[i];
     }
+}
+
+const optimizer_kind sgd_kind = {
+    .code = OPT_SGD, .name = "sgd", .state_floats = state_floats, .apply = apply};
+
+optimizer *sgd_create(const param_set *ps, float lr, float momentum)
+{
+    if (!ps)
+        fatal_error("sgd_create: NULL param_set");
+    if (!(momentum >= 0.0f && momentum < 1.0f))
+        fatal_error("sgd_create: momentum %g must be in [0, 1)", momentum);
+    return optimizer_new(&sgd_kind, ps, lr, momentum);
 }

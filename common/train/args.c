@@ -49,7 +49,7 @@ static const struct flag {
                              "(default 0.85)", A_TARGET},
     {"patience", "N", "epochs in a row above --target-accuracy before stopping (default 2)",
      A_PATIENCE},
-    {"optimizer", "NAME", "sgd or novograd, honoured from lab step 10 on (default sgd)", A_OPTIMIZER},
+    {"optimizer", "NAME", NULL, A_OPTIMIZER}, /* help written from the optimizer table */
     {"help", NULL, "print this help and exit", A_HELP},
 };
 #define NFLAGS (sizeof FLAGS / sizeof FLAGS[0])
@@ -83,7 +83,14 @@ void args_usage(FILE *f, const char *prog)
         char left[64];
         snprintf(left, sizeof left, "--%s%s%s", FLAGS[i].name, FLAGS[i].metavar ? " " : "",
                  FLAGS[i].metavar ? FLAGS[i].metavar : "");
-        fprintf(f, "  %-20s %s\n", left, FLAGS[i].help);
+        if (FLAGS[i].id == A_OPTIMIZER) {
+            char names[128];
+            optimizer_kind_names(names, sizeof names, ", ", " or ");
+            fprintf(f, "  %-20s %s, honoured from lab step 10 on (default %s)\n", left, names,
+                    optimizer_kind_of(OPT_SGD)->name);
+        } else {
+            fprintf(f, "  %-20s %s\n", left, FLAGS[i].help);
+        }
     }
 }
 
@@ -194,14 +201,14 @@ static int apply(args *a, int id, const char *val, char *err, size_t errlen)
         wrn_config_name(&a->model, a->model_name, sizeof a->model_name);
         return 0;
     }
-    case A_OPTIMIZER:
-        if (strcmp(val, "sgd") == 0)
-            a->optimizer = OPT_SGD;
-        else if (strcmp(val, "novograd") == 0)
-            a->optimizer = OPT_NOVOGRAD;
-        else
-            return errmsg_set(err, errlen, flag, "'%s' is not sgd or novograd", val);
+    case A_OPTIMIZER: {
+        char why[200];
+        const optimizer_kind *k = optimizer_kind_named(val, why, sizeof why);
+        if (!k)
+            return errmsg_set(err, errlen, flag, "%s", why);
+        a->optimizer = (opt_kind)k->code;
         return 0;
+    }
     case A_DATA_DIR:
         return copy_path(a->data_dir, val, flag, err, errlen);
     case A_LOG_DIR:

@@ -205,7 +205,7 @@ START_TEST(config_optimizer_and_view_mismatch)
     char want[800];
     ckpt_file r;
     ckpt_expect w = expect_of(&f);
-    w.cfg = (wrn_config){16, 1, 0.01f};
+    w.cfg = (ckpt_config){16, 1, 0.01f};
     ck_assert_int_eq(ckpt_load(tmp_dir, 2, &w, &r, err, sizeof err), -1);
     snprintf(want, sizeof want, "%s: checkpoint of model wrn-16-4 (depth 16, width 4), but this "
              "run builds wrn-16-1 (depth 16, width 1)", p);

@@ -200,7 +200,7 @@ START_TEST(param_set_layer_and_trace)
     float grads[NP] = {0};
     param_set ps = {.params = f.params, .grads = grads, .n = NP, .views = f.views, .nviews = 3,
                     .state = f.state, .n_state = NS, .state_views = f.sviews, .n_state_views = 2};
-    optimizer opt = {.kind = OPT_SGD, .state = f.opt, .n_state = NO, .iterations = 77,
+    optimizer opt = {.kind = &sgd_kind, .state = f.opt, .n_state = NO, .iterations = 77,
                      .last_lr = 0.5f};
     wrn_config cfg = {16, 2, 0.01f};
     ck_assert_msg(ckpt_save_params(tmp_path("log"), 4, &cfg, &ps, &opt, err, sizeof err) == 0,
@@ -209,7 +209,7 @@ START_TEST(param_set_layer_and_trace)
     param_set ps2 = ps;
     ps2.params = p2;
     ps2.state = s2;
-    optimizer opt2 = {.kind = OPT_NOVOGRAD, .state = o2, .n_state = NO};
+    optimizer opt2 = {.kind = &novograd_kind, .state = o2, .n_state = NO};
     char want[800];
     ck_assert_int_eq(ckpt_load_params(tmp_path("log"), 4, &cfg, &ps2, &opt2, err, sizeof err), -1);
     snprintf(want, sizeof want, "%s: checkpoint holds sgd optimizer state, but this run uses "
@@ -217,7 +217,7 @@ START_TEST(param_set_layer_and_trace)
     ck_assert_str_eq(err, want);
     float zeros[NP] = {0};
     ck_assert_int_eq(memcmp(p2, zeros, sizeof p2), 0); /* untouched */
-    opt2.kind = OPT_SGD;
+    opt2.kind = &sgd_kind;
     param_view tv[3]; /* same counts, another layout: refused */
     memcpy(tv, f.views, sizeof tv);
     tv[2] = view("fc.w", 20, 2, (int[]){2, 3}, 1);

@@ -449,6 +449,49 @@ START_TEST(step_on_another_param_set_is_fatal)
 }
 END_TEST
 
+/* The table of kinds: every listed name finds a kind of that name, its code finds the same kind,
+ * no two rows share a name or code, the create functions and the lab's codes agree with it, and
+ * an unknown name is an error that names it and the kinds there are. */
+START_TEST(kinds_table_round_trips)
+{
+    char names[256], err[256], want[300];
+    optimizer_kind_names(names, sizeof names, "|", "|");
+    const optimizer_kind *seen[16];
+    int n = 0;
+    for (char *save = NULL, *name = strtok_r(names, "|", &save); name;
+         name = strtok_r(NULL, "|", &save)) {
+        const optimizer_kind *k = optimizer_kind_named(name, err, sizeof err);
+        ck_assert_msg(k != NULL, "listed kind '%s' not found by name: %s", name, err);
+        ck_assert_str_eq(k->name, name);
+        ck_assert_msg(optimizer_kind_of(k->code) == k, "kind '%s' (code %d) not found by its code",
+                      name, k->code);
+        ck_assert_msg(k->state_floats && k->apply, "kind '%s' lacks state_floats or apply", name);
+        for (int i = 0; i < n; i++)
+            ck_assert_msg(seen[i] != k, "two rows of the table find kind '%s'", name);
+        ck_assert_int_lt(n, 16);
+        seen[n++] = k;
+    }
+    ck_assert_int_ge(n, 2);
+    ck_assert_ptr_eq(optimizer_kind_of(OPT_SGD), &sgd_kind);
+    ck_assert_ptr_eq(optimizer_kind_of(OPT_NOVOGRAD), &novograd_kind);
+    ck_assert_ptr_null(optimizer_kind_of(-1));
+    small_set s;
+    small_init(&s, (const float[]){1.0f, 2.0f, 3.0f}, (const int[]){1, 2}, 2);
+    optimizer *sgd = sgd_create(&s.ps, 0.1f, 0.9f), *nov = novograd_create(&s.ps, 0.1f, NULL);
+    ck_assert_ptr_eq(sgd->kind, &sgd_kind);
+    ck_assert_ptr_eq(nov->kind, &novograd_kind);
+    ck_assert_uint_eq(sgd->n_state, sgd_kind.state_floats(&s.ps));
+    ck_assert_uint_eq(nov->n_state, novograd_kind.state_floats(&s.ps));
+    optimizer_free(sgd);
+    optimizer_free(nov);
+    ck_assert_ptr_null(optimizer_kind_named("adam", err, sizeof err));
+    optimizer_kind_names(names, sizeof names, ", ", " or ");
+    snprintf(want, sizeof want, "'adam' is not %s", names);
+    ck_assert_str_eq(err, want);
+    ck_assert_ptr_null(optimizer_kind_named("SGD", NULL, 0)); /* exact names; err may be NULL */
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("optim");
@@ -467,6 +510,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, accumulation_sums_k_passes);
     tcase_add_test(tc, step_and_broadcast_write_trace_lines);
     tcase_add_test(tc, broadcast_optimizer_state_alone_keeps_state);
+    tcase_add_test(tc, kinds_table_round_trips);
     tcase_add_exit_test(tc, step_on_another_param_set_is_fatal, 1);
     suite_add_tcase(s, tc);
     return s;

@@ -1,9 +1,9 @@
-/* ckpt.c — the checkpoint format (see ckpt.h): encoding to a descriptor, reading and verifying
- * a file, checking it against what the caller expects. Directories, temp files, renames and the
- * newest-epoch scan are in ckpt_files.c.
- * Public: ckpt_path, ckpt_opt_name, ckpt_write_fd, ckpt_read_file, ckpt_file_free, ckpt_check.
+/* ckpt_format.c — the checkpoint format (see ckpt_format.h): encoding to a descriptor, reading
+ * and verifying a file. What a run expects of a file is ckpt_check.c; directories, temp files,
+ * renames and the newest-epoch scan are ckpt_files.c.
+ * Public: ckpt_path, ckpt_config_name, ckpt_write_fd, ckpt_read_file, ckpt_file_free.
  */
-#include "ckpt/ckpt.h"
+#include "ckpt/ckpt_format.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,7 +19,7 @@
 /* Float arrays go to disk straight from memory, so the host must be little-endian like the
  * format (every platform the kit targets is). A big-endian port would byte-swap them here. */
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-#error "ckpt.c writes float arrays as they are in memory; the format is little-endian"
+#error "ckpt_format.c writes float arrays as they are in memory; the format is little-endian"
 #endif
 
 /* ---- little-endian fields ---- */
@@ -59,20 +59,7 @@ static uint32_t crc(uint32_t c, const void *p, size_t n)
     return n ? (uint32_t)crc32_z(c, p, n) : c;
 }
 
-const char *ckpt_opt_name(int kind)
-{
-    static _Thread_local char buf[32];
-    if (kind == -1)
-        return "no"; /* "checkpoint holds no optimizer state" */
-    if (kind == OPT_SGD)
-        return "sgd";
-    if (kind == OPT_NOVOGRAD)
-        return "novograd";
-    snprintf(buf, sizeof buf, "optimizer-kind-%d", kind);
-    return buf;
-}
-
-static void cfg_name(const wrn_config *c, char *buf, size_t len)
+void ckpt_config_name(const ckpt_config *c, char *buf, size_t len)
 {
     snprintf(buf, len, "wrn-%d-%d", c->depth, c->width);
 }
@@ -134,7 +121,7 @@ static void encode_header(uint8_t *h, const ckpt_data *d, uint64_t file_bytes)
     put_u32(h + 24, (uint32_t)d->cfg.depth);
     put_u32(h + 28, (uint32_t)d->cfg.width);
     put_f32(h + 32, d->cfg.dropout);
-    cfg_name(&d->cfg, (char *)h + 36, 32);
+    ckpt_config_name(&d->cfg, (char *)h + 36, CKPT_NAME_LEN);
     put_u32(h + 68, (uint32_t)d->epoch);
     put_u32(h + 72, (uint32_t)d->opt_kind);
     put_f32(h + 76, d->last_lr);
@@ -291,7 +278,7 @@ static int parse(const uint8_t *b, size_t size, const char *path, ckpt_file *f, 
     d->cfg.width = (int)get_u32(b + 28);
     d->cfg.dropout = get_f32(b + 32);
     memcpy(f->name, b + 36, 32);
-    f->name[WRN_NAME_LEN - 1] = '\0';
+    f->name[CKPT_NAME_LEN - 1] = '\0';
     d->epoch = (int)get_u32(b + 68);
     d->opt_kind = (int)get_u32(b + 72);
     d->last_lr = get_f32(b + 76);
@@ -343,70 +330,3 @@ fail:
     ckpt_file_free(f);
     return -1;
 }
-
-static void shape_str(const param_view *v, char *buf, size_t len)
-{
-    int n = snprintf(buf, len, "(");
-    for (int k = 0; k < v->ndim && n > 0 && (size_t)n < len; k++)
-        n += snprintf(buf + n, len - (size_t)n, k ? ", %d" : "%d", v->shape[k]);
-    if (n > 0 && (size_t)n < len)
-        snprintf(buf + n, len - (size_t)n, ")");
-}
-
-static int same_view(const param_view *a, const param_view *b)
-{
-    if (strncmp(a->name, b->name, PARAM_NAME_LEN) || a->offset != b->offset ||
-        a->count != b->count || a->ndim != b->ndim || a->decay != b->decay)
-        return 0;
-    for (int k = 0; k < a->ndim; k++)
-        if (a->shape[k] != b->shape[k])
-            return 0;
-    return 1;
-}
-
-static int check_views(const param_view *got, int ngot, const param_view *want, int nwant,
-                       const char *what, const char *path, char *err, size_t errlen)
-{
-    if (ngot != nwant)
-        return errmsg_set(err, errlen, path, "checkpoint has %d %s views, the model has %d", ngot,
-                          what, nwant);
-    for (int i = 0; i < ngot; i++)
-        if (!same_view(&got[i], &want[i])) {
-            char sg[64], sw[64];
-            shape_str(&got[i], sg, sizeof sg);
-            shape_str(&want[i], sw, sizeof sw);
-            return errmsg_set(err, errlen, path, "%s view %d is %s %s at %zu in the checkpoint, "
-                              "%s %s at %zu in the model", what, i, got[i].name, sg, got[i].offset,
-                              want[i].name, sw, want[i].offset);
-        }
-    return 0;
-}
-
-int ckpt_check(const ckpt_file *f, const ckpt_expect *want, const char *path, char *err,
-               size_t errlen)
-{
-    const ckpt_data *d = &f->d;
-    char wn[WRN_NAME_LEN];
-    cfg_name(&want->cfg, wn, sizeof wn);
-    if (d->cfg.depth != want->cfg.depth || d->cfg.width != want->cfg.width)
-        return errmsg_set(err, errlen, path, "checkpoint of model %s (depth %d, width %d), but "
-                          "this run builds %s (depth %d, width %d)", f->name, d->cfg.depth,
-                          d->cfg.width, wn, want->cfg.depth, want->cfg.width);
-    if (want->opt_kind >= 0 && d->opt_kind != want->opt_kind)
-        return errmsg_set(err, errlen, path, "checkpoint holds %s optimizer state, but this run "
-                          "uses %s", ckpt_opt_name(d->opt_kind), ckpt_opt_name(want->opt_kind));
-    if (want->check_counts && (d->n_params != want->n_params || d->n_state != want->n_state ||
-                               d->n_opt_state != want->n_opt_state))
-        return errmsg_set(err, errlen, path, "checkpoint has %zu parameters, %zu state and %zu "
-                          "optimizer values; this %s run has %zu, %zu and %zu", d->n_params,
-                          d->n_state, d->n_opt_state, wn, want->n_params, want->n_state,
-                          want->n_opt_state);
-    if (want->views && check_views(d->views, d->nviews, want->views, want->nviews, "parameter",
-                                   path, err, errlen))
-        return -1;
-    if (want->state_views && check_views(d->state_views, d->n_state_views, want->state_views,
-                                         want->n_state_views, "state", path, err, errlen))
-        return -1;
-    return 0;
-}
-
