@@ -57,18 +57,18 @@ fi
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 objs=0
-for o in "$B"/common/*/*.o; do
-    [ -e "$o" ] || continue
+for src in common/*/*.c; do
+    f=${src#common/}
+    f=${f%.c}
+    o=$B/common/$f.o # only objects of sources that exist: a renamed file leaves its old .o behind
+    if [ ! -e "$o" ]; then
+        echo "check-layers: $o is missing (build the runtime first: make lib)"
+        exit 1
+    fi
     objs=$((objs + 1))
-    f=${o#"$B"/common/}
-    f=${f%.o}
     nm "$o" | awk -v f="$f" '$2 ~ /^[TDBR]$/ { print $3, f }' >>"$tmp/defs"
     nm -u "$o" | awk -v f="$f" '{ print $NF, f }' >>"$tmp/uses"
 done
-if [ "$objs" -eq 0 ]; then
-    echo "check-layers: no objects in $B/common/ (build the runtime first: make lib)"
-    exit 1
-fi
 sort -o "$tmp/defs" "$tmp/defs"
 sort -o "$tmp/uses" "$tmp/uses"
 join "$tmp/defs" "$tmp/uses" | awk '$2 != $3 { print $2, $3 }' | sort -u >"$tmp/edges"

@@ -24,10 +24,10 @@ optimizer *hvd_distributed_optimizer_ex(optimizer *opt, int compression,
     if (compression != HVD_COMPRESS_NONE && compression != HVD_COMPRESS_FP16 &&
         compression != HVD_COMPRESS_DEFAULT)
         fatal_error("hvd_distributed_optimizer: unknown compression %d (use HVD_COMPRESS_NONE, "
-                  "_FP16 or _DEFAULT)", compression);
+                    "_FP16 or _DEFAULT)", compression);
     if (backward_passes_per_step < 1) /* Horovod: "backward_passes_per_step must be > 0" */
         fatal_error("hvd_distributed_optimizer: backward_passes_per_step %d must be >= 1",
-                  backward_passes_per_step);
+                    backward_passes_per_step);
     opt->distributed = 1;
     opt->reduce_grads = hvd_allreduce_gradients; /* optimizer_step calls it before the update */
     opt->compression = compression;
@@ -99,8 +99,8 @@ void hvd_broadcast_optimizer_state(optimizer *opt, int root)
     if (h.n_state != mine.n_state || h.kind != mine.kind) {
         const optimizer_kind *theirs = optimizer_kind_of(h.kind);
         fatal_error("hvd_broadcast_optimizer_state: root %d has a %s state of %lld floats, this "
-                  "rank a %s state of %lld", root, theirs ? theirs->name : "unknown", h.n_state,
-                  optimizer_name(opt), mine.n_state);
+                    "rank a %s state of %lld", root, theirs ? theirs->name : "unknown", h.n_state,
+                    optimizer_name(opt), mine.n_state);
     }
     hvd_broadcast(opt->state, opt->n_state, root, "broadcast.optimizer_state");
     opt->iterations = (long)h.iterations;

@@ -51,7 +51,7 @@ optimizer *novograd_create(const param_set *ps, float lr, const novograd_options
     for (int t = 0; t < ps->nviews; t++)
         if (ps->views[t].offset + ps->views[t].count > ps->n)
             fatal_error("novograd_create: view \"%s\" ends at %zu, past the %zu parameters",
-                      ps->views[t].name, ps->views[t].offset + ps->views[t].count, ps->n);
+                        ps->views[t].name, ps->views[t].offset + ps->views[t].count, ps->n);
     /* momentum is informational (the update reads nov.beta1) */
     optimizer *opt = optimizer_new(&novograd_kind, ps, lr, d.beta1);
     if (opt)

@@ -53,8 +53,8 @@ static void check_shape(const optimizer *opt, const param_set *ps)
     size_t want = opt->kind->state_floats(ps);
     if (opt->n_state != want)
         fatal_error("optimizer_step: %s state holds %zu floats, this param_set needs %zu "
-                  "(%zu parameters, %d views): was the optimizer created for another model?",
-                  optimizer_name(opt), opt->n_state, want, ps->n, ps->nviews);
+                    "(%zu parameters, %d views): was the optimizer created for another model?",
+                    optimizer_name(opt), opt->n_state, want, ps->n, ps->nviews);
 }
 
 /* backward_passes_per_step = k > 1: the gradients of k local passes are summed (Horovod's
@@ -67,7 +67,8 @@ static int accumulate(optimizer *opt, param_set *ps)
     if (!opt->accum) {
         opt->accum = memory_alloc((ps->n ? ps->n : 1) * sizeof(float)); /* zeroed */
         if (!opt->accum)
-            fatal_error("optimizer_step: out of memory for a %zu-float gradient accumulator", ps->n);
+            fatal_error("optimizer_step: out of memory for a %zu-float gradient accumulator",
+                        ps->n);
     }
     float *restrict a = opt->accum;       // (n)
     const float *restrict g = ps->grads;  // (n)
