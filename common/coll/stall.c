@@ -169,7 +169,9 @@ static void follow(stall_inspector *si, const coll_desc *mine)
             MPI_Irecv(&verdict, 1, MPI_INT, 0, TAG_VERDICT, si->comm, &rreq);
         }
         double waited = timer_seconds() - t0;
-        if (si->shutdown_s > 0 && waited >= si->shutdown_s + si->warn_s) {
+        /* Once rank 0 has warned it is alive and will stop the job itself: this is for a rank 0
+         * that never reached the call. */
+        if (!heard && si->shutdown_s > 0 && waited >= si->shutdown_s + si->warn_s) {
             char call[200];
             coll_desc_format(mine, 0, call, sizeof call);
             fatal_error("stall: %s has waited %g s for rank 0, the coordinator, which has not "
