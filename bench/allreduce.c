@@ -217,9 +217,9 @@ int main(int argc, char **argv)
                 at64[1] = mb_min;
             }
             stat2 off = stats(t[STALL_OFF], passes);
-            printf("  %9s   stall inspector off: %10.1f %10.1f us; %s on: %+.1f us min, %+.1f us "
+            printf("  %9s   stall inspector off: %10.1f %10.1f us; %s %+.1f us min, %+.1f us "
                    "median per call\n", "", off.min * 1e6, off.med * 1e6,
-                   hvd_stall_check() ? "cost of" : "(it is off here too)",
+                   hvd_stall_check() ? "cost of it on:" : "off in both here, difference:",
                    (h.min - off.min) * 1e6, (h.med - off.med) * 1e6);
             if (bytes == min_b) {
                 stall_cost_min = h.min - off.min;
