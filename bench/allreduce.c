@@ -5,6 +5,9 @@
  * VM's fast and slow regimes hit both alike; each pass's time is the slowest rank's, and the
  * table shows min and median per call. busbw = algbw · 2(n-1)/n (nccl-tests). The memcpy
  * column is one rank copying a buffer of that size while the others wait: the ceiling.
+ * hvd_allreduce runs with the settings in force (the stall inspector on unless
+ * HVD_STALL_CHECK_DISABLE=1) and, interleaved with the rest, with the stall inspector off: the
+ * line under each size gives that time and the inspector's cost per call.
  *
  *   mpirun -n 2 build/bench/allreduce [--min-bytes 4K] [--max-bytes 256M] [--passes N]
  *                                     [--plain-malloc] [--variants SEG:BLOCK,…]
@@ -20,10 +23,13 @@
 #include "coll/hvd.h"
 #include "coll/ring.h"
 
-/* Implementations timed: 0 hvd_allreduce, 1 MPI_Allreduce, 2.. hvd_allreduce with other ring
- * tuning (--variants SEG:BLOCK,…, for tuning on a new machine). */
+/* Implementations timed: 0 hvd_allreduce, 1 MPI_Allreduce, 2 hvd_allreduce with the stall
+ * inspector off, 3.. hvd_allreduce with other ring tuning (--variants SEG:BLOCK,…, for tuning
+ * on a new machine). */
 #define MAXIMPL 8
-static int nimpl = 2;
+#define STALL_OFF 2
+#define FIRST_VARIANT 3
+static int nimpl = FIRST_VARIANT;
 static size_t var_seg[MAXIMPL], var_block[MAXIMPL];
 static int profile_hvd;
 
@@ -71,8 +77,11 @@ static stat2 stats(double *v, int n)
 /* Seconds per call for `iters` calls, the slowest rank's. */
 static double timed(int which, float *buf, size_t n, int iters)
 {
-    if (which >= 2)
+    if (which >= FIRST_VARIANT)
         ring_set_tuning(var_seg[which], var_block[which]);
+    int stall_was = hvd_stall_check();
+    if (which == STALL_OFF)
+        hvd_set_stall_check(0); /* every rank switches here, between calls */
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = timer_seconds();
     for (int i = 0; i < iters; i++) {
@@ -83,6 +92,7 @@ static double timed(int which, float *buf, size_t n, int iters)
     }
     double t = (timer_seconds() - t0) / iters, tmax;
     ring_set_tuning(0, 0);
+    hvd_set_stall_check(stall_was);
     MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     return tmax;
 }
@@ -139,6 +149,7 @@ int main(int argc, char **argv)
     }
     int rank = hvd_rank(), size = hvd_size();
     double worst_ratio = 1e30, at64[2] = {0, 0}; /* median busbw: hvd, MPI */
+    double stall_cost_min = 0, stall_cost_med = 0; /* at the smallest size, seconds per call */
     size_t worst_at = 0;
     double bus = size > 1 ? 2.0 * (size - 1) / size : 1.0;
     if (rank == 0) {
@@ -205,7 +216,16 @@ int main(int argc, char **argv)
                 at64[0] = hb_min;
                 at64[1] = mb_min;
             }
-            for (int k = 2; k < nimpl; k++) {
+            stat2 off = stats(t[STALL_OFF], passes);
+            printf("  %9s   stall inspector off: %10.1f %10.1f us; %s %+.1f us min, %+.1f us "
+                   "median per call\n", "", off.min * 1e6, off.med * 1e6,
+                   hvd_stall_check() ? "cost of it on:" : "off in both here, difference:",
+                   (h.min - off.min) * 1e6, (h.med - off.med) * 1e6);
+            if (bytes == min_b) {
+                stall_cost_min = h.min - off.min;
+                stall_cost_med = h.med - off.med;
+            }
+            for (int k = FIRST_VARIANT; k < nimpl; k++) {
                 stat2 v = stats(t[k], passes);
                 printf("  %9s   variant seg %zuK block %zuK: %10.1f %10.1f us, ratio %.2f\n", "",
                        var_seg[k] >> 10, var_block[k] >> 10, v.min * 1e6, v.med * 1e6,
@@ -222,6 +242,9 @@ int main(int argc, char **argv)
         if (at64[0] > 0)
             printf("hvd_allreduce_busbw_64M %.2f GB/s\nmpi_allreduce_busbw_64M %.2f GB/s\n"
                    "ratio_64M %.2f x\n", at64[0], at64[1], at64[0] / at64[1]);
+        printf("stall_inspector_cost_%zuK %+.2f us min %+.2f us median per call (%s)\n",
+               min_b >> 10, stall_cost_min * 1e6, stall_cost_med * 1e6,
+               hvd_stall_check() ? "on - off" : "off in this run");
         if (worst_at) {
             char sz[32];
             fmt_size(worst_at, sz, sizeof sz);

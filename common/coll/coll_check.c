@@ -1,5 +1,6 @@
 /* coll_check.c — compare collective calls across ranks before running them. See coll_check.h.
- * Public: coll_kind_name, coll_describe, coll_desc_match, coll_desc_format, coll_check. */
+ * Public: coll_kind_name, coll_describe, coll_describe_allreduce, coll_desc_match,
+ *         coll_desc_format, coll_desc_need_detail, coll_check, coll_mismatch_exit. */
 #include "coll/coll_check.h"
 
 #include <stdio.h>
@@ -27,19 +28,35 @@ coll_desc coll_describe(coll_kind kind, const char *name, size_t count, int root
     memset(&d, 0, sizeof d); /* the descriptor travels as bytes: no stale padding */
     d.kind = (int)kind;
     d.root = kind == COLL_BROADCAST ? root : -1;
+    d.op = -1;
     d.count = (long long)count;
     snprintf(d.name, sizeof d.name, "%s", name ? name : "");
     return d;
 }
 
+coll_desc coll_describe_allreduce(const char *name, size_t count, hvd_op op, int fp16)
+{
+    coll_desc d = coll_describe(COLL_ALLREDUCE, name, count, -1);
+    d.op = (int)op;
+    d.fp16 = fp16;
+    return d;
+}
+
 int coll_desc_match(const coll_desc *a, const coll_desc *b)
 {
-    if (a->kind != b->kind || a->root != b->root || strcmp(a->name, b->name) != 0)
+    if (a->kind != b->kind || a->root != b->root || strcmp(a->name, b->name) != 0 ||
+        a->op != b->op || a->fp16 != b->fp16)
         return 0;
     return a->kind == COLL_ALLGATHER || a->count == b->count;
 }
 
-void coll_desc_format(const coll_desc *d, char *out, size_t outlen)
+int coll_desc_need_detail(const coll_desc *a, const coll_desc *b)
+{
+    return a->kind == COLL_ALLREDUCE && b->kind == COLL_ALLREDUCE &&
+           (a->op != b->op || a->fp16 != b->fp16);
+}
+
+void coll_desc_format(const coll_desc *d, int detail, char *out, size_t outlen)
 {
     switch (d->kind) {
     case COLL_BARRIER:
@@ -53,22 +70,47 @@ void coll_desc_format(const coll_desc *d, char *out, size_t outlen)
         snprintf(out, outlen, "broadcast(name=\"%s\", count=%lld, root=%d)", d->name, d->count,
                  d->root);
         break;
+    case COLL_ALLREDUCE:
+        if (detail) {
+            snprintf(out, outlen, "allreduce(name=\"%s\", count=%lld, op=%s, compression=%s)",
+                     d->name, d->count, d->op == HVD_SUM ? "sum" : "average",
+                     d->fp16 ? "fp16" : "none");
+            break;
+        }
+        /* fall through */
     default:
         snprintf(out, outlen, "%s(name=\"%s\", count=%lld)", coll_kind_name(d->kind), d->name,
                  d->count);
     }
 }
 
-void coll_check(MPI_Comm comm, coll_kind kind, const char *name, size_t count, int root)
+void coll_mismatch_exit(MPI_Comm comm, const coll_desc *a, int bad, const coll_desc *b)
+{
+    if (a && b) {
+        char sa[200], sb[200];
+        int detail = coll_desc_need_detail(a, b);
+        coll_desc_format(a, detail, sa, sizeof sa);
+        coll_desc_format(b, detail, sb, sizeof sb);
+        fprintf(stderr,
+                "hvdlab: error: collective mismatch: rank 0 called %s but rank %d called %s "
+                "(every rank must make the same collective calls in the same order)\n",
+                sa, bad, sb);
+        fflush(stderr);
+    }
+    MPI_Barrier(comm); /* the line is out before anyone exits */
+    MPI_Finalize();
+    exit(EXIT_FAILURE);
+}
+
+void coll_check(MPI_Comm comm, const coll_desc *mine)
 {
     int rank, size;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
-    coll_desc mine = coll_describe(kind, name, count, root);
     coll_desc *all = malloc((size_t)size * sizeof *all);
     if (!all)
         fatal_error("collective check: out of memory");
-    MPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE, comm);
+    MPI_Allgather(mine, (int)sizeof *mine, MPI_BYTE, all, (int)sizeof *mine, MPI_BYTE, comm);
     int bad = -1;
     for (int r = 1; r < size && bad < 0; r++)
         if (!coll_desc_match(&all[0], &all[r]))
@@ -78,18 +120,7 @@ void coll_check(MPI_Comm comm, coll_kind kind, const char *name, size_t count, i
         return;
     }
     /* Every rank saw the same table, so every rank reaches this point: no one is left waiting. */
-    if (rank == 0) {
-        char a[160], b[160];
-        coll_desc_format(&all[0], a, sizeof a);
-        coll_desc_format(&all[bad], b, sizeof b);
-        fprintf(stderr,
-                "hvdlab: error: collective mismatch: rank 0 called %s but rank %d called %s "
-                "(every rank must make the same collective calls in the same order)\n",
-                a, bad, b);
-        fflush(stderr);
-    }
+    coll_desc a = all[0], b = all[bad];
     free(all);
-    MPI_Barrier(comm); /* the line is out before anyone exits */
-    MPI_Finalize();
-    exit(EXIT_FAILURE);
+    coll_mismatch_exit(comm, rank == 0 ? &a : NULL, bad, &b);
 }

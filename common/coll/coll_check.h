@@ -1,7 +1,8 @@
 /* coll_check.h — HVD_CHECK_COLLECTIVES: ranks compare each collective call before running it.
  *
  * A rank that calls allreduce("a") while another calls broadcast("b") (or the same call with
- * another count, root or name, or hvd_shutdown) would otherwise hang forever inside MPI. Here
+ * another count, root, name, reduce op or compression, or hvd_shutdown) would otherwise hang
+ * forever inside MPI, or for a different op or compression finish with a wrong result. Here
  * every rank first exchanges a small descriptor of the call it is about to make; on a mismatch,
  * rank 0 prints one line naming both ranks and both calls and every rank exits non-zero.
  */
@@ -10,6 +11,8 @@
 
 #include <mpi.h>
 #include <stddef.h>
+
+#include "coll/reduce_op.h"
 
 typedef enum {
     COLL_ALLREDUCE,
@@ -25,19 +28,31 @@ typedef enum {
 typedef struct {
     int kind;
     int root;    /* broadcast only, else -1 */
+    int op;      /* allreduce only (hvd_op), else -1 */
+    int fp16;    /* allreduce only: 1 when the tensor travels as IEEE half */
     long long count; /* elements; allgather counts may differ between ranks */
     char name[COLL_NAME_MAX];
 } coll_desc;
 
 const char *coll_kind_name(int kind);
 coll_desc coll_describe(coll_kind kind, const char *name, size_t count, int root);
+coll_desc coll_describe_allreduce(const char *name, size_t count, hvd_op op, int fp16);
 /* 1 when a and b are the same call (allgather ignores count). */
 int coll_desc_match(const coll_desc *a, const coll_desc *b);
-/* "allreduce(name="x", count=10)" */
-void coll_desc_format(const coll_desc *d, char *out, size_t outlen);
+/* "allreduce(name="x", count=10)"; with detail, allreduce adds ", op=sum, compression=none". */
+void coll_desc_format(const coll_desc *d, int detail, char *out, size_t outlen);
+/* 1 when a and b are allreduces that differ in op or compression, which the short form does
+ * not show: format them with detail. */
+int coll_desc_need_detail(const coll_desc *a, const coll_desc *b);
 
 /* Collective over comm: returns when every rank described the same call; otherwise stops the
  * job (one line from rank 0, exit status 1 on every rank). */
-void coll_check(MPI_Comm comm, coll_kind kind, const char *name, size_t count, int root);
+void coll_check(MPI_Comm comm, const coll_desc *mine);
+
+/* The mismatch ending, for any exchange in which every rank has arrived: rank 0 (the caller
+ * passing a and b) prints the line naming rank 0's call a and rank bad's call b; then every rank
+ * of comm exits with status 1. Collective over comm. */
+void coll_mismatch_exit(MPI_Comm comm, const coll_desc *a, int bad, const coll_desc *b)
+    __attribute__((noreturn));
 
 #endif

@@ -130,15 +130,21 @@ static void reduce_group(fusion_queue *q, MPI_Comm comm, const fusion_entry *e, 
     q->stats.tensors += len;
 }
 
-void fusion_flush(fusion_queue *q, MPI_Comm comm, size_t threshold, MPI_Comm check_comm)
+void fusion_flush(fusion_queue *q, MPI_Comm comm, size_t threshold,
+                  void (*enter)(const coll_desc *d))
 {
-    if (check_comm != MPI_COMM_NULL) {
+    if (enter) {
         /* Queue lengths first (a single queued tensor is described as itself, which reads
-         * better in the error), so that every rank then runs the same number of checks. */
-        if (q->len != 1)
-            coll_check(check_comm, COLL_SYNCHRONIZE, "", q->len, -1);
-        for (size_t i = 0; i < q->len; i++)
-            coll_check(check_comm, COLL_ALLREDUCE, q->entries[i].name, q->entries[i].n, -1);
+         * better in the error), so that every rank then makes the same number of calls. */
+        if (q->len != 1) {
+            coll_desc d = coll_describe(COLL_SYNCHRONIZE, "", q->len, -1);
+            enter(&d);
+        }
+        for (size_t i = 0; i < q->len; i++) {
+            const fusion_entry *e = &q->entries[i];
+            coll_desc d = coll_describe_allreduce(e->name, e->n, e->op, e->fp16);
+            enter(&d);
+        }
     }
     mark(q->entries, q->len, "NEGOTIATE_ALLREDUCE", 'E');
     for (size_t i = 0; i < q->len;) {

@@ -44,8 +44,10 @@ typedef struct {
 
 void fusion_enqueue(fusion_queue *q, float *buf, size_t n, hvd_op op, int fp16, const char *name);
 /* Collective over comm: every rank must have queued the same tensors in the same order. When
- * check_comm is not MPI_COMM_NULL the queues are compared over it first (HVD_CHECK_COLLECTIVES). */
-void fusion_flush(fusion_queue *q, MPI_Comm comm, size_t threshold, MPI_Comm check_comm);
+ * enter is not NULL it is called first with each call's descriptor, in the same order on every
+ * rank (the collective check and the stall inspector's handshake). */
+void fusion_flush(fusion_queue *q, MPI_Comm comm, size_t threshold,
+                  void (*enter)(const coll_desc *d));
 void fusion_free(fusion_queue *q);
 
 /* Number of entries, starting at entries[0], that form the next group. */

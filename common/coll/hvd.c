@@ -3,7 +3,8 @@
  *         hvd_local_size, hvd_barrier, hvd_allreduce, hvd_allreduce_ex,
  *         hvd_allreduce_async, hvd_synchronize, hvd_broadcast, hvd_broadcast_bytes,
  *         hvd_allgather, hvd_fusion_threshold, hvd_set_fusion_threshold,
- *         hvd_default_compression, hvd_fusion_stats, hvd_start_timeline, hvd_stop_timeline.
+ *         hvd_default_compression, hvd_fusion_stats, hvd_start_timeline, hvd_stop_timeline,
+ *         hvd_stall_check, hvd_set_stall_check.
  */
 #include "coll/hvd.h"
 
@@ -16,9 +17,13 @@
 
 #include "base/fatal.h"
 #include "base/trace.h"
+#include "coll/agree.h"
 #include "coll/coll_check.h"
 #include "coll/fusion.h"
+#include "coll/stall.h"
 #include "coll/timeline.h"
+
+#define DEFAULT_STALL_CHECK_SECONDS 60.0
 
 static struct {
     int initialized;
@@ -29,6 +34,9 @@ static struct {
     size_t fusion_threshold;
     int compression;
     int check;
+    int stall_check;                 /* the stall inspector's entry handshake is on */
+    double stall_warn_s, stall_shutdown_s;
+    stall_inspector stall;
     fusion_queue queue;
 } S = {.size = 1, .local_size = 1, .fusion_threshold = HVD_DEFAULT_FUSION_THRESHOLD};
 
@@ -40,6 +48,8 @@ int hvd_local_size(void) { return S.initialized ? S.local_size : 1; }
 size_t hvd_fusion_threshold(void) { return S.fusion_threshold; }
 void hvd_set_fusion_threshold(size_t bytes) { S.fusion_threshold = bytes; }
 int hvd_default_compression(void) { return S.compression; }
+int hvd_stall_check(void) { return S.stall_check; }
+void hvd_set_stall_check(int on) { S.stall_check = on; }
 
 void hvd_fusion_stats(size_t *ring_calls, size_t *tensors, size_t *bytes_copied)
 {
@@ -84,6 +94,21 @@ static int parse_bytes(const char *s, size_t *out)
     return 0;
 }
 
+/* Non-negative seconds, fractions allowed ("60", "2.5"). */
+static double parse_seconds(const char *var, const char *v, double dflt)
+{
+    if (!v || !*v)
+        return dflt;
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (end == v || *end || errno || !(x >= 0) || x > 1e9)
+        fatal_error("%s=%s: expected a number of seconds such as 60 or 2.5", var, v);
+    return x;
+}
+
+static int flag_set(const char *v) { return v && *v && strcmp(v, "0") != 0; }
+
 static void read_settings(void)
 {
     const char *v = getenv("HVD_FUSION_THRESHOLD");
@@ -96,11 +121,35 @@ static void read_settings(void)
         S.compression = HVD_COMPRESS_FP16;
     else
         fatal_error("HVD_COMPRESSION=%s: expected none or fp16", v);
-    v = getenv("HVD_CHECK_COLLECTIVES");
-    S.check = v && *v && strcmp(v, "0") != 0;
-    v = getenv("HVD_TIMELINE");
-    if (v && *v)
-        hvd_start_timeline(v);
+    S.check = flag_set(getenv("HVD_CHECK_COLLECTIVES"));
+    S.stall_check = !flag_set(getenv("HVD_STALL_CHECK_DISABLE"));
+    S.stall_warn_s = parse_seconds("HVD_STALL_CHECK_TIME_SECONDS",
+                                   getenv("HVD_STALL_CHECK_TIME_SECONDS"),
+                                   DEFAULT_STALL_CHECK_SECONDS);
+    S.stall_shutdown_s = parse_seconds("HVD_STALL_SHUTDOWN_TIME_SECONDS",
+                                       getenv("HVD_STALL_SHUTDOWN_TIME_SECONDS"), 0);
+}
+
+/* Every setting above changes what goes over the wire (or, for the stall times, which rank
+ * speaks when), so the ranks must agree on them; HVD_TIMELINE is rank 0's alone. */
+static void agree_on_settings(void)
+{
+    agree_setting v[6];
+    memset(v, 0, sizeof v); /* exchanged as bytes */
+    snprintf(v[0].name, sizeof v[0].name, "HVD_CHECK_COLLECTIVES");
+    snprintf(v[0].value, sizeof v[0].value, "%d", S.check);
+    snprintf(v[1].name, sizeof v[1].name, "HVD_FUSION_THRESHOLD");
+    snprintf(v[1].value, sizeof v[1].value, "%zu", S.fusion_threshold);
+    snprintf(v[2].name, sizeof v[2].name, "HVD_COMPRESSION");
+    snprintf(v[2].value, sizeof v[2].value, "%s",
+             S.compression == HVD_COMPRESS_FP16 ? "fp16" : "none");
+    snprintf(v[3].name, sizeof v[3].name, "HVD_STALL_CHECK_DISABLE");
+    snprintf(v[3].value, sizeof v[3].value, "%d", !S.stall_check);
+    snprintf(v[4].name, sizeof v[4].name, "HVD_STALL_CHECK_TIME_SECONDS");
+    snprintf(v[4].value, sizeof v[4].value, "%g", S.stall_warn_s);
+    snprintf(v[5].name, sizeof v[5].name, "HVD_STALL_SHUTDOWN_TIME_SECONDS");
+    snprintf(v[5].value, sizeof v[5].value, "%g", S.stall_shutdown_s);
+    agree_settings(S.comm, v, 6);
 }
 
 /* Collectives run in the order they were called: queued allreduces go before anything else. */
@@ -152,7 +201,22 @@ int hvd_init(int *argc, char ***argv)
     trace_reopen(S.rank, S.size); /* events from here on go to rank-R.log */
     trace_event("init", "local_rank=%d local_size=%d", S.local_rank, S.local_size); /* + size */
     read_settings();
+    agree_on_settings();
+    stall_init(&S.stall, S.comm, S.stall_warn_s, S.stall_shutdown_s, S.check);
+    const char *tl = getenv("HVD_TIMELINE");
+    if (tl && *tl)
+        hvd_start_timeline(tl);
     return 0;
+}
+
+/* Before every collective: the stall inspector's handshake (which also does the collective
+ * check when it is on), or the check alone. */
+static void enter_call(const coll_desc *d)
+{
+    if (S.stall_check)
+        stall_enter(&S.stall, d);
+    else if (S.check)
+        coll_check(S.check_comm, d);
 }
 
 void hvd_shutdown(void)
@@ -160,9 +224,10 @@ void hvd_shutdown(void)
     if (!S.initialized)
         return;
     flush_queue(); /* nothing queued is lost */
-    if (S.check)
-        coll_check(S.check_comm, COLL_SHUTDOWN, "", 0, -1);
+    coll_desc d = coll_describe(COLL_SHUTDOWN, "", 0, -1);
+    enter_call(&d);
     fusion_free(&S.queue);
+    stall_free(&S.stall);
     timeline_close();
     MPI_Comm_free(&S.check_comm);
     MPI_Comm_free(&S.comm);
@@ -188,8 +253,8 @@ static void trace_collective(const char *op, const char *name, size_t count, int
 
 static void check_call(coll_kind kind, const char *name, size_t count, int root)
 {
-    if (S.check)
-        coll_check(S.check_comm, kind, name, count, root);
+    coll_desc d = coll_describe(kind, name, count, root);
+    enter_call(&d);
 }
 
 void hvd_barrier(void)
@@ -228,7 +293,8 @@ void hvd_synchronize(void)
 {
     if (!S.initialized)
         return;
-    fusion_flush(&S.queue, S.comm, S.fusion_threshold, S.check ? S.check_comm : MPI_COMM_NULL);
+    fusion_flush(&S.queue, S.comm, S.fusion_threshold,
+                 S.stall_check || S.check ? enter_call : NULL);
 }
 
 void hvd_allreduce_ex(float *buf, size_t n, hvd_op op, const char *name, int compression)

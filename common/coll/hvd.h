@@ -14,6 +14,10 @@
  *   HVD_COMPRESSION        "none" (default) or "fp16": gradients travel as IEEE half
  *   HVD_CHECK_COLLECTIVES  1: ranks compare every collective call first and stop on a mismatch
  *   HVD_TIMELINE           path: rank 0 writes a Chrome-trace JSON of every collective
+ *   HVD_STALL_CHECK_DISABLE          1: no stall inspector (on by default)
+ *   HVD_STALL_CHECK_TIME_SECONDS     warn after this long waiting for other ranks (default 60)
+ *   HVD_STALL_SHUTDOWN_TIME_SECONDS  stop every rank after this long (default 0: never)
+ * Every rank must have the same values of all but HVD_TIMELINE: hvd_init compares them.
  */
 #ifndef HVDLAB_HVD_H
 #define HVDLAB_HVD_H
@@ -68,6 +72,9 @@ void hvd_stop_timeline(void);
 size_t hvd_fusion_threshold(void);
 void hvd_set_fusion_threshold(size_t bytes);
 int hvd_default_compression(void);
+/* The stall inspector (benchmarks: every rank must switch it at the same point). */
+int hvd_stall_check(void);
+void hvd_set_stall_check(int on);
 
 /* Diagnostics of tensor fusion since hvd_init: ring passes run, tensors reduced, and bytes
  * copied through the fusion buffer (0 when every group was contiguous). */

@@ -1,10 +1,12 @@
 /* prog_errors.c — a small MPI program that misbehaves on purpose, one scenario per run, for
  * test_errors.c (which runs it under mpirun and reads what it prints and how it exits).
- *   mpirun -n 2 prog_errors <scenario> [timeline path] */
+ *   mpirun -n 2 prog_errors <scenario> [timeline path | rank]
+ * Every rank that gets through prints "prog_errors: rank R finished" last. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/fatal.h"
 #include "coll/device.h"
@@ -25,6 +27,25 @@ int main(int argc, char **argv)
             hvd_allreduce(buf, 10, HVD_SUM, "a");
         else
             hvd_broadcast(buf, 10, 0, "a");
+    } else if (strcmp(s, "mismatch-reduce") == 0) {
+        hvd_allreduce(buf, 10, rank == 0 ? HVD_SUM : HVD_AVERAGE, "grad");
+    } else if (strcmp(s, "mismatch-fp16") == 0) {
+        hvd_allreduce_ex(buf, 10, HVD_SUM, "grad", rank == 0 ? HVD_COMPRESS_NONE : HVD_COMPRESS_FP16);
+    } else if (strcmp(s, "skip-call") == 0) {
+        hvd_allreduce(buf, 10, HVD_SUM, "a");
+        if (rank != 1)
+            hvd_allreduce(buf, 10, HVD_SUM, "b");
+        hvd_allreduce(buf, 10, HVD_SUM, "c");
+    } else if (strcmp(s, "stop-rank") == 0) {
+        /* kill -STOP: the rank is frozen before its next call; only SIGKILL ends it */
+        hvd_allreduce(buf, 10, HVD_SUM, "warm-up");
+        if (rank == (argc > 2 ? atoi(argv[2]) : 1))
+            raise(SIGSTOP);
+        hvd_allreduce(buf, 10, HVD_SUM, "grad");
+    } else if (strcmp(s, "slow-rank") == 0) {
+        if (rank == 1)
+            sleep(2); /* past HVD_STALL_CHECK_TIME_SECONDS=1, then it comes */
+        hvd_allreduce(buf, 10, HVD_SUM, "grad");
     } else if (strcmp(s, "mismatch-count") == 0) {
         hvd_allreduce(buf, rank == 0 ? 10 : 12, HVD_SUM, "grad");
     } else if (strcmp(s, "mismatch-name") == 0) {
@@ -71,5 +92,6 @@ int main(int argc, char **argv)
         fatal_error("prog_errors: unknown scenario %s", s);
     }
     hvd_shutdown();
+    printf("prog_errors: rank %d finished\n", rank);
     return 0;
 }

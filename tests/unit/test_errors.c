@@ -20,14 +20,13 @@ typedef struct {
     char out[16384];
 } job;
 
-/* Runs `env mpirun -n np prog_errors args` with a 60 s bound; stdout and stderr together. */
-static job run_job(const char *env, int np, const char *args)
+/* Runs `env mpirun launch` with a 60 s bound; stdout and stderr together. */
+static job run_launch(const char *env, const char *launch)
 {
     char dflt[128];
     const char *mpirun = mpirun_cmd(dflt, sizeof dflt);
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "env %s timeout 60 %s -n %d %s %s 2>&1", env, mpirun, np, prog,
-             args);
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "env %s timeout 60 %s %s 2>&1", env, mpirun, launch);
     job j = {.status = -1};
     FILE *p = popen(cmd, "r");
     ck_assert_ptr_nonnull(p);
@@ -38,15 +37,44 @@ static job run_job(const char *env, int np, const char *args)
     return j;
 }
 
+/* `env mpirun -n np prog_errors args` */
+static job run_job(const char *env, int np, const char *args)
+{
+    char launch[3200];
+    snprintf(launch, sizeof launch, "-n %d %s %s", np, prog, args);
+    return run_launch(env, launch);
+}
+
+/* Two ranks, the variable given to one of them only (its own app context). */
+static job run_one_rank_env(int which, const char *var, const char *args)
+{
+    char launch[3200];
+    snprintf(launch, sizeof launch, "-n 1 %s%s %s %s : -n 1 %s%s %s %s", which == 0 ? "env " : "",
+             which == 0 ? var : "", prog, args, which == 1 ? "env " : "", which == 1 ? var : "",
+             prog, args);
+    return run_launch("", launch);
+}
+
+/* The check runs inside the stall inspector's handshake when that is on (the default), on
+ * its own exchange when it is off: both must stop every rank with the same line. */
 static void expect_failure_line(const char *scenario, const char *line)
 {
-    job j = run_job("HVD_CHECK_COLLECTIVES=1", 2, scenario);
-    ck_assert_msg(j.status != 124, "%s: the job hung (timeout)\n%s", scenario, j.out);
-    ck_assert_msg(j.status != 0, "%s: exit status 0, expected a failure\n%s", scenario, j.out);
-    ck_assert_msg(strstr(j.out, line) != NULL, "%s: missing line\n  %s\nin output:\n%s", scenario,
-                  line, j.out);
-    ck_assert_msg(json_count(j.out, "hvdlab: error:") == 1, "%s: %zu error lines, want one\n%s",
-                  scenario, json_count(j.out, "hvdlab: error:"), j.out);
+    const char *envs[2] = {"HVD_CHECK_COLLECTIVES=1",
+                           "HVD_CHECK_COLLECTIVES=1 HVD_STALL_CHECK_DISABLE=1"};
+    for (int e = 0; e < 2; e++) {
+        job j = run_job(envs[e], 2, scenario);
+        ck_assert_msg(j.status != 124, "%s, %s: the job hung (timeout)\n%s", scenario, envs[e],
+                      j.out);
+        ck_assert_msg(j.status != 0, "%s, %s: exit status 0, expected a failure\n%s", scenario,
+                      envs[e], j.out);
+        ck_assert_msg(strstr(j.out, line) != NULL, "%s, %s: missing line\n  %s\nin output:\n%s",
+                      scenario, envs[e], line, j.out);
+        ck_assert_msg(json_count(j.out, "hvdlab: error:") == 1,
+                      "%s, %s: %zu error lines, want one\n%s", scenario, envs[e],
+                      json_count(j.out, "hvdlab: error:"), j.out);
+        ck_assert_msg(!strstr(j.out, "finished"), "%s, %s: a rank finished\n%s", scenario,
+                      envs[e], j.out);
+    }
 }
 
 START_TEST(mismatched_ops_named)
@@ -87,10 +115,74 @@ START_TEST(rank_leaving_early_named)
 }
 END_TEST
 
+START_TEST(mismatched_reduce_ops_named)
+{
+    expect_failure_line("mismatch-reduce",
+                        "hvdlab: error: collective mismatch: rank 0 called allreduce(name=\"grad\", "
+                        "count=10, op=sum, compression=none) but rank 1 called "
+                        "allreduce(name=\"grad\", count=10, op=average, compression=none) (every "
+                        "rank must make the same collective calls in the same order)\n");
+}
+END_TEST
+
+START_TEST(mismatched_compression_named)
+{
+    expect_failure_line("mismatch-fp16",
+                        "rank 0 called allreduce(name=\"grad\", count=10, op=sum, compression=none) "
+                        "but rank 1 called allreduce(name=\"grad\", count=10, op=sum, "
+                        "compression=fp16)");
+}
+END_TEST
+
+START_TEST(settings_on_one_rank_named)
+{
+    /* Each of these, set on one rank only, changes what that rank sends; the job must stop at
+     * hvd_init with one line rather than hang or mix results. */
+    static const struct {
+        int which;
+        const char *var, *line;
+    } cases[] = {
+        {0, "HVD_CHECK_COLLECTIVES=1",
+         "hvdlab: error: setting mismatch: HVD_CHECK_COLLECTIVES=1 on rank 0 but "
+         "HVD_CHECK_COLLECTIVES=0 on rank 1 (every rank must have the same "
+         "HVD_CHECK_COLLECTIVES; mpirun -x HVD_CHECK_COLLECTIVES passes it to all)\n"},
+        {1, "HVD_FUSION_THRESHOLD=0",
+         "setting mismatch: HVD_FUSION_THRESHOLD=67108864 on rank 0 but HVD_FUSION_THRESHOLD=0 "
+         "on rank 1 "},
+        {1, "HVD_COMPRESSION=fp16",
+         "setting mismatch: HVD_COMPRESSION=none on rank 0 but HVD_COMPRESSION=fp16 on rank 1 "},
+        {0, "HVD_STALL_CHECK_DISABLE=1",
+         "setting mismatch: HVD_STALL_CHECK_DISABLE=1 on rank 0 but HVD_STALL_CHECK_DISABLE=0 on "
+         "rank 1 "},
+        {1, "HVD_STALL_SHUTDOWN_TIME_SECONDS=30",
+         "setting mismatch: HVD_STALL_SHUTDOWN_TIME_SECONDS=0 on rank 0 but "
+         "HVD_STALL_SHUTDOWN_TIME_SECONDS=30 on rank 1 "},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        job j = run_one_rank_env(cases[i].which, cases[i].var, "agree");
+        ck_assert_msg(j.status != 0 && j.status != 124, "%s: status %d\n%s", cases[i].var,
+                      j.status, j.out);
+        ck_assert_msg(strstr(j.out, cases[i].line), "%s: missing line\n  %s\nin output:\n%s",
+                      cases[i].var, cases[i].line, j.out);
+        ck_assert_msg(json_count(j.out, "hvdlab: error:") == 1 && !strstr(j.out, "finished"),
+                      "%s: want one error line and no rank finishing\n%s", cases[i].var, j.out);
+    }
+    /* The same value spelled two ways is the same setting. */
+    job j = run_one_rank_env(0, "HVD_FUSION_THRESHOLD=64M", "agree");
+    ck_assert_msg(j.status == 0 && strstr(j.out, "agree: done"), "status %d\n%s", j.status, j.out);
+}
+END_TEST
+
 START_TEST(agreeing_program_passes_checks)
 {
-    job j = run_job("HVD_CHECK_COLLECTIVES=1", 3, "agree");
-    ck_assert_msg(j.status == 0 && strstr(j.out, "agree: done"), "status %d\n%s", j.status, j.out);
+    const char *envs[3] = {"HVD_CHECK_COLLECTIVES=1", "HVD_CHECK_COLLECTIVES=0",
+                           "HVD_CHECK_COLLECTIVES=1 HVD_STALL_CHECK_DISABLE=1"};
+    for (int e = 0; e < 3; e++) {
+        job j = run_job(envs[e], 3, "agree");
+        ck_assert_msg(j.status == 0 && strstr(j.out, "agree: done"), "%s: status %d\n%s",
+                      envs[e], j.status, j.out);
+        ck_assert_msg(!strstr(j.out, "hvdlab: warning"), "%s\n%s", envs[e], j.out);
+    }
 }
 END_TEST
 
@@ -126,6 +218,9 @@ START_TEST(bad_settings_named)
     j = run_job("HVD_TIMELINE=/nonexistent-dir/t.json", 2, "init-only");
     ck_assert_msg(j.status != 0 && strstr(j.out, "HVD_TIMELINE=/nonexistent-dir/t.json: cannot "
                                                  "create"), "%s", j.out);
+    j = run_job("HVD_STALL_CHECK_TIME_SECONDS=-1", 2, "init-only");
+    ck_assert_msg(j.status != 0 && strstr(j.out, "HVD_STALL_CHECK_TIME_SECONDS=-1: expected a "
+                                                 "number of seconds such as 60 or 2.5"), "%s", j.out);
     j = run_job("HVD_FUSION_THRESHOLD=32M HVD_COMPRESSION=fp16", 2, "init-only");
     ck_assert_msg(j.status == 0, "valid settings refused: status %d\n%s", j.status, j.out);
 }
@@ -196,6 +291,9 @@ static Suite *make_suite(void)
     tcase_add_test(tc, mismatched_names_named);
     tcase_add_test(tc, mismatched_roots_named);
     tcase_add_test(tc, rank_leaving_early_named);
+    tcase_add_test(tc, mismatched_reduce_ops_named);
+    tcase_add_test(tc, mismatched_compression_named);
+    tcase_add_test(tc, settings_on_one_rank_named);
     tcase_add_test(tc, agreeing_program_passes_checks);
     tcase_add_test(tc, fatal_on_one_rank_stops_all);
     tcase_add_test(tc, bad_broadcast_root_named);

@@ -1,0 +1,222 @@
+/* test_stall.c — the stall inspector, seen from outside: runs prog_errors under a child mpirun
+ * with short thresholds (warn after 1 s, stop after 3 s) and checks the exact lines, that every
+ * rank ends non-zero (none prints "finished") and how long the job took. Serial: this process
+ * never initialises MPI itself. */
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/timer.h"
+#include "lib/ck_mpi.h"
+#include "lib/json_check.h"
+#include "lib/mpirun_cmd.h"
+
+#define STALL_ENV "HVD_STALL_CHECK_TIME_SECONDS=1 HVD_STALL_SHUTDOWN_TIME_SECONDS=3"
+
+static char prog[1024];
+
+typedef struct {
+    int status; /* exit status of the child job, 124 for a timeout */
+    double secs;
+    char out[16384];
+} job;
+
+/* `env ENV mpirun -n np prog_errors args` bounded by 30 s; stdout and stderr together. */
+static job run_job(const char *env, int np, const char *args)
+{
+    char dflt[128], cmd[4096];
+    const char *mpirun = mpirun_cmd(dflt, sizeof dflt);
+    snprintf(cmd, sizeof cmd, "env %s timeout 30 %s -n %d %s %s 2>&1", env, mpirun, np, prog,
+             args);
+    job j = {.status = -1};
+    double t0 = timer_seconds();
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    size_t n = fread(j.out, 1, sizeof j.out - 1, p);
+    j.out[n] = '\0';
+    int st = pclose(p);
+    j.secs = timer_seconds() - t0;
+    j.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return j;
+}
+
+/* line is a whole line of out. */
+static int has_line(const char *out, const char *line)
+{
+    size_t len = strlen(line);
+    for (const char *p = strstr(out, line); p; p = strstr(p + 1, line))
+        if ((p == out || p[-1] == '\n') && p[len] == '\n')
+            return 1;
+    return 0;
+}
+
+/* A stall that never resolves: one warning, then one error line once the shutdown time is up,
+ * and every rank gone non-zero within a few seconds of it. */
+static void expect_stall(const char *scenario, int np, const char *warning, const char *error)
+{
+    job j = run_job(STALL_ENV, np, scenario);
+    ck_assert_msg(j.status != 124, "%s: the job hung (timeout)\n%s", scenario, j.out);
+    ck_assert_msg(j.status != 0, "%s: exit status 0\n%s", scenario, j.out);
+    ck_assert_msg(has_line(j.out, warning), "%s: missing line\n  %s\nin output:\n%s", scenario,
+                  warning, j.out);
+    ck_assert_msg(has_line(j.out, error), "%s: missing line\n  %s\nin output:\n%s", scenario,
+                  error, j.out);
+    ck_assert_msg(json_count(j.out, "hvdlab: warning:") == 1 &&
+                      json_count(j.out, "hvdlab: error:") == 1,
+                  "%s: want one warning and one error line\n%s", scenario, j.out);
+    ck_assert_msg(!strstr(j.out, "finished"), "%s: a rank finished\n%s", scenario, j.out);
+    ck_assert_msg(j.secs >= 3.0 && j.secs < 15.0, "%s: took %.1f s, want 3 s and a little\n%s",
+                  scenario, j.secs, j.out);
+}
+
+START_TEST(stopped_rank_named)
+{
+    expect_stall("stop-rank 1", 3,
+                 "hvdlab: warning: stall: allreduce(name=\"grad\", count=10) has waited 1 s "
+                 "(HVD_STALL_CHECK_TIME_SECONDS): ranks reached: 0, 2; missing ranks: 1 (not "
+                 "arrived)",
+                 "hvdlab: error: [rank 0] stall: allreduce(name=\"grad\", count=10) has waited 3 s "
+                 "(HVD_STALL_SHUTDOWN_TIME_SECONDS): ranks reached: 0, 2; missing ranks: 1 (not "
+                 "arrived); stopping every rank");
+}
+END_TEST
+
+START_TEST(stopped_coordinator_named)
+{
+    /* Rank 0 cannot speak: rank 1 does, later (2x and shutdown + check time). */
+    expect_stall("stop-rank 0", 2,
+                 "hvdlab: warning: [rank 1] stall: allreduce(name=\"grad\", count=10) has waited "
+                 "2 s for rank 0, the coordinator, which has not reached it",
+                 "hvdlab: error: [rank 1] stall: allreduce(name=\"grad\", count=10) has waited "
+                 "4 s for rank 0, the coordinator, which has not reached it; stopping every rank");
+}
+END_TEST
+
+START_TEST(broadcast_against_allreduce_named)
+{
+    expect_stall("mismatch-op", 2,
+                 "hvdlab: warning: stall: allreduce(name=\"a\", count=10) has waited 1 s "
+                 "(HVD_STALL_CHECK_TIME_SECONDS): ranks reached: 0; missing ranks: 1 (in "
+                 "broadcast(name=\"a\", count=10, root=0))",
+                 "hvdlab: error: [rank 0] stall: allreduce(name=\"a\", count=10) has waited 3 s "
+                 "(HVD_STALL_SHUTDOWN_TIME_SECONDS): ranks reached: 0; missing ranks: 1 (in "
+                 "broadcast(name=\"a\", count=10, root=0)); stopping every rank");
+}
+END_TEST
+
+START_TEST(different_counts_named)
+{
+    expect_stall("mismatch-count", 2,
+                 "hvdlab: warning: stall: allreduce(name=\"grad\", count=10) has waited 1 s "
+                 "(HVD_STALL_CHECK_TIME_SECONDS): ranks reached: 0; missing ranks: 1 (in "
+                 "allreduce(name=\"grad\", count=12))",
+                 "hvdlab: error: [rank 0] stall: allreduce(name=\"grad\", count=10) has waited 3 s "
+                 "(HVD_STALL_SHUTDOWN_TIME_SECONDS): ranks reached: 0; missing ranks: 1 (in "
+                 "allreduce(name=\"grad\", count=12)); stopping every rank");
+}
+END_TEST
+
+START_TEST(skipped_call_named)
+{
+    expect_stall("skip-call", 2,
+                 "hvdlab: warning: stall: allreduce(name=\"b\", count=10) has waited 1 s "
+                 "(HVD_STALL_CHECK_TIME_SECONDS): ranks reached: 0; missing ranks: 1 (in "
+                 "allreduce(name=\"c\", count=10))",
+                 "hvdlab: error: [rank 0] stall: allreduce(name=\"b\", count=10) has waited 3 s "
+                 "(HVD_STALL_SHUTDOWN_TIME_SECONDS): ranks reached: 0; missing ranks: 1 (in "
+                 "allreduce(name=\"c\", count=10)); stopping every rank");
+}
+END_TEST
+
+START_TEST(rank_leaving_early_named)
+{
+    expect_stall("early-shutdown", 2,
+                 "hvdlab: warning: stall: allreduce(name=\"loss\", count=10) has waited 1 s "
+                 "(HVD_STALL_CHECK_TIME_SECONDS): ranks reached: 0; missing ranks: 1 (in "
+                 "shutdown())",
+                 "hvdlab: error: [rank 0] stall: allreduce(name=\"loss\", count=10) has waited 3 s "
+                 "(HVD_STALL_SHUTDOWN_TIME_SECONDS): ranks reached: 0; missing ranks: 1 (in "
+                 "shutdown()); stopping every rank");
+}
+END_TEST
+
+START_TEST(different_reduce_ops_named)
+{
+    expect_stall("mismatch-reduce", 2,
+                 "hvdlab: warning: stall: allreduce(name=\"grad\", count=10, op=sum, "
+                 "compression=none) has waited 1 s (HVD_STALL_CHECK_TIME_SECONDS): ranks reached: "
+                 "0; missing ranks: 1 (in allreduce(name=\"grad\", count=10, op=average, "
+                 "compression=none))",
+                 "hvdlab: error: [rank 0] stall: allreduce(name=\"grad\", count=10, op=sum, "
+                 "compression=none) has waited 3 s (HVD_STALL_SHUTDOWN_TIME_SECONDS): ranks "
+                 "reached: 0; missing ranks: 1 (in allreduce(name=\"grad\", count=10, op=average, "
+                 "compression=none)); stopping every rank");
+}
+END_TEST
+
+START_TEST(different_compression_named)
+{
+    expect_stall("mismatch-fp16", 2,
+                 "hvdlab: warning: stall: allreduce(name=\"grad\", count=10, op=sum, "
+                 "compression=none) has waited 1 s (HVD_STALL_CHECK_TIME_SECONDS): ranks reached: "
+                 "0; missing ranks: 1 (in allreduce(name=\"grad\", count=10, op=sum, "
+                 "compression=fp16))",
+                 "hvdlab: error: [rank 0] stall: allreduce(name=\"grad\", count=10, op=sum, "
+                 "compression=none) has waited 3 s (HVD_STALL_SHUTDOWN_TIME_SECONDS): ranks "
+                 "reached: 0; missing ranks: 1 (in allreduce(name=\"grad\", count=10, op=sum, "
+                 "compression=fp16)); stopping every rank");
+}
+END_TEST
+
+START_TEST(slow_rank_warned_then_runs_on)
+{
+    /* Rank 1 arrives 2 s late: one warning, then the job finishes normally. */
+    job j = run_job(STALL_ENV, 2, "slow-rank");
+    ck_assert_msg(j.status == 0, "status %d\n%s", j.status, j.out);
+    ck_assert_msg(has_line(j.out, "hvdlab: warning: stall: allreduce(name=\"grad\", count=10) has "
+                                  "waited 1 s (HVD_STALL_CHECK_TIME_SECONDS): ranks reached: 0; "
+                                  "missing ranks: 1 (not arrived)"),
+                  "%s", j.out);
+    ck_assert_msg(json_count(j.out, "hvdlab: warning:") == 1 &&
+                      json_count(j.out, "finished") == 2 && !strstr(j.out, "hvdlab: error"),
+                  "%s", j.out);
+}
+END_TEST
+
+START_TEST(disabled_says_nothing)
+{
+    job j = run_job(STALL_ENV " HVD_STALL_CHECK_DISABLE=1", 2, "slow-rank");
+    ck_assert_msg(j.status == 0 && json_count(j.out, "finished") == 2, "status %d\n%s", j.status,
+                  j.out);
+    ck_assert_msg(!strstr(j.out, "hvdlab:"), "%s", j.out);
+}
+END_TEST
+
+static Suite *make_suite(void)
+{
+    Suite *s = suite_create("stall");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, stopped_rank_named);
+    tcase_add_test(tc, stopped_coordinator_named);
+    tcase_add_test(tc, broadcast_against_allreduce_named);
+    tcase_add_test(tc, different_counts_named);
+    tcase_add_test(tc, skipped_call_named);
+    tcase_add_test(tc, rank_leaving_early_named);
+    tcase_add_test(tc, different_reduce_ops_named);
+    tcase_add_test(tc, different_compression_named);
+    tcase_add_test(tc, slow_rank_warned_then_runs_on);
+    tcase_add_test(tc, disabled_says_nothing);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    char self[1024];
+    snprintf(self, sizeof self, "%s", argv[0]);
+    snprintf(prog, sizeof prog, "%s/../progs/prog_errors", dirname(self));
+    return ck_mpi_main(argc, argv, make_suite(), 0);
+}
