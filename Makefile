@@ -160,7 +160,8 @@ asan-test:  ## run the unit tests in an ASan+UBSan build
 	  $(MAKE) --no-print-directory SANITIZE=1 unit-tests
 
 # The GPU twins' suite runs here too: on a GPU it compares them with the CPU layers, without
-# one it prints its "skipped: no GPU" line (exit 77), which does not fail the check.
+# one it prints its "skipped: no GPU (reason)" line (exit 77), which does not fail the check;
+# any other exit fails it (1: a mismatch, or a GPU that CUDA cannot use, e.g. too old a driver).
 cuda-check:  ## check that CUDA=1 compiles and links, run the GPU twins' suite (skips when nvcc is absent)
 	@if [ -x "$(NVCC)" ]; then \
 	  $(MAKE) --no-print-directory CUDA=1 BUILD=build/cuda build/cuda/tools/hvdlab-info \
@@ -172,7 +173,8 @@ cuda-check:  ## check that CUDA=1 compiles and links, run the GPU twins' suite (
 	    2>&1 | sed 's/^/  /' && \
 	  echo "cuda-check: GPU twins (build/cuda/tests/unit/test_twins_cuda):" && \
 	  { build/cuda/tests/unit/test_twins_cuda >build/cuda/twins.log 2>&1; rc=$$?; \
-	    sed 's/^/  /' build/cuda/twins.log; [ $$rc = 0 ] || [ $$rc = 77 ]; }; \
+	    sed 's/^/  /' build/cuda/twins.log; [ $$rc = 0 ] || [ $$rc = 77 ] || \
+	    { echo "cuda-check: FAILED, the GPU twins' suite exited $$rc"; exit 1; }; }; \
 	else echo "cuda-check: skipped, no nvcc at $(NVCC)"; fi
 
 demo: setup  ## train solution 10 on real Fashion-MNIST with 2 ranks (about a minute)

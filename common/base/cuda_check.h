@@ -3,12 +3,17 @@
  *   CUDA_CHECK(cudaMalloc(&p, bytes));
  *   CUDA_CHECK(cudnnConvolutionForward(...));
  *   CUDA_CHECK(cublasSgemm(...));
- *   CUDA_CHECK(cudaGetLastError());     after a kernel launch
+ *   CUDA_CHECK_LAUNCH(stream);          after a kernel launch or a library call that enqueues
  *
  * A failing call stops the process through fatal_error (fatal.h) with one line naming the
  * file:line, the call as written and the library's own error string, e.g.
  *   hvdlab: error: [rank 0] common/nn/bn_cuda.cu:88: cudaMalloc(&p, bytes): out of memory (2)
  * The status type picks the library: overloads in CUDA C++ (.cu files), _Generic in C.
+ *
+ * Work enqueued on a stream fails later, at whatever call next returns the error. For a first
+ * run on a new GPU, HVDLAB_CUDA_SYNC=1 in the environment makes CUDA_CHECK_LAUNCH also wait for
+ * the stream, so a fault is reported at the line that launched the failing work (slower: every
+ * launch waits).
  *
  * Only for CUDA builds: include it from .cu files, or from C under #ifdef HVDLAB_CUDA.
  */
@@ -18,6 +23,8 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
+#include <stdlib.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -51,6 +58,30 @@ static inline const char *cuda_check_string(cublasStatus_t s) { return cublasGet
         if (CUDA_CHECK_FAILED(cuda_check_status_))                                                 \
             fatal_error("%s:%d: %s: %s (%d)", __FILE__, __LINE__, #call,                           \
                         CUDA_CHECK_STRING(cuda_check_status_), (int)cuda_check_status_);           \
+    } while (0)
+
+/* HVDLAB_CUDA_SYNC=1, read once per source file. */
+static inline int cuda_check_sync(void)
+{
+    static int on = -1;
+    if (on < 0) {
+        const char *e = getenv("HVDLAB_CUDA_SYNC");
+        on = e && strcmp(e, "1") == 0;
+    }
+    return on;
+}
+
+/* After a launch: its own error now; with HVDLAB_CUDA_SYNC=1 also the error of running it. */
+#define CUDA_CHECK_LAUNCH(stream)                                                                  \
+    do {                                                                                           \
+        CUDA_CHECK(cudaGetLastError());                                                            \
+        if (cuda_check_sync()) {                                                                   \
+            cudaError_t cuda_check_sync_ = cudaStreamSynchronize(stream);                          \
+            if (cuda_check_sync_ != cudaSuccess)                                                   \
+                fatal_error("%s:%d: the work enqueued here failed (HVDLAB_CUDA_SYNC=1): %s (%d)",  \
+                            __FILE__, __LINE__, cudaGetErrorString(cuda_check_sync_),              \
+                            (int)cuda_check_sync_);                                                \
+        }                                                                                          \
     } while (0)
 
 #endif

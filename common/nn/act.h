@@ -36,6 +36,8 @@ void dropout_backward(float *din /* (n) += */, const float *dout /* (n) */, size
  * bits as the CPU functions, dropout masks included. */
 void relu_forward_cuda(float *out, const float *in, size_t n);
 void relu_backward_cuda(float *din, const float *dout, const float *out, size_t n);
+/* out and in: the same buffer or disjoint; a partial overlap (which act.c's memmove and
+ * in-order loop would allow) stops the process. */
 void dropout_forward_cuda(float *out, const float *in, size_t n, float p, uint64_t key,
                           int train);
 void dropout_backward_cuda(float *din, const float *dout, size_t n, float p, uint64_t key);

@@ -49,7 +49,7 @@ extern "C" void relu_forward_cuda(float *out, const float *in, size_t n)
     if (n == 0)
         return;
     relu_fwd_kernel<<<gpu_blocks(n), GPU_THREADS, 0, gpu_context_stream()>>>(out, in, n);
-    CUDA_CHECK(cudaGetLastError());
+    CUDA_CHECK_LAUNCH(gpu_context_stream());
 }
 
 extern "C" void relu_backward_cuda(float *din, const float *dout, const float *out, size_t n)
@@ -57,7 +57,7 @@ extern "C" void relu_backward_cuda(float *din, const float *dout, const float *o
     if (n == 0)
         return;
     relu_bwd_kernel<<<gpu_blocks(n), GPU_THREADS, 0, gpu_context_stream()>>>(din, dout, out, n);
-    CUDA_CHECK(cudaGetLastError());
+    CUDA_CHECK_LAUNCH(gpu_context_stream());
 }
 
 extern "C" void dropout_forward_cuda(float *out, const float *in, size_t n, float p,
@@ -65,15 +65,21 @@ extern "C" void dropout_forward_cuda(float *out, const float *in, size_t n, floa
 {
     if (n == 0)
         return;
+    /* act.c copies with memmove and loops in order; a device copy between overlapping ranges is
+     * undefined and the kernel's threads would race, so only out == in or disjoint */
+    const size_t bytes = n * sizeof *out;
+    if (out != in && (const char *)out < (const char *)in + bytes &&
+        (const char *)in < (const char *)out + bytes)
+        fatal_error("dropout_forward_cuda: out and in overlap without being the same buffer");
     if (!train || p == 0.0f) {
         if (out != in)
-            CUDA_CHECK(cudaMemcpyAsync(out, in, n * sizeof *out, cudaMemcpyDeviceToDevice,
+            CUDA_CHECK(cudaMemcpyAsync(out, in, bytes, cudaMemcpyDeviceToDevice,
                                        gpu_context_stream()));
         return;
     }
     dropout_fwd_kernel<<<gpu_blocks(n), GPU_THREADS, 0, gpu_context_stream()>>>(out, in, n, p,
                                                                                    key);
-    CUDA_CHECK(cudaGetLastError());
+    CUDA_CHECK_LAUNCH(gpu_context_stream());
 }
 
 extern "C" void dropout_backward_cuda(float *din, const float *dout, size_t n, float p,
@@ -83,5 +89,5 @@ extern "C" void dropout_backward_cuda(float *din, const float *dout, size_t n, f
         return;
     dropout_bwd_kernel<<<gpu_blocks(n), GPU_THREADS, 0, gpu_context_stream()>>>(din, dout, n, p,
                                                                                    key);
-    CUDA_CHECK(cudaGetLastError());
+    CUDA_CHECK_LAUNCH(gpu_context_stream());
 }

@@ -13,7 +13,9 @@
  * channel — its sums, then the elementwise pass — so no partial sums leave the block and no
  * scratch memory is needed. Each thread adds its elements in double; the block adds the
  * threads' sums in a fixed tree order (warp shuffles, then one warp), so a result never
- * depends on timing. Inference is elementwise over the whole tensor.
+ * depends on timing. A thread walks its elements with offsets stepped without division
+ * (chan_walk). Inference is elementwise over the whole tensor, the per-channel values in shared
+ * memory.
  * The cost of this layout: only C blocks run (16 to 640 in the WRNs), fewer than an H100 has
  * room for on the narrowest layers; splitting a channel over blocks is the next step for speed.
  */
@@ -69,12 +71,35 @@ static __device__ void block_sum2(double *a, double *b)
     __syncthreads(); /* the shared slots are free again for the next call */
 }
 
-/* Offset of the j-th element (0 <= j < N·HW) of channel c. */
-static __device__ __forceinline__ size_t chan_idx(size_t j, int c, size_t HW, size_t CHW)
-{
-    const size_t n = j / HW;
-    return n * CHW + (size_t)c * HW + (j - n * HW);
-}
+/* Walks a channel's elements j = start, start + BN_THREADS, ... (j < N·HW, in that order) as
+ * offsets into NCHW without a 64-bit division per element: the step is split once into whole
+ * images and a remainder of positions. */
+struct chan_walk {
+    size_t idx, hw;         /* offset of the current element, its position in the image */
+    size_t step, wrap, end; /* offset step, extra offset when hw wraps, N·C·HW */
+    size_t dhw, HW;
+    __device__ chan_walk(int c, size_t start, size_t HWs, size_t CHW, size_t N)
+    {
+        HW = HWs;
+        const size_t n0 = start / HW, dn = BN_THREADS / HW;
+        hw = start - n0 * HW;
+        idx = n0 * CHW + (size_t)c * HW + hw;
+        dhw = BN_THREADS - dn * HW;
+        step = dn * CHW + dhw;
+        wrap = CHW - HW;
+        end = N * CHW;
+    }
+    __device__ bool more() const { return idx < end; } /* n < N, as c·HW + hw < CHW */
+    __device__ void next()
+    {
+        idx += step;
+        hw += dhw;
+        if (hw >= HW) {
+            hw -= HW;
+            idx += wrap;
+        }
+    }
+};
 
 static __device__ __forceinline__ float apply_post(float x, size_t idx, float m, float is,
                                                    float g, float b, const bn_post &post,
@@ -95,19 +120,19 @@ static __global__ void __launch_bounds__(BN_THREADS)
                     int C, int HWi, int Ni, float eps, float momentum)
 {
     const int c = blockIdx.x;
-    const size_t HW = (size_t)HWi, CHW = (size_t)C * HW, M = (size_t)Ni * HW;
+    const size_t HW = (size_t)HWi, CHW = (size_t)C * HW, N = (size_t)Ni, M = N * HW;
     const double Md = (double)M;
     const float shift = in[(size_t)c * HW];
     double s = 0.0, unused = 0.0;
-    for (size_t j = threadIdx.x; j < M; j += BN_THREADS)
-        s += (double)(in[chan_idx(j, c, HW, CHW)] - shift);
+    for (chan_walk it(c, threadIdx.x, HW, CHW, N); it.more(); it.next())
+        s += (double)(in[it.idx] - shift);
     block_sum2(&s, &unused);
     const double mu = shift + s / Md;
     const float mf = (float)mu;
     double ss = 0.0;
     unused = 0.0;
-    for (size_t j = threadIdx.x; j < M; j += BN_THREADS) {
-        const float t = in[chan_idx(j, c, HW, CHW)] - mf;
+    for (chan_walk it(c, threadIdx.x, HW, CHW, N); it.more(); it.next()) {
+        const float t = in[it.idx] - mf;
         ss += (double)(t * t);
     }
     block_sum2(&ss, &unused);
@@ -124,22 +149,53 @@ static __global__ void __launch_bounds__(BN_THREADS)
     const float keep = post.p > 0.0f ? 1.0f / (1.0f - post.p) : 1.0f;
     const uint32_t drop = lm_dropout_threshold(post.p);
     /* out may be in or add: each element is read before its own write, by the same thread */
-    for (size_t j = threadIdx.x; j < M; j += BN_THREADS) {
-        const size_t idx = chan_idx(j, c, HW, CHW);
-        out[idx] = apply_post(in[idx], idx, mf, is, g, b, post, keep, drop);
-    }
+    for (chan_walk it(c, threadIdx.x, HW, CHW, N); it.more(); it.next())
+        out[it.idx] = apply_post(in[it.idx], it.idx, mf, is, g, b, post, keep, drop);
 }
 
+/* Inference: elementwise over the flat NCHW tensor, grid-stride. Each thread tracks its element's
+ * image position and channel as it strides (one division per thread, not per element). With
+ * SHARED the block first puts every channel's mean, 1/sqrt(var + eps), gamma and beta in shared
+ * memory (4·C floats; C <= BN_INFER_SHARED_C), else each element reads them and takes the root. */
+#define BN_INFER_SHARED_C 1024
+
+template <bool SHARED>
 static __global__ void bn_infer_kernel(float *out, const float *in, const float *gamma,
                                        const float *beta, const float *run_mean,
                                        const float *run_var, bn_post post, size_t total, int C,
                                        size_t HW, float eps)
 {
-    for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < total;
-         idx += (size_t)gridDim.x * blockDim.x) {
-        const int c = (int)((idx / HW) % (size_t)C);
-        const float m = run_mean[c], is = 1.0f / sqrtf(run_var[c] + eps);
-        out[idx] = apply_post(in[idx], idx, m, is, gamma[c], beta[c], post, 1.0f, 0u);
+    extern __shared__ float tab[]; /* SHARED: m[C], is[C], g[C], b[C] */
+    if (SHARED) {
+        for (int c = threadIdx.x; c < C; c += blockDim.x) {
+            tab[c] = run_mean[c];
+            tab[C + c] = 1.0f / sqrtf(run_var[c] + eps);
+            tab[2 * C + c] = gamma[c];
+            tab[3 * C + c] = beta[c];
+        }
+        __syncthreads();
+    }
+    const size_t start = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    const size_t stride = (size_t)gridDim.x * blockDim.x, Cs = (size_t)C;
+    const size_t dplanes = stride / HW, dhw = stride - dplanes * HW;
+    const int dc = (int)(dplanes % Cs);
+    size_t hw = start % HW;
+    int c = (int)((start / HW) % Cs);
+    for (size_t idx = start; idx < total; idx += stride) {
+        if (SHARED)
+            out[idx] = apply_post(in[idx], idx, tab[c], tab[C + c], tab[2 * C + c],
+                                  tab[3 * C + c], post, 1.0f, 0u);
+        else
+            out[idx] = apply_post(in[idx], idx, run_mean[c], 1.0f / sqrtf(run_var[c] + eps),
+                                  gamma[c], beta[c], post, 1.0f, 0u);
+        hw += dhw;
+        c += dc;
+        if (hw >= HW) {
+            hw -= HW;
+            c++;
+        }
+        if (c >= C) /* c + dc + 1 < 2C */
+            c -= C;
     }
 }
 
@@ -168,11 +224,11 @@ static __global__ void __launch_bounds__(BN_THREADS)
                        int Ni)
 {
     const int c = blockIdx.x;
-    const size_t HW = (size_t)HWi, CHW = (size_t)C * HW, M = (size_t)Ni * HW;
+    const size_t HW = (size_t)HWi, CHW = (size_t)C * HW, N = (size_t)Ni, M = N * HW;
     const float m = mean[c], is = invstd[c], g = gamma[c], b = beta ? beta[c] : 0.0f;
     double sdy = 0.0, sdyx = 0.0;
-    for (size_t j = threadIdx.x; j < M; j += BN_THREADS) {
-        const size_t idx = chan_idx(j, c, HW, CHW);
+    for (chan_walk it(c, threadIdx.x, HW, CHW, N); it.more(); it.next()) {
+        const size_t idx = it.idx;
         const float x = in[idx];
         const float t = masked_dy<MODE>(dout[idx], x, outp ? outp[idx] : x, keep, m, is, g, b);
         sdy += (double)t;
@@ -188,8 +244,8 @@ static __global__ void __launch_bounds__(BN_THREADS)
     if (!din)
         return;
     const float mdy = (float)(sdy / (double)M), mdyx = (float)(sdyx / (double)M);
-    for (size_t j = threadIdx.x; j < M; j += BN_THREADS) {
-        const size_t idx = chan_idx(j, c, HW, CHW);
+    for (chan_walk it(c, threadIdx.x, HW, CHW, N); it.more(); it.next()) {
+        const size_t idx = it.idx;
         const float x = in[idx];
         const float t = masked_dy<MODE>(dout[idx], x, outp ? outp[idx] : x, keep, m, is, g, b);
         const float v = lm_bn_grad(t, x, m, is, g, mdy, mdyx);
@@ -208,7 +264,7 @@ static void forward_train(float *out, const float *in, const float *gamma, const
     bn_train_kernel<<<d->c, BN_THREADS, 0, gpu_context_stream()>>>(
         out, in, gamma, beta, mean, invstd, run_mean, run_var, post, d->c, d->hw, d->n, d->eps,
         d->momentum);
-    CUDA_CHECK(cudaGetLastError());
+    CUDA_CHECK_LAUNCH(gpu_context_stream());
 }
 
 static void forward_infer(float *out, const float *in, const float *gamma, const float *beta,
@@ -217,10 +273,21 @@ static void forward_infer(float *out, const float *in, const float *gamma, const
 {
     if (empty(d))
         return;
-    const size_t total = (size_t)d->n * d->c * d->hw;
-    bn_infer_kernel<<<gpu_blocks(total), GPU_THREADS, 0, gpu_context_stream()>>>(
-        out, in, gamma, beta, run_mean, run_var, post, total, d->c, (size_t)d->hw, d->eps);
-    CUDA_CHECK(cudaGetLastError());
+    const size_t total = (size_t)d->n * d->c * d->hw, C = (size_t)d->c;
+    cudaStream_t st = gpu_context_stream();
+    if (d->c <= BN_INFER_SHARED_C) {
+        /* each block fills the 4·C table, so give it at least 4·C elements to use it on */
+        const size_t fill = total / (4 * C);
+        unsigned blocks = gpu_blocks(total);
+        if (fill < blocks)
+            blocks = fill > 0 ? (unsigned)fill : 1u;
+        bn_infer_kernel<true><<<blocks, GPU_THREADS, 4 * C * sizeof(float), st>>>(
+            out, in, gamma, beta, run_mean, run_var, post, total, d->c, (size_t)d->hw, d->eps);
+    } else {
+        bn_infer_kernel<false><<<gpu_blocks(total), GPU_THREADS, 0, st>>>(
+            out, in, gamma, beta, run_mean, run_var, post, total, d->c, (size_t)d->hw, d->eps);
+    }
+    CUDA_CHECK_LAUNCH(st);
 }
 
 extern "C" void bn_forward_train_cuda(float *out, const float *in, const float *gamma,
@@ -265,7 +332,7 @@ extern "C" void bn_backward_cuda(float *din, float *dgamma, float *dbeta, const 
         return;
     bn_backward_kernel<MASK_NONE, true><<<d->c, BN_THREADS, 0, gpu_context_stream()>>>(
         din, dgamma, dbeta, dout, in, NULL, 1.0f, gamma, NULL, mean, invstd, d->c, d->hw, d->n);
-    CUDA_CHECK(cudaGetLastError());
+    CUDA_CHECK_LAUNCH(gpu_context_stream());
 }
 
 extern "C" void bn_relu_backward_cuda(float *din, float *dgamma, float *dbeta, const float *dout,
@@ -284,5 +351,5 @@ extern "C" void bn_relu_backward_cuda(float *din, float *dgamma, float *dbeta, c
         bn_backward_kernel<MASK_RECOMPUTE, false><<<d->c, BN_THREADS, 0, gpu_context_stream()>>>(
             din, dgamma, dbeta, dout, in, NULL, keep, gamma, beta, mean, invstd, d->c, d->hw,
             d->n);
-    CUDA_CHECK(cudaGetLastError());
+    CUDA_CHECK_LAUNCH(gpu_context_stream());
 }

@@ -15,7 +15,7 @@
  * Public: conv2d_work_floats, conv2d_forward, conv2d_backward, conv2d_set_backend,
  *         conv2d_backend, conv2d_gemm_work_floats, conv2d_gemm_forward, conv2d_gemm_backward;
  *         with HVDLAB_CUDA conv2d_cudnn_work_floats, conv2d_cudnn_forward, conv2d_cudnn_backward,
- *         conv2d_cudnn_release.
+ *         conv2d_cudnn_algos, conv2d_cudnn_release.
  */
 #ifndef HVDLAB_CONV2D_H
 #define HVDLAB_CONV2D_H
@@ -52,17 +52,27 @@ void conv2d_gemm_backward(float *din, float *dw, float *db, const float *dout, c
 /* CUDA twin (conv2d_cudnn.cu): cuDNN's convolutions on device pointers, NCHW, on the stream of
  * nn/gpu_context.h; forward overwrites out, backward accumulates (+=) into din, dw, db (any may
  * be NULL), as on the CPU. For each shape (N included) and TF32 setting the algorithms are
- * chosen once — measured by cudnnFind*, the fastest that fits CONV2D_CUDNN_MAX_WORK_BYTES,
- * cuDNN's heuristics (Get*_v7) if none does — and cached for the process.
- * conv2d_cudnn_work_floats(d) is the workspace those algorithms need for d (its batch d->n
- * included); work may instead be NULL: one workspace owned by this file is used, grown when a
- * shape needs more. conv2d_cudnn_release frees the plans and that workspace. */
+ * chosen once — measured by cudnnFind*, the fastest whose workspace fits
+ * CONV2D_CUDNN_MAX_WORK_BYTES, cuDNN's heuristics (Get*_v7) if none does — and cached until
+ * gpu_context_release.
+ * Determinism: only algorithms cuDNN marks deterministic are chosen (the same input gives the
+ * same bits, run after run, like PyTorch's torch.backends.cudnn.deterministic);
+ * HVDLAB_CUDNN_DETERMINISTIC=0 in the environment (read at the first plan of a context) allows
+ * the others too, which may be faster (backward-filter ALGO_0/3 add with atomics).
+ * Workspace: conv2d_cudnn_work_floats(d) is what those algorithms need for d (its batch d->n and
+ * the TF32 setting included); pass a device buffer of work_floats floats, at least that many,
+ * or work = NULL (work_floats ignored) for one workspace owned by this file, grown when a shape
+ * needs more. A buffer smaller than the plan needs stops the process, naming both sizes.
+ * conv2d_cudnn_algos writes the algorithms chosen for d into buf, for messages.
+ * conv2d_cudnn_release frees the plans and the shared workspace (gpu_context_release calls
+ * it). */
 #define CONV2D_CUDNN_MAX_WORK_BYTES ((size_t)1 << 30)
 size_t conv2d_cudnn_work_floats(const conv2d_dims *d);
 void conv2d_cudnn_forward(float *out, const float *in, const float *w, const float *b,
-                          const conv2d_dims *d, float *work);
+                          const conv2d_dims *d, float *work, size_t work_floats);
 void conv2d_cudnn_backward(float *din, float *dw, float *db, const float *dout, const float *in,
-                           const float *w, const conv2d_dims *d, float *work);
+                           const float *w, const conv2d_dims *d, float *work, size_t work_floats);
+void conv2d_cudnn_algos(const conv2d_dims *d, char *buf, size_t len);
 void conv2d_cudnn_release(void);
 #endif
 

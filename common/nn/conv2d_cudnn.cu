@@ -1,7 +1,7 @@
 /* conv2d_cudnn.cu — the convolution of conv2d.h through cuDNN, the GPU twin of conv2d_gemm.c /
  * conv2d_dnnl.c. See conv2d.h.
  * Public: conv2d_cudnn_work_floats, conv2d_cudnn_forward, conv2d_cudnn_backward,
- *         conv2d_cudnn_release.
+ *         conv2d_cudnn_algos, conv2d_cudnn_release.
  *
  * cuDNN 9's legacy convolution API, NCHW float32: weights (Cout, Cin, k, k) are cuDNN's KCRS
  * filter layout, PyTorch's order, and conv2d.h's "same" convolution is cross-correlation with
@@ -10,16 +10,20 @@
  *
  * A plan per shape (N included, as cuDNN's choice depends on it) and TF32 setting holds the
  * descriptors and the three algorithms (forward, backward-data, backward-filter), made on first
- * use and kept for the process. The algorithms are measured with cudnnFind*Algorithm (which
- * allocates its own scratch), fastest first, taking the first that succeeded within
- * CONV2D_CUDNN_MAX_WORK_BYTES and, with TF32 off, uses plain FMA math; cuDNN's heuristics
- * (cudnnGet*Algorithm_v7) stand in if the measurement gives none. Each direction has its own
+ * use and kept until gpu_context_release. The algorithms are measured with cudnnFind*Algorithm
+ * (which allocates its own scratch), fastest first, taking the first that succeeded, is
+ * deterministic (unless HVDLAB_CUDNN_DETERMINISTIC=0), with TF32 off uses plain FMA math, and
+ * whose workspace (asked of cuDNN with cudnnGet*WorkspaceSize) fits CONV2D_CUDNN_MAX_WORK_BYTES;
+ * cuDNN's heuristics (cudnnGet*Algorithm_v7) stand in, under the same rules, if the measurement
+ * gives none. Each direction has its own
  * convolution descriptor, set to the math type its algorithm was measured with (cuDNN picks
  * tensor-core kernels from algorithm + math type together).
  *
  * The += of backward is cuDNN's beta = 1: output = alpha·result + beta·output.
  */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "base/cuda_check.h"
 #include "nn/gpu_context.h"
@@ -33,34 +37,57 @@ extern "C" {
 
 typedef struct {
     int n, cin, h, w, cout, k, tf32;
+    int det; /* deterministic algorithms only */
     cudnnTensorDescriptor_t x, y, bias;
     cudnnFilterDescriptor_t f;
     cudnnConvolutionDescriptor_t fwd_desc, bwd_data_desc, bwd_filter_desc;
     cudnnConvolutionFwdAlgo_t fwd;
     cudnnConvolutionBwdDataAlgo_t bwd_data;
     cudnnConvolutionBwdFilterAlgo_t bwd_filter;
+    cudnnMathType_t fwd_math, bwd_data_math, bwd_filter_math;
+    size_t fwd_bytes, bwd_data_bytes, bwd_filter_bytes;
     size_t work_bytes; /* the largest of the three algorithms' workspaces */
 } conv_plan;
 
+/* Plans and the shared workspace belong to gpu_context's device and handles: they are freed by
+ * gpu_context_release (conv2d_cudnn_release is registered with it). */
 static conv_plan plans[CONV_PLANS_MAX];
 static int nplans;
 static void *shared_work; /* for calls with work = NULL */
 static size_t shared_work_bytes;
+static int deterministic = -1; /* HVDLAB_CUDNN_DETERMINISTIC, read at the first plan */
 
 /* Whether a measured or suggested algorithm may be used: never one that rounds fp32 to fp16
- * (ALLOW_CONVERSION), and with TF32 off only plain FMA math. */
-template <typename Perf> static bool usable(const Perf &p, int tf32)
+ * (ALLOW_CONVERSION), with TF32 off only plain FMA math, and by default only deterministic ones
+ * (bitwise the same result for the same input, as PyTorch's deterministic flag asks). Its
+ * workspace is checked separately (fitting below). */
+template <typename Perf> static bool usable(const Perf &p, int tf32, int det)
 {
-    return p.status == CUDNN_STATUS_SUCCESS && p.memory <= CONV2D_CUDNN_MAX_WORK_BYTES &&
+    return p.status == CUDNN_STATUS_SUCCESS &&
            p.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION &&
-           (tf32 || p.mathType == CUDNN_FMA_MATH);
+           (tf32 || p.mathType == CUDNN_FMA_MATH) && (!det || p.determinism == CUDNN_DETERMINISTIC);
 }
 
-template <typename Perf> static int first_usable(const Perf *p, int n, int tf32)
+/* The first usable candidate whose workspace, asked of cuDNN for that algorithm and math type
+ * (the heuristics' perf.memory is an estimate), fits CONV2D_CUDNN_MAX_WORK_BYTES; -1 if none.
+ * Leaves desc set to the chosen math type and *bytes to its workspace. */
+template <typename Perf, typename WorkSize>
+static int first_fitting(const Perf *perf, int n, const conv_plan *p,
+                         cudnnConvolutionDescriptor_t desc, WorkSize work_size, size_t *bytes)
 {
-    for (int i = 0; i < n; i++)
-        if (usable(p[i], tf32))
+    for (int i = 0; i < n; i++) {
+        if (!usable(perf[i], p->tf32, p->det))
+            continue;
+        CUDA_CHECK(cudnnSetConvolutionMathType(desc, perf[i].mathType));
+        size_t b = 0;
+        if (work_size(perf[i].algo, &b) == CUDNN_STATUS_SUCCESS &&
+            b <= CONV2D_CUDNN_MAX_WORK_BYTES) {
+            *bytes = b;
             return i;
+        }
+    }
+    /* the next search starts from the math type the plan asked for */
+    CUDA_CHECK(cudnnSetConvolutionMathType(desc, p->tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
     return -1;
 }
 
@@ -76,85 +103,101 @@ static cudnnConvolutionDescriptor_t conv_desc(int k, int tf32)
 
 static void describe(char *buf, size_t len, const conv_plan *p)
 {
-    snprintf(buf, len, "N=%d Cin=%d %dx%d Cout=%d k=%d TF32 %s", p->n, p->cin, p->h, p->w,
-             p->cout, p->k, p->tf32 ? "on" : "off");
+    snprintf(buf, len, "N=%d Cin=%d %dx%d Cout=%d k=%d TF32 %s%s", p->n, p->cin, p->h, p->w,
+             p->cout, p->k, p->tf32 ? "on" : "off", p->det ? "" : " nondeterministic allowed");
 }
 
+static void no_algorithm(const conv_plan *p, const char *direction)
+{
+    char s[160];
+    describe(s, sizeof s, p);
+    fatal_error("conv2d_cudnn: no usable cuDNN %s algorithm within %zu bytes of workspace for %s%s",
+                direction, (size_t)CONV2D_CUDNN_MAX_WORK_BYTES, s,
+                p->det ? " (HVDLAB_CUDNN_DETERMINISTIC=0 allows nondeterministic ones)" : "");
+}
+
+/* Each choose_*: measured (Find), else cuDNN's heuristics (Get*_v7), the first that fits. */
 static void choose_fwd(cudnnHandle_t h, conv_plan *p)
 {
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    auto size = [&](cudnnConvolutionFwdAlgo_t a, size_t *b) {
+        return cudnnGetConvolutionForwardWorkspaceSize(h, p->x, p->f, p->fwd_desc, p->y, a, b);
+    };
     int n = 0, i = -1;
     if (cudnnFindConvolutionForwardAlgorithm(h, p->x, p->f, p->fwd_desc, p->y,
                                              CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n,
                                              perf) == CUDNN_STATUS_SUCCESS)
-        i = first_usable(perf, n, p->tf32);
+        i = first_fitting(perf, n, p, p->fwd_desc, size, &p->fwd_bytes);
     if (i < 0) {
         CUDA_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
             h, p->x, p->f, p->fwd_desc, p->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf));
-        i = first_usable(perf, n, p->tf32);
+        i = first_fitting(perf, n, p, p->fwd_desc, size, &p->fwd_bytes);
     }
-    if (i < 0) {
-        char s[128];
-        describe(s, sizeof s, p);
-        fatal_error("conv2d_cudnn: no cuDNN forward algorithm for %s", s);
-    }
+    if (i < 0)
+        no_algorithm(p, "forward");
     p->fwd = perf[i].algo;
+    p->fwd_math = perf[i].mathType;
     CUDA_CHECK(cudnnSetConvolutionMathType(p->fwd_desc, perf[i].mathType));
 }
 
 static void choose_bwd_data(cudnnHandle_t h, conv_plan *p)
 {
     cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    auto size = [&](cudnnConvolutionBwdDataAlgo_t a, size_t *b) {
+        return cudnnGetConvolutionBackwardDataWorkspaceSize(h, p->f, p->y, p->bwd_data_desc, p->x,
+                                                            a, b);
+    };
     int n = 0, i = -1;
     if (cudnnFindConvolutionBackwardDataAlgorithm(h, p->f, p->y, p->bwd_data_desc, p->x,
                                                   CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n,
                                                   perf) == CUDNN_STATUS_SUCCESS)
-        i = first_usable(perf, n, p->tf32);
+        i = first_fitting(perf, n, p, p->bwd_data_desc, size, &p->bwd_data_bytes);
     if (i < 0) {
         CUDA_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
             h, p->f, p->y, p->bwd_data_desc, p->x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n,
             perf));
-        i = first_usable(perf, n, p->tf32);
+        i = first_fitting(perf, n, p, p->bwd_data_desc, size, &p->bwd_data_bytes);
     }
-    if (i < 0) {
-        char s[128];
-        describe(s, sizeof s, p);
-        fatal_error("conv2d_cudnn: no cuDNN backward-data algorithm for %s", s);
-    }
+    if (i < 0)
+        no_algorithm(p, "backward-data");
     p->bwd_data = perf[i].algo;
+    p->bwd_data_math = perf[i].mathType;
     CUDA_CHECK(cudnnSetConvolutionMathType(p->bwd_data_desc, perf[i].mathType));
 }
 
 static void choose_bwd_filter(cudnnHandle_t h, conv_plan *p)
 {
     cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+    auto size = [&](cudnnConvolutionBwdFilterAlgo_t a, size_t *b) {
+        return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, p->x, p->y, p->bwd_filter_desc,
+                                                              p->f, a, b);
+    };
     int n = 0, i = -1;
     if (cudnnFindConvolutionBackwardFilterAlgorithm(h, p->x, p->y, p->bwd_filter_desc, p->f,
                                                     CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n,
                                                     perf) == CUDNN_STATUS_SUCCESS)
-        i = first_usable(perf, n, p->tf32);
+        i = first_fitting(perf, n, p, p->bwd_filter_desc, size, &p->bwd_filter_bytes);
     if (i < 0) {
         CUDA_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
             h, p->x, p->y, p->bwd_filter_desc, p->f, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n,
             perf));
-        i = first_usable(perf, n, p->tf32);
+        i = first_fitting(perf, n, p, p->bwd_filter_desc, size, &p->bwd_filter_bytes);
     }
-    if (i < 0) {
-        char s[128];
-        describe(s, sizeof s, p);
-        fatal_error("conv2d_cudnn: no cuDNN backward-filter algorithm for %s", s);
-    }
+    if (i < 0)
+        no_algorithm(p, "backward-filter");
     p->bwd_filter = perf[i].algo;
+    p->bwd_filter_math = perf[i].mathType;
     CUDA_CHECK(cudnnSetConvolutionMathType(p->bwd_filter_desc, perf[i].mathType));
 }
 
 static void make_plan(conv_plan *p, const conv2d_dims *d, int tf32)
 {
     cudnnHandle_t h = gpu_context_cudnn();
-    char s[128];
+    char s[160];
     *p = conv_plan{};
     p->n = d->n, p->cin = d->cin, p->h = d->h, p->w = d->w, p->cout = d->cout, p->k = d->k;
     p->tf32 = tf32;
+    p->det = deterministic;
     if (d->k != 1 && d->k != 3) {
         describe(s, sizeof s, p);
         fatal_error("conv2d_cudnn: kernel size must be 1 or 3 (%s)", s);
@@ -184,21 +227,18 @@ static void make_plan(conv_plan *p, const conv2d_dims *d, int tf32)
     choose_fwd(h, p);
     choose_bwd_data(h, p);
     choose_bwd_filter(h, p);
-    size_t a = 0, b = 0, c = 0;
-    CUDA_CHECK(cudnnGetConvolutionForwardWorkspaceSize(h, p->x, p->f, p->fwd_desc, p->y, p->fwd,
-                                                       &a));
-    CUDA_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(h, p->f, p->y, p->bwd_data_desc, p->x,
-                                                            p->bwd_data, &b));
-    CUDA_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(h, p->x, p->y, p->bwd_filter_desc,
-                                                              p->f, p->bwd_filter, &c));
-    p->work_bytes = a > b ? a : b;
-    if (c > p->work_bytes)
-        p->work_bytes = c;
+    p->work_bytes = p->fwd_bytes > p->bwd_data_bytes ? p->fwd_bytes : p->bwd_data_bytes;
+    if (p->bwd_filter_bytes > p->work_bytes)
+        p->work_bytes = p->bwd_filter_bytes;
 }
 
 static conv_plan *plan_for(const conv2d_dims *d)
 {
-    const int tf32 = gpu_context_tf32();
+    const int tf32 = gpu_context_tf32(); /* also: stops if another device is current */
+    if (deterministic < 0) {
+        const char *env = getenv("HVDLAB_CUDNN_DETERMINISTIC");
+        deterministic = !(env && strcmp(env, "0") == 0);
+    }
     for (int i = 0; i < nplans; i++) {
         conv_plan *p = &plans[i];
         if (p->n == d->n && p->cin == d->cin && p->h == d->h && p->w == d->w &&
@@ -208,15 +248,29 @@ static conv_plan *plan_for(const conv2d_dims *d)
     if (nplans == CONV_PLANS_MAX)
         fatal_error("conv2d_cudnn: more than %d convolution shapes; raise CONV_PLANS_MAX",
                     CONV_PLANS_MAX);
+    gpu_context_at_release(conv2d_cudnn_release);
     make_plan(&plans[nplans], d, tf32);
     return &plans[nplans++];
 }
 
-/* The caller's workspace, or the shared one grown to this plan's size. */
-static void *workspace(const conv_plan *p, float *work)
+/* The caller's workspace, or the shared one grown to this plan's size. A caller's buffer that is
+ * too small stops the process rather than falling back to the shared one: it was sized by
+ * conv2d_cudnn_work_floats for other dims or another TF32 setting, a sizing bug that a silent
+ * fallback would hide (and pay for with an unplanned allocation of up to the cap). */
+static void *workspace(const conv_plan *p, float *work, size_t work_floats)
 {
-    if (work || p->work_bytes == 0)
+    if (work) {
+        if (work_floats * sizeof(float) < p->work_bytes) {
+            char s[160];
+            describe(s, sizeof s, p);
+            fatal_error("conv2d_cudnn: workspace of %zu floats given, %s needs %zu "
+                        "(conv2d_cudnn_work_floats)",
+                        work_floats, s, (p->work_bytes + sizeof(float) - 1) / sizeof(float));
+        }
         return work;
+    }
+    if (p->work_bytes == 0)
+        return NULL;
     if (p->work_bytes > shared_work_bytes) {
         /* queued convolutions may still use the old one */
         CUDA_CHECK(cudaStreamSynchronize(gpu_context_stream()));
@@ -236,43 +290,96 @@ extern "C" size_t conv2d_cudnn_work_floats(const conv2d_dims *d)
     return (plan_for(d)->work_bytes + sizeof(float) - 1) / sizeof(float);
 }
 
+static const char *math_name(cudnnMathType_t m)
+{
+    switch (m) {
+    case CUDNN_DEFAULT_MATH: return "default";
+    case CUDNN_TENSOR_OP_MATH: return "tensor-op";
+    case CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: return "tensor-op+conversion";
+    case CUDNN_FMA_MATH: return "FMA";
+    default: return "?";
+    }
+}
+
+extern "C" void conv2d_cudnn_algos(const conv2d_dims *d, char *buf, size_t len)
+{
+    static const char *const fwd[] = {"IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT",
+                                      "FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"};
+    static const char *const bwd_data[] = {"ALGO_0", "ALGO_1", "FFT", "FFT_TILING", "WINOGRAD",
+                                           "WINOGRAD_NONFUSED"};
+    static const char *const bwd_filter[] = {"ALGO_0",   "ALGO_1", "FFT", "ALGO_3", "WINOGRAD",
+                                             "WINOGRAD_NONFUSED", "FFT_TILING"};
+    if (d->n <= 0) {
+        snprintf(buf, len, "no algorithms (empty batch)");
+        return;
+    }
+    const conv_plan *p = plan_for(d);
+#define NAME(t, a) ((unsigned)(a) < sizeof t / sizeof *t ? t[(unsigned)(a)] : "?")
+    snprintf(buf, len, "fwd %s/%s, bwd-data %s/%s, bwd-filter %s/%s, workspace %zu B%s",
+             NAME(fwd, p->fwd), math_name(p->fwd_math), NAME(bwd_data, p->bwd_data),
+             math_name(p->bwd_data_math), NAME(bwd_filter, p->bwd_filter),
+             math_name(p->bwd_filter_math), p->work_bytes,
+             p->det ? "" : ", nondeterministic allowed");
+#undef NAME
+}
+
 extern "C" void conv2d_cudnn_forward(float *out, const float *in, const float *w, const float *b,
-                                     const conv2d_dims *d, float *work)
+                                     const conv2d_dims *d, float *work, size_t work_floats)
 {
     if (d->n <= 0)
         return;
     const conv_plan *p = plan_for(d);
     cudnnHandle_t h = gpu_context_cudnn();
+    cudaStream_t st = gpu_context_stream();
     const float one = 1.0f, zero = 0.0f;
     CUDA_CHECK(cudnnConvolutionForward(h, &one, p->x, in, p->f, w, p->fwd_desc, p->fwd,
-                                       workspace(p, work), p->work_bytes, &zero, p->y, out));
-    if (b)
+                                       workspace(p, work, work_floats), p->fwd_bytes, &zero, p->y,
+                                       out));
+    CUDA_CHECK_LAUNCH(st);
+    if (b) {
         CUDA_CHECK(cudnnAddTensor(h, &one, p->bias, b, &one, p->y, out));
+        CUDA_CHECK_LAUNCH(st);
+    }
 }
 
 extern "C" void conv2d_cudnn_backward(float *din, float *dw, float *db, const float *dout,
                                       const float *in, const float *w, const conv2d_dims *d,
-                                      float *work)
+                                      float *work, size_t work_floats)
 {
     if (d->n <= 0)
         return;
     const conv_plan *p = plan_for(d);
     cudnnHandle_t h = gpu_context_cudnn();
+    cudaStream_t st = gpu_context_stream();
     const float one = 1.0f;
-    void *ws = workspace(p, work);
-    if (db)
+    void *ws = workspace(p, work, work_floats);
+    if (db) {
         CUDA_CHECK(cudnnConvolutionBackwardBias(h, &one, p->y, dout, &one, p->bias, db));
-    if (dw)
+        CUDA_CHECK_LAUNCH(st);
+    }
+    if (dw) {
         CUDA_CHECK(cudnnConvolutionBackwardFilter(h, &one, p->x, in, p->y, dout,
                                                   p->bwd_filter_desc, p->bwd_filter, ws,
-                                                  p->work_bytes, &one, p->f, dw));
-    if (din)
+                                                  p->bwd_filter_bytes, &one, p->f, dw));
+        CUDA_CHECK_LAUNCH(st);
+    }
+    if (din) {
         CUDA_CHECK(cudnnConvolutionBackwardData(h, &one, p->f, w, p->y, dout, p->bwd_data_desc,
-                                                p->bwd_data, ws, p->work_bytes, &one, p->x, din));
+                                                p->bwd_data, ws, p->bwd_data_bytes, &one, p->x,
+                                                din));
+        CUDA_CHECK_LAUNCH(st);
+    }
 }
 
+/* Also gpu_context_release's hook; with no plans and no workspace it touches no context, so a
+ * call after gpu_context_release does not make a new one. */
 extern "C" void conv2d_cudnn_release(void)
 {
+    if (nplans == 0 && !shared_work) {
+        deterministic = -1;
+        return;
+    }
+    gpu_context_sync(); /* queued convolutions may still use the descriptors and the workspace */
     for (int i = 0; i < nplans; i++) {
         conv_plan *p = &plans[i];
         CUDA_CHECK(cudnnDestroyTensorDescriptor(p->x));
@@ -284,10 +391,8 @@ extern "C" void conv2d_cudnn_release(void)
         CUDA_CHECK(cudnnDestroyConvolutionDescriptor(p->bwd_filter_desc));
     }
     nplans = 0;
-    if (shared_work) {
-        CUDA_CHECK(cudaStreamSynchronize(gpu_context_stream()));
-        gpu_context_free(shared_work);
-    }
+    gpu_context_free(shared_work);
     shared_work = NULL;
     shared_work_bytes = 0;
+    deterministic = -1;
 }

@@ -41,14 +41,20 @@ extern "C" void dense_forward_cuda(float *out, const float *in, const float *w, 
     if (d->n == 0 || d->out == 0)
         return;
     const float one = 1.0f, zero = 0.0f;
+    const size_t n = (size_t)d->n * d->out;
+    cudaStream_t st = gpu_context_stream();
     if (b) {
-        const size_t n = (size_t)d->n * d->out;
-        fill_bias_kernel<<<gpu_blocks(n), GPU_THREADS, 0, gpu_context_stream()>>>(out, b, n,
-                                                                                   d->out);
-        CUDA_CHECK(cudaGetLastError());
+        fill_bias_kernel<<<gpu_blocks(n), GPU_THREADS, 0, st>>>(out, b, n, d->out);
+        CUDA_CHECK_LAUNCH(st);
+    }
+    if (d->in == 0) { /* no products: out is the bias or 0 (dense.c); lda = 0 is invalid */
+        if (!b)
+            gpu_context_zero(out, n * sizeof *out);
+        return;
     }
     CUDA_CHECK(cublasSgemm(gpu_context_cublas(), CUBLAS_OP_T, CUBLAS_OP_N, d->out, d->n, d->in,
                            &one, w, d->in, in, d->in, b ? &one : &zero, out, d->out));
+    CUDA_CHECK_LAUNCH(st);
 }
 
 extern "C" void dense_backward_cuda(float *din, float *dw, float *db, const float *dout,
@@ -57,15 +63,22 @@ extern "C" void dense_backward_cuda(float *din, float *dw, float *db, const floa
     if (d->n == 0 || d->out == 0)
         return;
     const float one = 1.0f;
+    cudaStream_t st = gpu_context_stream();
     if (db) {
-        bias_grad_kernel<<<gpu_blocks((size_t)d->out), GPU_THREADS, 0, gpu_context_stream()>>>(
-            db, dout, d->n, d->out);
-        CUDA_CHECK(cudaGetLastError());
+        bias_grad_kernel<<<gpu_blocks((size_t)d->out), GPU_THREADS, 0, st>>>(db, dout, d->n,
+                                                                              d->out);
+        CUDA_CHECK_LAUNCH(st);
     }
-    if (dw)
+    if (d->in == 0) /* dw and din have no elements; ld = 0 is invalid */
+        return;
+    if (dw) {
         CUDA_CHECK(cublasSgemm(gpu_context_cublas(), CUBLAS_OP_N, CUBLAS_OP_T, d->in, d->out,
                                d->n, &one, in, d->in, dout, d->out, &one, dw, d->in));
-    if (din)
+        CUDA_CHECK_LAUNCH(st);
+    }
+    if (din) {
         CUDA_CHECK(cublasSgemm(gpu_context_cublas(), CUBLAS_OP_N, CUBLAS_OP_N, d->in, d->n,
                                d->out, &one, w, d->in, dout, d->out, &one, din, d->in));
+        CUDA_CHECK_LAUNCH(st);
+    }
 }

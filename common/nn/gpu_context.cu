@@ -2,8 +2,8 @@
  * gpu_context.h.
  * Public: gpu_context_init, gpu_context_release, gpu_context_sync, gpu_context_set_tf32,
  *         gpu_context_tf32, gpu_context_alloc, gpu_context_free, gpu_context_upload,
- *         gpu_context_download, gpu_context_zero, gpu_context_scratch, gpu_context_stream,
- *         gpu_context_cudnn, gpu_context_cublas.
+ *         gpu_context_download, gpu_context_zero, gpu_context_scratch, gpu_context_device,
+ *         gpu_context_at_release, gpu_context_stream, gpu_context_cudnn, gpu_context_cublas.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -11,21 +11,39 @@
 #include "base/cuda_check.h"
 #include "nn/gpu_context.h"
 
+#define GPU_CONTEXT_HOOKS 8
+
 static struct {
     int ready;
+    int device; /* current when the context was made; the only one it serves */
     int tf32;
     cudaStream_t stream;
     cudnnHandle_t cudnn;
     cublasHandle_t cublas;
     void *scratch;
     size_t scratch_bytes;
+    void (*at_release[GPU_CONTEXT_HOOKS])(void);
+    int nhooks;
 } ctx;
 
+/* The handles, the stream and every plan and buffer made with them belong to ctx.device. */
+static void check_device(void)
+{
+    int dev = -1;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    if (dev != ctx.device)
+        fatal_error("gpu_context: made on device %d, used on device %d (one context per process, "
+                    "on one device)",
+                    ctx.device, dev);
+}
 
 extern "C" void gpu_context_init(void)
 {
-    if (ctx.ready)
+    if (ctx.ready) {
+        check_device();
         return;
+    }
+    CUDA_CHECK(cudaGetDevice(&ctx.device));
     const char *env = getenv("HVDLAB_TF32");
     ctx.tf32 = !(env && strcmp(env, "0") == 0);
     /* Non-blocking: the stream does not wait for the legacy default stream, which libraries
@@ -45,13 +63,35 @@ extern "C" void gpu_context_release(void)
 {
     if (!ctx.ready)
         return;
+    check_device();
     CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
+    /* last registered first: a later user may depend on an earlier one */
+    for (int i = ctx.nhooks - 1; i >= 0; i--)
+        ctx.at_release[i]();
     if (ctx.scratch)
         CUDA_CHECK(cudaFree(ctx.scratch));
     CUDA_CHECK(cublasDestroy(ctx.cublas));
     CUDA_CHECK(cudnnDestroy(ctx.cudnn));
     CUDA_CHECK(cudaStreamDestroy(ctx.stream));
     memset(&ctx, 0, sizeof ctx);
+}
+
+extern "C" int gpu_context_device(void)
+{
+    gpu_context_init();
+    return ctx.device;
+}
+
+extern "C" void gpu_context_at_release(void (*fn)(void))
+{
+    gpu_context_init();
+    for (int i = 0; i < ctx.nhooks; i++)
+        if (ctx.at_release[i] == fn)
+            return;
+    if (ctx.nhooks == GPU_CONTEXT_HOOKS)
+        fatal_error("gpu_context: more than %d release functions; raise GPU_CONTEXT_HOOKS",
+                    GPU_CONTEXT_HOOKS);
+    ctx.at_release[ctx.nhooks++] = fn;
 }
 
 extern "C" void gpu_context_sync(void)

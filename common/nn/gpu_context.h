@@ -1,9 +1,10 @@
 /* gpu_context.h — the GPU state the layers' CUDA twins share: one cuDNN handle, one cuBLAS
  * handle and one non-blocking stream that both are bound to, on the device current when the
  * context is first used (hvd_pin_device picks it). One context per process, as one rank drives
- * one GPU. Every twin enqueues its work on this stream and returns without waiting; the calls
- * that return a value to the host (xent_forward_cuda, xent_correct_cuda, gpu_context_download)
- * wait for the stream.
+ * one GPU: a call made while another device is current stops the process (the handles, the
+ * stream, conv2d_cudnn's plans and workspace all belong to the first device). Every twin
+ * enqueues its work on this stream and returns without waiting; the calls that return a value
+ * to the host (xent_forward_cuda, xent_correct_cuda, gpu_context_download) wait for the stream.
  *
  * Why here and not in coll/device_cuda.cu: the handles are the layers' tools, and nn/ may only
  * include base/, so the layers could not reach them in coll/. Device choice stays in coll/.
@@ -14,12 +15,15 @@
  * PyTorch's default for matmuls. Correctness tests run with TF32 off.
  *
  * Errors stop the process (CUDA_CHECK, base/cuda_check.h); there is nothing to recover.
+ * Kernel faults surface at a later call unless HVDLAB_CUDA_SYNC=1 (cuda_check.h): then each
+ * twin waits after its launches and a fault names the line that launched it.
  * Only in CUDA builds (HVDLAB_CUDA); everything here takes and returns device pointers except
  * the host side of upload/download.
  *
  * Public: gpu_context_init, gpu_context_release, gpu_context_sync, gpu_context_set_tf32,
  *         gpu_context_tf32, gpu_context_alloc, gpu_context_free, gpu_context_upload,
- *         gpu_context_download, gpu_context_zero, gpu_context_scratch; in CUDA C++ also
+ *         gpu_context_download, gpu_context_zero, gpu_context_scratch, gpu_context_device,
+ *         gpu_context_at_release; in CUDA C++ also
  *         gpu_context_stream, gpu_context_cudnn, gpu_context_cublas.
  */
 #ifndef HVDLAB_GPU_CONTEXT_H
@@ -33,12 +37,19 @@
 extern "C" {
 #endif
 
-/* Creates the handles and the stream on the current device (first call only; every function
- * here calls it). */
+/* Creates the handles and the stream on the current device and remembers that device (first
+ * call); later calls (every function here makes one) stop the process if another device is
+ * current. */
 void gpu_context_init(void);
-/* Frees the handles, the stream and the scratch; call conv2d_cudnn_release first (its plans
- * hold cuDNN descriptors). The next use makes a new context. */
+/* Waits for the stream, runs the functions registered with gpu_context_at_release (conv2d_cudnn's
+ * plans and workspace go there), frees the handles, the stream and the scratch. The next use
+ * makes a new context, on the device current then. */
 void gpu_context_release(void);
+/* The device the context serves. */
+int gpu_context_device(void);
+/* fn is called by gpu_context_release, before the handles go (once however often it is
+ * registered; registrations end with the context). For state made with the context's handles. */
+void gpu_context_at_release(void (*fn)(void));
 /* Waits until everything enqueued on the stream has run. */
 void gpu_context_sync(void);
 

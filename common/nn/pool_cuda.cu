@@ -83,7 +83,7 @@ extern "C" void maxpool2_forward_cuda(float *out, const float *in, const pool_di
         return;
     maxpool2_fwd_kernel<<<gpu_blocks(nout), GPU_THREADS, 0, gpu_context_stream()>>>(
         out, in, nout, d->h, d->w);
-    CUDA_CHECK(cudaGetLastError());
+    CUDA_CHECK_LAUNCH(gpu_context_stream());
 }
 
 extern "C" void maxpool2_backward_cuda(float *din, const float *dout, const float *in,
@@ -94,7 +94,7 @@ extern "C" void maxpool2_backward_cuda(float *din, const float *dout, const floa
         return;
     maxpool2_bwd_kernel<<<gpu_blocks(nout), GPU_THREADS, 0, gpu_context_stream()>>>(
         din, dout, in, out, nout, d->h, d->w);
-    CUDA_CHECK(cudaGetLastError());
+    CUDA_CHECK_LAUNCH(gpu_context_stream());
 }
 
 extern "C" void gap_forward_cuda(float *out, const float *in, const pool_dims *d)
@@ -104,7 +104,7 @@ extern "C" void gap_forward_cuda(float *out, const float *in, const pool_dims *d
         return;
     gap_fwd_kernel<<<gpu_blocks(planes), GPU_THREADS, 0, gpu_context_stream()>>>(out, in, planes,
                                                                                   HW);
-    CUDA_CHECK(cudaGetLastError());
+    CUDA_CHECK_LAUNCH(gpu_context_stream());
 }
 
 extern "C" void gap_backward_cuda(float *din, const float *dout, const pool_dims *d)
@@ -113,5 +113,5 @@ extern "C" void gap_backward_cuda(float *din, const float *dout, const pool_dims
     if (n == 0)
         return;
     gap_bwd_kernel<<<gpu_blocks(n), GPU_THREADS, 0, gpu_context_stream()>>>(din, dout, n, HW);
-    CUDA_CHECK(cudaGetLastError());
+    CUDA_CHECK_LAUNCH(gpu_context_stream());
 }

@@ -113,7 +113,7 @@ extern "C" double xent_forward_cuda(float *probs, const float *logits, const int
     xent_result *dres = (xent_result *)gpu_context_scratch(sizeof(xent_result));
     xent_fwd_kernel<<<1, XENT_THREADS, 0, gpu_context_stream()>>>(dres, probs, logits, labels, n,
                                                                   k);
-    CUDA_CHECK(cudaGetLastError());
+    CUDA_CHECK_LAUNCH(gpu_context_stream());
     xent_result r;
     gpu_context_download(&r, dres, sizeof r);
     if (r.bad_row != INT_MAX)
@@ -131,7 +131,7 @@ extern "C" void xent_backward_cuda(float *dlogits, const float *probs, const int
     const float s = scale / (float)n;
     xent_bwd_kernel<<<gpu_blocks(nk), GPU_THREADS, 0, gpu_context_stream()>>>(dlogits, probs,
                                                                               labels, nk, k, s);
-    CUDA_CHECK(cudaGetLastError());
+    CUDA_CHECK_LAUNCH(gpu_context_stream());
 }
 
 extern "C" int xent_correct_cuda(const float *logits, const int *labels, int n, int k)
@@ -140,7 +140,7 @@ extern "C" int xent_correct_cuda(const float *logits, const int *labels, int n, 
         return 0;
     int *dres = (int *)gpu_context_scratch(sizeof(int));
     xent_correct_kernel<<<1, XENT_THREADS, 0, gpu_context_stream()>>>(dres, logits, labels, n, k);
-    CUDA_CHECK(cudaGetLastError());
+    CUDA_CHECK_LAUNCH(gpu_context_stream());
     int r = 0;
     gpu_context_download(&r, dres, sizeof r);
     return r;

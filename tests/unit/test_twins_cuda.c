@@ -1,8 +1,12 @@
 /* test_twins_cuda.c — every GPU twin of nn/ (conv2d_cudnn, bn_cuda, act_cuda, pool_cuda,
  * dense_cuda, xent_cuda) against its CPU original on the same random data.
  *
- * Needs a CUDA build and a visible GPU; otherwise it prints one line "skipped: no GPU (reason)"
- * and exits 77, which tests/run_unit.sh counts as skipped, never as passed.
+ * Needs a CUDA build and a visible GPU. Without a GPU — cudaGetDeviceCount finds none, or there is
+ * no NVIDIA driver and no /dev/nvidia* device node (the toolkit alone on a CPU machine) — it
+ * prints one line "skipped: no GPU (reason)" and exits 77, which tests/run_unit.sh counts as
+ * skipped, never as passed. Any other CUDA error (a driver too old for the runtime on a machine
+ * with a GPU, a broken install) prints "FAILED: a GPU is present but CUDA cannot use it (reason)"
+ * and exits 1.
  *
  * TF32 is off (gpu_context_set_tf32(0)): cuDNN and cuBLAS then do fp32 FMA arithmetic, and a
  * result differs from the CPU's only by the order of its float additions. Tolerances are stated
@@ -15,21 +19,30 @@
  * in the CPU's order (nvcc --fmad=false) — and the fused BN + ReLU + dropout where batch norm's
  * output is 1 exactly (gamma 0, beta 1), so the output is the dropout mask itself.
  * Backward "+=" outputs start from random values on both sides, "=" outputs from different
- * ones; both must come out the same.
+ * ones; both must come out the same. Forward outputs (which overwrite) start as NaN on the GPU
+ * (poison), so a twin that adds to its output instead fails.
+ * Sizes: each elementwise kernel runs at least once on a tensor larger than its grid
+ * (gpu_blocks: 4096 blocks of 256 threads = 2^20), so the grid-stride loops go round again.
+ * Batch norm runs on inputs spread over U(2, 4) (the M/(M−1) correction shows in small
+ * channels) and over U(2, 2.01), whose variance (~1e-5) is of the order of eps: there
+ * 1/sqrt(var + eps) differs clearly from any other placement of eps.
  *
  * Convolution shapes: every conv of wrn-16-1 and wrn-16-4 (stem, 3x3 and 1x1 shortcuts of the
  * three groups at 28x28, 14x14, 7x7) at batch 8, forward with the caller's workspace, backward
- * with the shared one (work = NULL).
+ * with the shared one (work = NULL), and one without bias. Each case names the algorithms cuDNN
+ * was given (conv2d_cudnn_algos), and prints them.
  */
 #include <stdio.h>
 #include <stdlib.h>
 
 #ifdef HVDLAB_CUDA
 
+#include <cuda_runtime_api.h>
+#include <glob.h>
 #include <math.h>
 #include <string.h>
+#include <unistd.h>
 
-#include "coll/device.h"
 #include "lib/ck_mpi.h"
 #include "nn/act.h"
 #include "nn/bn.h"
@@ -71,6 +84,15 @@ static float *down(const float *d, size_t n)
     return h;
 }
 
+/* n floats of NaN (all bits set) at the device pointer d: what a forward must overwrite. */
+static void poison(float *d, size_t n)
+{
+    unsigned char *h = malloc(n ? n * sizeof(float) : 1);
+    memset(h, 0xFF, n * sizeof(float));
+    gpu_context_upload(d, h, n * sizeof(float));
+    free(h);
+}
+
 /* max |got − ref| / max |ref| (the absolute error when ref is all zeros). */
 static double rel_err(const float *got, const float *ref, size_t n)
 {
@@ -105,12 +127,12 @@ static void expect(const char *what, const float *dev, const float *ref, size_t 
 
 /* ---- convolution --------------------------------------------------------------------------- */
 
-static void conv_case(int n, int cin, int hw, int cout, int k)
+static void conv_case(int n, int cin, int hw, int cout, int k, int bias)
 {
     const conv2d_dims d = {.n = n, .cin = cin, .h = hw, .w = hw, .cout = cout, .k = k};
     const size_t ni = (size_t)n * cin * hw * hw, no = (size_t)n * cout * hw * hw,
                  nw = (size_t)cout * cin * k * k;
-    char what[128];
+    char what[512], shape[64], algos[256];
     float *in = randf(ni, -1, 1), *w = randf(nw, -0.5f, 0.5f), *b = randf((size_t)cout, -1, 1);
     float *dout = randf(no, -1, 1), *din = randf(ni, -1, 1), *dw = randf(nw, -1, 1),
           *db = randf((size_t)cout, -1, 1);
@@ -119,23 +141,28 @@ static void conv_case(int n, int cin, int hw, int cout, int k)
     float *d_out = gpu_context_alloc(no * sizeof(float));
     float *work = malloc(conv2d_work_floats(&d) * sizeof *work + 1);
     float *out = malloc(no * sizeof *out);
-    float *d_work = gpu_context_alloc(conv2d_cudnn_work_floats(&d) * sizeof(float));
+    const size_t work_floats = conv2d_cudnn_work_floats(&d);
+    float *d_work = gpu_context_alloc(work_floats * sizeof(float));
+    snprintf(shape, sizeof shape, "conv %dx%d %d->%d %dx%d%s", k, k, cin, cout, hw, hw,
+             bias ? "" : " (no bias)");
+    conv2d_cudnn_algos(&d, algos, sizeof algos);
+    printf("%s: %s\n", shape, algos);
+#define WHAT(s) (snprintf(what, sizeof what, "%s %s [%s]", shape, s, algos), what)
 
-    conv2d_forward(out, in, w, b, &d, work);
-    conv2d_cudnn_forward(d_out, d_in, d_w, d_b, &d, d_work);
-    snprintf(what, sizeof what, "conv %dx%d %d->%d %dx%d forward", k, k, cin, cout, hw, hw);
-    expect(what, d_out, out, no, 1e-4);
+    conv2d_forward(out, in, w, bias ? b : NULL, &d, work);
+    poison(d_out, no);
+    conv2d_cudnn_forward(d_out, d_in, d_w, bias ? d_b : NULL, &d, d_work, work_floats);
+    expect(WHAT("forward"), d_out, out, no, 1e-4);
 
     /* The stem's input gradient is never needed (the model passes NULL). */
     const int with_din = cin > 1;
-    conv2d_backward(with_din ? din : NULL, dw, db, dout, in, w, &d, work);
-    conv2d_cudnn_backward(with_din ? d_din : NULL, d_dw, d_db, d_dout, d_in, d_w, &d, NULL);
-    snprintf(what, sizeof what, "conv %dx%d %d->%d %dx%d din +=", k, k, cin, cout, hw, hw);
-    expect(what, d_din, din, ni, 1e-4);
-    snprintf(what, sizeof what, "conv %dx%d %d->%d %dx%d dw +=", k, k, cin, cout, hw, hw);
-    expect(what, d_dw, dw, nw, 1e-4);
-    snprintf(what, sizeof what, "conv %dx%d %d->%d %dx%d db +=", k, k, cin, cout, hw, hw);
-    expect(what, d_db, db, (size_t)cout, 1e-4);
+    conv2d_backward(with_din ? din : NULL, dw, bias ? db : NULL, dout, in, w, &d, work);
+    conv2d_cudnn_backward(with_din ? d_din : NULL, d_dw, bias ? d_db : NULL, d_dout, d_in, d_w,
+                          &d, NULL, 0);
+    expect(WHAT("din +="), d_din, din, ni, 1e-4);
+    expect(WHAT("dw +="), d_dw, dw, nw, 1e-4);
+    expect(WHAT("db +="), d_db, db, (size_t)cout, 1e-4);
+#undef WHAT
 
     float *bufs[] = {in, w, b, dout, din, dw, db, work, out};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
@@ -150,14 +177,14 @@ static void conv_case(int n, int cin, int hw, int cout, int k)
  * width changes). */
 static void wrn16_convs(int K, int n)
 {
-    conv_case(n, 1, 28, 16, 3);
+    conv_case(n, 1, 28, 16, 3, 1);
     int cin = 16;
     for (int g = 0; g < 3; g++) {
         const int cout = (16 << g) * K, hw = 28 >> g;
         if (cin != cout)
-            conv_case(n, cin, hw, cout, 1);
-        conv_case(n, cin, hw, cout, 3);
-        conv_case(n, cout, hw, cout, 3);
+            conv_case(n, cin, hw, cout, 1, 1);
+        conv_case(n, cin, hw, cout, 3, 1);
+        conv_case(n, cout, hw, cout, 3, 1);
         cin = cout;
     }
 }
@@ -166,20 +193,22 @@ START_TEST(conv_matches_cpu)
 {
     wrn16_convs(1, 8);
     wrn16_convs(4, 8);
+    conv_case(8, 16, 14, 32, 3, 0); /* b = NULL: forward writes the convolution alone */
     CK_AGREE();
 }
 END_TEST
 
 /* ---- batch norm ---------------------------------------------------------------------------- */
 
-static void bn_case(int n, int c, int hw)
+/* Inputs U(lo, hi), running variances U(rv_lo, rv_hi). */
+static void bn_case(int n, int c, int hw, float lo, float hi, float rv_lo, float rv_hi)
 {
     const bn_dims d = {.n = n, .c = c, .hw = hw, .eps = BN_EPS, .momentum = BN_MOMENTUM};
     const size_t nt = (size_t)n * c * hw, C = (size_t)c;
-    char what[160];
+    char what[200];
     /* An offset far from 0: the statistics must not lose the spread to it. */
-    float *in = randf(nt, 2.0f, 4.0f), *g = randf(C, 0.5f, 1.5f), *b = randf(C, -0.5f, 0.5f);
-    float *rm = randf(C, -1, 1), *rv = randf(C, 0.5f, 2.0f), *add = randf(nt, -1, 1);
+    float *in = randf(nt, lo, hi), *g = randf(C, 0.5f, 1.5f), *b = randf(C, -0.5f, 0.5f);
+    float *rm = randf(C, -1, 1), *rv = randf(C, rv_lo, rv_hi), *add = randf(nt, -1, 1);
     float *dout = randf(nt, -1, 1), *din = randf(nt, -1, 1), *dg = randf(C, -1, 1),
           *dbt = randf(C, -1, 1);
     float *out = malloc(nt * sizeof *out), *mean = malloc(C * sizeof *mean),
@@ -191,9 +220,11 @@ static void bn_case(int n, int c, int hw)
           *d_invstd = gpu_context_alloc(C * 4);
     const float p = 0.3f;
     const uint64_t key = dropout_key(7, 3, 2);
-#define WHAT(s) (snprintf(what, sizeof what, "bn N=%d C=%d HW=%d %s", n, c, hw, s), what)
+#define WHAT(s)                                                                                    \
+    (snprintf(what, sizeof what, "bn N=%d C=%d HW=%d x~U(%g,%g) %s", n, c, hw, lo, hi, s), what)
 
     bn_forward_train(out, in, g, b, mean, invstd, rm, rv, &d);
+    poison(d_out, nt), poison(d_mean, C), poison(d_invstd, C);
     bn_forward_train_cuda(d_out, d_in, d_g, d_b, d_mean, d_invstd, d_rm, d_rv, &d);
     expect(WHAT("forward_train out"), d_out, out, nt, 1e-5);
     expect(WHAT("forward_train mean"), d_mean, mean, C, 1e-5);
@@ -202,6 +233,7 @@ static void bn_case(int n, int c, int hw)
     expect(WHAT("running var"), d_rv, rv, C, 1e-5);
 
     bn_forward_infer(out, in, g, b, rm, rv, &d);
+    poison(d_out, nt);
     bn_forward_infer_cuda(d_out, d_in, d_g, d_b, d_rm, d_rv, &d);
     expect(WHAT("forward_infer"), d_out, out, nt, 1e-5);
 
@@ -216,9 +248,12 @@ static void bn_case(int n, int c, int hw)
     /* Fused, in place on in's copy, with dropout and the add. */
     float *x = copyf(in, nt), *d_x = up(in, nt);
     bn_relu_forward_train(x, x, add, p, key, g, b, mean, invstd, rm, rv, &d);
+    poison(d_mean, C), poison(d_invstd, C);
     bn_relu_forward_train_cuda(d_x, d_x, d_add, p, key, d_g, d_b, d_mean, d_invstd, d_rm, d_rv,
                                &d);
     expect(WHAT("relu_forward_train +dropout +add, in place"), d_x, x, nt, 1e-5);
+    expect(WHAT("relu_forward_train mean"), d_mean, mean, C, 1e-5);
+    expect(WHAT("relu_forward_train invstd"), d_invstd, invstd, C, 1e-5);
     expect(WHAT("relu_forward_train running var"), d_rv, rv, C, 1e-5);
 
     /* The backward passes get the CPU's statistics on both sides, so the ReLU masks they
@@ -237,6 +272,7 @@ static void bn_case(int n, int c, int hw)
 
     /* Without the add, then backward with the mask read off that output. */
     bn_relu_forward_train(out, in, NULL, p, key, g, b, mean, invstd, rm, rv, &d);
+    poison(d_out, nt), poison(d_mean, C), poison(d_invstd, C);
     bn_relu_forward_train_cuda(d_out, d_in, NULL, p, key, d_g, d_b, d_mean, d_invstd, d_rm, d_rv,
                                &d);
     expect(WHAT("relu_forward_train +dropout"), d_out, out, nt, 1e-5);
@@ -253,6 +289,7 @@ static void bn_case(int n, int c, int hw)
     expect(WHAT("relu_backward (mask from out) dbeta +="), d_dbt, dbt, C, 1e-5);
 
     bn_relu_forward_infer(out, in, add, g, b, rm, rv, &d);
+    poison(d_out, nt);
     bn_relu_forward_infer_cuda(d_out, d_in, d_add, d_g, d_b, d_rm, d_rv, &d);
     expect(WHAT("relu_forward_infer +add"), d_out, out, nt, 1e-5);
 
@@ -263,6 +300,7 @@ static void bn_case(int n, int c, int hw)
     gpu_context_upload(d_g, zero, C * sizeof(float));
     gpu_context_upload(d_b, one, C * sizeof(float));
     bn_relu_forward_train(out, in, NULL, p, key, zero, one, mean, invstd, rm, rv, &d);
+    poison(d_out, nt);
     bn_relu_forward_train_cuda(d_out, d_in, NULL, p, key, d_g, d_b, d_mean, d_invstd, d_rm, d_rv,
                                &d);
     expect(WHAT("fused dropout mask"), d_out, out, nt, EXACT);
@@ -278,51 +316,103 @@ static void bn_case(int n, int c, int hw)
         gpu_context_free(dbufs[i]);
 }
 
+/* Inference alone (elementwise over the whole tensor): for sizes beyond one grid and for more
+ * channels than bn_cuda.cu keeps in shared memory. */
+static void bn_infer_case(int n, int c, int hw)
+{
+    const bn_dims d = {.n = n, .c = c, .hw = hw, .eps = BN_EPS, .momentum = BN_MOMENTUM};
+    const size_t nt = (size_t)n * c * hw, C = (size_t)c;
+    char what[160];
+    float *in = randf(nt, -2, 2), *add = randf(nt, -1, 1), *g = randf(C, 0.5f, 1.5f),
+          *b = randf(C, -0.5f, 0.5f), *rm = randf(C, -1, 1), *rv = randf(C, 0.5f, 2.0f);
+    float *out = malloc(nt * sizeof *out);
+    float *d_in = up(in, nt), *d_add = up(add, nt), *d_g = up(g, C), *d_b = up(b, C),
+          *d_rm = up(rm, C), *d_rv = up(rv, C), *d_out = gpu_context_alloc(nt * sizeof(float));
+
+    bn_forward_infer(out, in, g, b, rm, rv, &d);
+    poison(d_out, nt);
+    bn_forward_infer_cuda(d_out, d_in, d_g, d_b, d_rm, d_rv, &d);
+    snprintf(what, sizeof what, "bn N=%d C=%d HW=%d (%zu elements) forward_infer", n, c, hw, nt);
+    expect(what, d_out, out, nt, 1e-5);
+    bn_relu_forward_infer(out, in, add, g, b, rm, rv, &d);
+    poison(d_out, nt);
+    bn_relu_forward_infer_cuda(d_out, d_in, d_add, d_g, d_b, d_rm, d_rv, &d);
+    snprintf(what, sizeof what, "bn N=%d C=%d HW=%d (%zu elements) relu_forward_infer +add", n,
+             c, hw, nt);
+    expect(what, d_out, out, nt, 1e-5);
+
+    free(in), free(add), free(g), free(b), free(rm), free(rv), free(out);
+    float *dbufs[] = {d_in, d_add, d_g, d_b, d_rm, d_rv, d_out};
+    for (size_t i = 0; i < sizeof dbufs / sizeof *dbufs; i++)
+        gpu_context_free(dbufs[i]);
+}
+
 START_TEST(bn_matches_cpu)
 {
-    bn_case(8, 16, 784);
-    bn_case(8, 64, 196);
-    bn_case(8, 256, 49);
-    bn_case(4, 3, 30);
+    bn_case(8, 16, 784, 2.0f, 4.0f, 0.5f, 2.0f);
+    bn_case(8, 64, 196, 2.0f, 4.0f, 0.5f, 2.0f);
+    bn_case(8, 256, 49, 2.0f, 4.0f, 0.5f, 2.0f);
+    bn_case(4, 3, 30, 2.0f, 4.0f, 0.5f, 2.0f);
+    /* variance ~8e-6 against eps 1e-5, in training and (running variances too) in inference */
+    bn_case(8, 16, 196, 2.0f, 2.01f, 0.0f, 2e-5f);
+    bn_case(2, 5, 7, 2.0f, 2.01f, 0.0f, 2e-5f);
+    bn_infer_case(6, 10, 50021); /* ~3·2^20 elements: the grid goes round three times */
+    bn_infer_case(2, 1500, 33);  /* channels beyond the shared-memory table */
     CK_AGREE();
 }
 END_TEST
 
 /* ---- activations, pooling ------------------------------------------------------------------ */
 
-START_TEST(act_same_bits)
+static void act_case(size_t n)
 {
-    const size_t n = 100003;
     const float p = 0.3f;
+    char what[96];
     const uint64_t key = dropout_key(42, 17, 5);
     float *in = randf(n, -1, 1), *dout = randf(n, -1, 1), *din = randf(n, -1, 1);
     float *out = malloc(n * sizeof *out);
     float *d_in = up(in, n), *d_dout = up(dout, n), *d_din = up(din, n);
     float *d_out = gpu_context_alloc(n * sizeof(float));
 
+#define WHAT(s) (snprintf(what, sizeof what, "%s n=%zu", s, n), what)
     relu_forward(out, in, n);
+    poison(d_out, n);
     relu_forward_cuda(d_out, d_in, n);
-    expect("relu_forward", d_out, out, n, EXACT);
+    expect(WHAT("relu_forward"), d_out, out, n, EXACT);
     relu_backward(din, dout, out, n);
     relu_backward_cuda(d_din, d_dout, d_out, n);
-    expect("relu_backward +=", d_din, din, n, EXACT);
+    expect(WHAT("relu_backward +="), d_din, din, n, EXACT);
 
     dropout_forward(out, in, n, p, key, 1);
+    poison(d_out, n);
     dropout_forward_cuda(d_out, d_in, n, p, key, 1);
-    expect("dropout_forward (the mask)", d_out, out, n, EXACT);
+    expect(WHAT("dropout_forward (the mask)"), d_out, out, n, EXACT);
     dropout_backward(din, dout, n, p, key);
     dropout_backward_cuda(d_din, d_dout, n, p, key);
-    expect("dropout_backward +=", d_din, din, n, EXACT);
+    expect(WHAT("dropout_backward +="), d_din, din, n, EXACT);
     dropout_backward(din, dout, n, 0.0f, key);
     dropout_backward_cuda(d_din, d_dout, n, 0.0f, key);
-    expect("dropout_backward p=0 +=", d_din, din, n, EXACT);
+    expect(WHAT("dropout_backward p=0 +="), d_din, din, n, EXACT);
     dropout_forward(out, in, n, p, key, 0);
+    poison(d_out, n);
     dropout_forward_cuda(d_out, d_in, n, p, key, 0);
-    expect("dropout_forward inference (a copy)", d_out, out, n, EXACT);
+    expect(WHAT("dropout_forward inference (a copy)"), d_out, out, n, EXACT);
+    /* in place: the mask applied to the buffer itself */
+    float *x = copyf(in, n);
+    dropout_forward(x, x, n, p, key, 1);
+    dropout_forward_cuda(d_in, d_in, n, p, key, 1);
+    expect(WHAT("dropout_forward in place"), d_in, x, n, EXACT);
+#undef WHAT
 
-    free(in), free(dout), free(din), free(out);
+    free(in), free(dout), free(din), free(out), free(x);
     gpu_context_free(d_in), gpu_context_free(d_dout), gpu_context_free(d_din);
     gpu_context_free(d_out);
+}
+
+START_TEST(act_same_bits)
+{
+    act_case(100003);
+    act_case(3000017); /* beyond one grid (2^20 threads): the loops go round three times */
     CK_AGREE();
 }
 END_TEST
@@ -343,6 +433,7 @@ static void pool_case(int n, int c, int h, int w)
     float *d_out = gpu_context_alloc(no * sizeof(float)), *d_gout = gpu_context_alloc(ng * 4);
 
     maxpool2_forward(out, in, &d);
+    poison(d_out, no);
     maxpool2_forward_cuda(d_out, d_in, &d);
     snprintf(what, sizeof what, "maxpool2_forward %dx%dx%dx%d", n, c, h, w);
     expect(what, d_out, out, no, EXACT);
@@ -355,6 +446,7 @@ static void pool_case(int n, int c, int h, int w)
     in = randf(ni, -1, 1);
     gpu_context_upload(d_in, in, ni * sizeof(float));
     gap_forward(gout, in, &d);
+    poison(d_gout, ng);
     gap_forward_cuda(d_gout, d_in, &d);
     snprintf(what, sizeof what, "gap_forward %dx%dx%dx%d", n, c, h, w);
     expect(what, d_gout, gout, ng, EXACT);
@@ -374,6 +466,7 @@ START_TEST(pool_same_bits)
     pool_case(8, 64, 14, 14);
     pool_case(8, 256, 7, 7);
     pool_case(3, 5, 7, 9); /* odd: the last row and column are dropped */
+    pool_case(32, 96, 29, 30); /* 2,672,640 inputs: GAP backward beyond one grid */
     CK_AGREE();
 }
 END_TEST
@@ -393,6 +486,7 @@ static void dense_case(int n, int in_f, int out_f, int bias)
           *d_db = up(db, (size_t)out_f), *d_out = gpu_context_alloc(no * sizeof(float));
 
     dense_forward(out, in, w, bias ? b : NULL, &d);
+    poison(d_out, no);
     dense_forward_cuda(d_out, d_in, d_w, bias ? d_b : NULL, &d);
     snprintf(what, sizeof what, "dense %d->%d N=%d%s forward", in_f, out_f, n,
              bias ? "" : " (no bias)");
@@ -414,11 +508,39 @@ static void dense_case(int n, int in_f, int out_f, int bias)
         gpu_context_free(dbufs[i]);
 }
 
+/* No inputs (d->in = 0): out is the bias or 0, as dense.c's loop before its sgemm, and backward
+ * only adds the bias gradient. Worked out here: OpenBLAS rejects the empty product's lda. */
+static void dense_no_inputs(int n, int out_f, int bias)
+{
+    const dense_dims d = {.n = n, .in = 0, .out = out_f};
+    const size_t no = (size_t)n * out_f;
+    char what[96];
+    float *b = randf((size_t)out_f, -1, 1), *dout = randf(no, -1, 1),
+          *db = randf((size_t)out_f, -1, 1), *out = malloc(no * sizeof *out);
+    for (size_t i = 0; i < no; i++)
+        out[i] = bias ? b[i % (size_t)out_f] : 0.0f;
+    float *d_b = up(b, (size_t)out_f), *d_dout = up(dout, no), *d_db = up(db, (size_t)out_f);
+    float *d_out = gpu_context_alloc(no * sizeof(float));
+    poison(d_out, no);
+    dense_forward_cuda(d_out, NULL, NULL, bias ? d_b : NULL, &d);
+    snprintf(what, sizeof what, "dense 0->%d N=%d%s forward", out_f, n, bias ? "" : " (no bias)");
+    expect(what, d_out, out, no, EXACT);
+    dense_backward(NULL, NULL, db, dout, NULL, NULL, &d); /* only the bias loop runs */
+    dense_backward_cuda(NULL, NULL, d_db, d_dout, NULL, NULL, &d);
+    snprintf(what, sizeof what, "dense 0->%d N=%d db +=", out_f, n);
+    expect(what, d_db, db, (size_t)out_f, EXACT);
+    free(b), free(dout), free(db), free(out);
+    gpu_context_free(d_b), gpu_context_free(d_dout), gpu_context_free(d_db);
+    gpu_context_free(d_out);
+}
+
 START_TEST(dense_matches_cpu)
 {
     dense_case(8, 64, 10, 1);
     dense_case(128, 256, 10, 1);
     dense_case(37, 640, 10, 0);
+    dense_no_inputs(6, 10, 1);
+    dense_no_inputs(6, 10, 0);
     CK_AGREE();
 }
 END_TEST
@@ -441,6 +563,7 @@ START_TEST(xent_matches_cpu)
     gpu_context_upload(d_labels, labels, (size_t)n * sizeof *labels);
 
     const double loss = xent_forward(probs, logits, labels, n, k);
+    poison(d_probs, nk);
     const double gloss = xent_forward_cuda(d_probs, d_logits, d_labels, n, k);
     CK_EXPECT(fabs(gloss - loss) <= 1e-6 * fabs(loss), "xent loss: GPU %.10g, CPU %.10g", gloss,
               loss);
@@ -476,13 +599,49 @@ static Suite *suite(void)
     return s;
 }
 
-int main(int argc, char **argv)
+/* Whether the NVIDIA kernel driver is here: its control node or a GPU's node (a container may
+ * show only the GPUs it was given, /dev/nvidia3 without /dev/nvidia0). */
+static int nvidia_device_node(void)
 {
-    char why[256] = "";
-    if (device_cuda_count(why, sizeof why) <= 0) {
-        printf("skipped: no GPU (%s)\n", why);
+    if (access("/dev/nvidiactl", F_OK) == 0)
+        return 1;
+    glob_t g;
+    if (glob("/dev/nvidia[0-9]*", 0, NULL, &g) != 0)
+        return 0;
+    const int found = g.gl_pathc > 0;
+    globfree(&g);
+    return found;
+}
+
+/* 0 to run; else the exit status after printing why: 77 (skipped) only when there is no GPU
+ * to use — none found, or no driver at all on a machine with no NVIDIA device node — and 1
+ * (failed) when a GPU is there but CUDA cannot use it, e.g. a driver too old for this runtime. */
+static int gpu_usable(void)
+{
+    int n = 0;
+    const cudaError_t e = cudaGetDeviceCount(&n);
+    if (e == cudaSuccess && n > 0)
+        return 0;
+    char why[256];
+    if (e == cudaSuccess)
+        snprintf(why, sizeof why, "cudaGetDeviceCount found 0 devices");
+    else
+        snprintf(why, sizeof why, "cudaGetDeviceCount: %s (%d)", cudaGetErrorString(e), (int)e);
+    const int node = nvidia_device_node();
+    const int no_driver = e == cudaErrorInsufficientDriver || e == cudaErrorStubLibrary;
+    if (e == cudaErrorNoDevice || ((e == cudaSuccess || no_driver) && !node)) {
+        printf("skipped: no GPU (%s%s)\n", why, node ? "" : "; no /dev/nvidia* device node");
         return 77;
     }
+    printf("FAILED: a GPU is present but CUDA cannot use it (%s)\n", why);
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    const int rc = gpu_usable();
+    if (rc != 0)
+        return rc;
     /* CUDA is initialised in this process and does not survive a fork: run the tests here. */
     setenv("CK_FORK", "no", 1);
     gpu_context_set_tf32(0);
