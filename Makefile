@@ -141,12 +141,13 @@ benches: $(BENCH_BIN)  ## build the benchmarks without running them
 $(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB)
 	$(CC) $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
 
-test: setup  ## install if needed, build, check the CUDA build, the layers, unit tests, the lab's graders, the lab text's commands
+test: setup  ## install if needed, build, check the CUDA build, the layers, unit tests, the lab's graders, the lab text's commands, the quick faults
 	@$(MAKE) --no-print-directory cuda-check
 	@$(MAKE) --no-print-directory check-layers
 	@$(MAKE) --no-print-directory unit-tests
 	@$(MAKE) --no-print-directory lab-test
 	@$(MAKE) --no-print-directory check-docs
+	@$(MAKE) --no-print-directory test-faults-quick
 
 check-layers: lib  ## check that includes point down the layers of common/ and no files call each other round a circle
 	@BUILD=$(BUILD) sh tools/check_layers.sh

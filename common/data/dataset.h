@@ -70,6 +70,10 @@ int dataset_load(const char *data_dir, dataset *ds, char *err, size_t errlen);
  * units 0..255 — what Keras ImageDataGenerator.fit computes for one grey channel. */
 void dataset_pixel_stats(const dataset_split *s, double *mean, double *std);
 
+/* A 64-bit hash of n bytes (fingerprint.c): equal data give equal values on every rank, a
+ * changed byte almost surely another. For the ranks' check that they train on the same files. */
+uint64_t dataset_fingerprint(const uint8_t *bytes, size_t n);
+
 void dataset_free_split(dataset_split *s);
 void dataset_free(dataset *ds);
 

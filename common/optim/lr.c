@@ -1,6 +1,6 @@
 /* lr.c — LR scaling, warmup, step schedules and the lab's schedule. See lr.h.
  * Public: lr_scaled, lr_warmup_at, lr_schedule_apply, lr_corrected_momentum, lr_lab_init,
- * lr_lab_at, lr_lab_epoch_end.
+ * lr_lab_at, lr_lab_position, lr_lab_epoch_end.
  *
  * Semantics follow Horovod's Keras callbacks (horovod/_keras/callbacks.py, releases up to 0.22):
  * LearningRateScheduleCallbackImpl and LearningRateWarmupCallbackImpl. Warmup: Goyal et al.,
@@ -97,7 +97,7 @@ static int lab_adjust(const lr_lab *s, int epoch, int batch, float *lr)
     return set;
 }
 
-float lr_lab_at(const lr_lab *s, int epoch, int batch)
+static float lab_lr(const lr_lab *s, int epoch, int batch)
 {
     /* The optimizer keeps the last LR written. Warmup writes before every batch and the
      * staircase steps at each epoch's first batch, so the LR in force is the one written at
@@ -107,6 +107,21 @@ float lr_lab_at(const lr_lab *s, int epoch, int batch)
         lab_adjust(s, epoch, 0, &lr);
     return lr;
 }
+
+/* The step programs ask for the LR once per batch, just before optimizer_step: remembering the
+ * question tells a layer that must stop the run where the loop is, without threading the
+ * position through every call. One training loop per process, so one record. */
+static lr_position last_position;
+
+float lr_lab_at(const lr_lab *s, int epoch, int batch)
+{
+    float lr = lab_lr(s, epoch, batch);
+    last_position = (lr_position){1, epoch, batch, s->steps_per_epoch, s->warmup_epochs, s->size,
+                                  lr, s->lr};
+    return lr;
+}
+
+lr_position lr_lab_position(void) { return last_position; }
 
 int lr_lab_epoch_end(lr_lab *s, int epoch)
 {
@@ -118,7 +133,7 @@ int lr_lab_epoch_end(lr_lab *s, int epoch)
     /* Horovod: print('\nEpoch %d: finished gradual learning rate warmup to %g.' % (epoch + 1,
      * new_lr)) — Keras numbers epochs from 1 when printing. */
     fprintf(s->out, "\nEpoch %d: finished gradual learning rate warmup to %g.\n", epoch + 1,
-            (double)lr_lab_at(s, epoch, s->steps_per_epoch - 1));
+            (double)lab_lr(s, epoch, s->steps_per_epoch - 1));
     fflush(s->out);
     return 1;
 }

@@ -13,7 +13,7 @@
  * only printed messages use Keras's 1-based epoch numbers.
  *
  * Public: lr_scaled, lr_warmup_at, lr_schedule_apply, lr_corrected_momentum, lr_lab_init,
- * lr_lab_at, lr_lab_epoch_end.
+ * lr_lab_at, lr_lab_position, lr_lab_epoch_end.
  */
 #ifndef HVDLAB_LR_H
 #define HVDLAB_LR_H
@@ -76,8 +76,20 @@ typedef struct {
 int lr_lab_init(lr_lab *s, float lr, int size, int warmup_epochs, int steps_per_epoch,
                 int verbose, char *err, size_t errlen);
 
-/* The LR to use for batch `batch` of epoch `epoch`. */
+/* The LR to use for batch `batch` of epoch `epoch`; remembered with the position (below). */
 float lr_lab_at(const lr_lab *s, int epoch, int batch);
+
+/* Where the training loop is: the arguments and answer of this process's last lr_lab_at call
+ * (the step programs make it once per batch, just before optimizer_step). known = 0 before the
+ * first call. For messages that name the epoch and step, e.g. a diverging run's. */
+typedef struct {
+    int known;
+    int epoch, batch;      /* 0-based, as passed to lr_lab_at */
+    int steps_per_epoch, warmup_epochs, size;
+    float lr;              /* what lr_lab_at returned */
+    float peak_lr;         /* the schedule's scaled LR: --base-lr x size */
+} lr_position;
+lr_position lr_lab_position(void);
 
 /* Call after each epoch (Keras on_epoch_end): after epoch warmup_epochs − 1, prints once
  * "\nEpoch N: finished gradual learning rate warmup to X.\n" (N 1-based, X with %g) on a

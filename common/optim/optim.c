@@ -91,6 +91,11 @@ int optimizer_step(optimizer *opt, param_set *ps)
         return 0;
     if (opt->reduce_grads)
         opt->reduce_grads(ps, opt->compression);
+    /* After the averaging the gradient is the same on every rank, so every rank stops at this
+     * same step and none waits in the next allreduce. A NaN or Inf loss on any one rank shows
+     * here too: its logits were not finite, so were its softmax and every gradient it fed into
+     * the average. */
+    optimizer_check_finite(opt, ps);
     opt->kind->apply(opt, ps);
     opt->iterations++;
     opt->last_lr = opt->lr;

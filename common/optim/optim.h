@@ -24,7 +24,8 @@
  *
  * Public: sgd.c sgd_kind, sgd_create; novograd.c novograd_kind, novograd_defaults,
  * novograd_create; optim_kinds.c optimizer_kind_named, optimizer_kind_of, optimizer_kind_names;
- * optim.c optimizer_new, optimizer_step, optimizer_free, optimizer_name; distributed.c
+ * optim.c optimizer_new, optimizer_step, optimizer_free, optimizer_name; diverge.c
+ * optimizer_check_finite; distributed.c
  * hvd_distributed_optimizer(_ex), hvd_allreduce_gradients, hvd_broadcast_parameters,
  * hvd_broadcast_optimizer_state.
  */
@@ -117,6 +118,11 @@ optimizer *hvd_distributed_optimizer_ex(optimizer *opt, int compression,
  * backward_passes_per_step = k > 1, only every k-th call updates; the others accumulate.
  * Returns 1 if the weights changed, 0 if this call only accumulated. */
 int optimizer_step(optimizer *opt, param_set *ps);
+
+/* Stops the run (fatal_error on this rank) when ps->grads holds a NaN or Inf: one line naming
+ * the epoch and step (from lr_lab_position, lr.h), the LR in use and the likely cure (a warmup,
+ * a smaller --base-lr). optimizer_step calls it after the averaging, before the update. */
+void optimizer_check_finite(const optimizer *opt, const param_set *ps);
 
 /* What DistributedOptimizer does before each update: averages ps->grads over all ranks, one
  * named allreduce per view ("DistributedOptimizer.grads/<view>"), queued and then fused by the

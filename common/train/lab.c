@@ -9,6 +9,7 @@
 
 #include "base/errmsg.h"
 #include "base/fatal.h"
+#include "train/lab_agree.h"
 
 /* What the three loaders share: the data seed, the training set's standardisation, the shard. */
 static loader_options common_options(const args *a, const dataset *ds, lab_shard me)
@@ -33,6 +34,7 @@ static loader make_loader(const dataset_split *s, const loader_options *o)
 
 loader lab_train_loader(const args *a, const dataset *ds, lab_shard me)
 {
+    lab_agree_data(a, ds); /* before any step: ranks on different data would never line up */
     loader_options o = common_options(a, ds, me);
     o.shuffle = 1;
     o.augment = 1;

@@ -14,6 +14,8 @@
  * whole data set, {hvd_rank(), hvd_size()} this rank's share of it (step 5). All three loaders
  * use the data seed --seed and the training set's mean and std; a loader that cannot be built
  * stops every rank with fatal_error and the loader's message.
+ * Once hvd_init has run with more than one rank, lab_train_loader first checks that every rank
+ * has the same data and flags for the epoch (lab_agree.h) and stops every rank if not.
  *
  * Public: lab_shard, lab_train_loader, lab_val_loader, lab_test_loader, lab_evaluate,
  *         lab_batch_images, lab_batch_labels, lab_print_banner.
@@ -34,7 +36,7 @@ typedef struct {
 } lab_shard;
 
 /* The training images (--train-subset), batches of --batch-size, reshuffled every epoch and
- * augmented (flip + shift). */
+ * augmented (flip + shift). Collective after hvd_init: every rank calls it (lab_agree_data). */
 loader lab_train_loader(const args *a, const dataset *ds, lab_shard me);
 
 /* The test images (--test-subset) drawn for validation after every epoch: batches of

@@ -1,0 +1,73 @@
+/* diverge.c — stop a run whose gradient holds NaN or Inf, naming where and what to change.
+ * See optim.h.
+ * Public: optimizer_check_finite.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/errmsg.h"
+#include "base/fatal.h"
+#include "optim/lr.h"
+#include "optim/optim.h"
+
+/* Exponent all ones: Inf or NaN. An integer test, so -ffast-math could not fold it away and
+ * the loop has no branch. */
+static size_t count_non_finite(const float *x, size_t n)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &x[i], sizeof u);
+        bad += (u & 0x7f800000u) == 0x7f800000u;
+    }
+    return bad;
+}
+
+static const char *first_bad_view(const param_set *ps)
+{
+    for (int t = 0; t < ps->nviews; t++)
+        if (count_non_finite(ps->grads + ps->views[t].offset, ps->views[t].count))
+            return ps->views[t].name;
+    return "?";
+}
+
+/* Where the loop is and the cure, from the schedule's record of the last LR it handed out. */
+static void where_and_cure(const optimizer *opt, char *where, size_t wlen, char *cure,
+                           size_t clen)
+{
+    lr_position p = lr_lab_position();
+    if (!p.known) {
+        snprintf(where, wlen, "after %ld optimizer steps", opt->iterations);
+        snprintf(cure, clen, "learning rate %g in use; lower the learning rate or warm up to it",
+                 (double)opt->lr);
+        return;
+    }
+    double base = (double)p.peak_lr / (p.size > 0 ? p.size : 1);
+    snprintf(where, wlen, "at epoch %d, step %d of %d", p.epoch + 1, p.batch + 1,
+             p.steps_per_epoch);
+    if (p.warmup_epochs == 0)
+        snprintf(cure, clen, "learning rate %g in use (--base-lr %g x %d ranks, no warmup); warm "
+                 "up to it with --warmup-epochs (the lab uses 5) or use a smaller --base-lr",
+                 (double)opt->lr, base, p.size);
+    else if (p.epoch < p.warmup_epochs)
+        snprintf(cure, clen, "learning rate %g in use, warming up to --base-lr %g x %d ranks over "
+                 "%d epochs; use a smaller --base-lr", (double)opt->lr, base, p.size,
+                 p.warmup_epochs);
+    else
+        snprintf(cure, clen, "learning rate %g in use (--base-lr %g x %d ranks, after a %d-epoch "
+                 "warmup); use a smaller --base-lr or a longer --warmup-epochs", (double)opt->lr,
+                 base, p.size, p.warmup_epochs);
+}
+
+void optimizer_check_finite(const optimizer *opt, const param_set *ps)
+{
+    size_t bad = count_non_finite(ps->grads, ps->n);
+    if (!bad)
+        return;
+    char where[96], cure[ERRMSG_LEN / 2];
+    where_and_cure(opt, where, sizeof where, cure, sizeof cure);
+    fatal_error("training diverged %s: the %sgradient holds %zu NaN or Inf values of %zu (first "
+                "in %s); %s", where, opt->distributed ? "averaged " : "", bad, ps->n,
+                first_bad_view(ps), cure);
+}

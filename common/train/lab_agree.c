@@ -1,0 +1,146 @@
+/* lab_agree.c — compare what defines the epoch across ranks. See lab_agree.h.
+ * Public: lab_agree_data.
+ */
+#include "train/lab_agree.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/errmsg.h"
+#include "base/fatal.h"
+#include "coll/hvd.h"
+
+enum { TRAIN_N, TEST_N, TRAIN_IMAGES, TRAIN_LABELS, TEST_IMAGES, TEST_LABELS, TRAIN_SUBSET,
+       TEST_SUBSET, BATCH, VAL_BATCH, SEED, NITEMS };
+
+/* How each item is named in the message; fingerprints print in hex. Sizes and files come first:
+ * a different file usually also changes a size, and the size is the clearer thing to read. */
+static const struct {
+    const char *name;
+    int hex;      /* print as a fingerprint */
+    int from_dir; /* the value comes from the data directory: name each rank's */
+} ITEMS[NITEMS] = {
+    [TRAIN_N] = {"the training set size", 0, 1},
+    [TEST_N] = {"the test set size", 0, 1},
+    [TRAIN_IMAGES] = {"the fingerprint of train-images-idx3-ubyte", 1, 1},
+    [TRAIN_LABELS] = {"the fingerprint of train-labels-idx1-ubyte", 1, 1},
+    [TEST_IMAGES] = {"the fingerprint of t10k-images-idx3-ubyte", 1, 1},
+    [TEST_LABELS] = {"the fingerprint of t10k-labels-idx1-ubyte", 1, 1},
+    [TRAIN_SUBSET] = {"--train-subset", 0, 0},
+    [TEST_SUBSET] = {"--test-subset", 0, 0},
+    [BATCH] = {"--batch-size", 0, 0},
+    [VAL_BATCH] = {"--val-batch-size", 0, 0},
+    [SEED] = {"--seed", 0, 0},
+};
+
+#define DIR_SHOWN 200 /* enough of each rank's data directory to tell them apart */
+
+typedef struct {
+    unsigned long long v[NITEMS];
+    char dir[DIR_SHOWN];
+} record;
+
+static record describe(const args *a, const dataset *ds)
+{
+    record r;
+    memset(&r, 0, sizeof r); /* travels as bytes: no stale padding */
+    const dataset_split *tr = &ds->train, *te = &ds->test;
+    r.v[TRAIN_N] = tr->n;
+    r.v[TEST_N] = te->n;
+    r.v[TRAIN_IMAGES] = dataset_fingerprint(tr->images, tr->n * DATASET_PIXELS);
+    r.v[TRAIN_LABELS] = dataset_fingerprint(tr->labels, tr->n);
+    r.v[TEST_IMAGES] = dataset_fingerprint(te->images, te->n * DATASET_PIXELS);
+    r.v[TEST_LABELS] = dataset_fingerprint(te->labels, te->n);
+    r.v[TRAIN_SUBSET] = a->train_subset;
+    r.v[TEST_SUBSET] = a->test_subset;
+    r.v[BATCH] = (unsigned long long)a->batch_size;
+    r.v[VAL_BATCH] = (unsigned long long)a->val_batch_size;
+    r.v[SEED] = a->seed;
+    size_t n = strnlen(ds->dir, sizeof r.dir - 1); /* a longer path is cut: only shown */
+    memcpy(r.dir, ds->dir, n);
+    return r;
+}
+
+static void append(char *buf, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void append(char *buf, size_t len, const char *fmt, ...)
+{
+    size_t used = strnlen(buf, len);
+    if (used + 1 >= len)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + used, len - used, fmt, ap);
+    va_end(ap);
+}
+
+/* "rank 1" or "ranks 0, 2, 3": the ranks whose item `it` equals rank `like`'s. */
+static void ranks_like(char *buf, size_t len, const record *all, int size, int it, int like)
+{
+    int count = 0;
+    for (int r = 0; r < size; r++)
+        count += all[r].v[it] == all[like].v[it];
+    append(buf, len, "%s", count > 1 ? "ranks " : "rank ");
+    for (int r = 0, k = 0; r < size; r++)
+        if (all[r].v[it] == all[like].v[it])
+            append(buf, len, "%s%d", k++ ? ", " : "", r);
+}
+
+static void value(char *buf, size_t len, const record *rec, int it)
+{
+    if (ITEMS[it].hex)
+        append(buf, len, "%016llx", rec->v[it]);
+    else
+        append(buf, len, "%llu", rec->v[it]);
+}
+
+/* One line: the item, each distinct value with its ranks, where each rank read its data. */
+static void describe_difference(char *msg, size_t len, const record *all, int size, int it)
+{
+    snprintf(msg, len, "the ranks disagree on the data that defines an epoch: %s is ",
+             ITEMS[it].name);
+    for (int r = 0, groups = 0; r < size; r++) {
+        int first = 1;
+        for (int q = 0; q < r; q++)
+            first &= all[q].v[it] != all[r].v[it];
+        if (!first)
+            continue;
+        append(msg, len, "%s", groups++ ? " but " : "");
+        value(msg, len, &all[r], it);
+        append(msg, len, " on ");
+        ranks_like(msg, len, all, size, it, r);
+    }
+    if (ITEMS[it].from_dir) {
+        append(msg, len, " (data from");
+        for (int r = 0; r < size; r++)
+            append(msg, len, "%s %s on rank %d", r ? "," : "", all[r].dir, r);
+        append(msg, len, "); every rank must read the same four files");
+    } else {
+        append(msg, len, "; every rank must be given the same %s", ITEMS[it].name);
+    }
+}
+
+void lab_agree_data(const args *a, const dataset *ds)
+{
+    if (!hvd_is_initialized() || hvd_size() < 2)
+        return;
+    int size = hvd_size();
+    record *all = calloc((size_t)size, sizeof *all);
+    if (!all)
+        fatal_error("out of memory comparing the data of %d ranks", size);
+    all[hvd_rank()] = describe(a, ds);
+    /* Every rank gets every record, so every rank reaches the same verdict: all stop or none. */
+    for (int r = 0; r < size; r++)
+        hvd_broadcast_bytes(&all[r], sizeof all[r], r, "lab.data_agreement");
+    for (int it = 0; it < NITEMS; it++)
+        for (int r = 1; r < size; r++)
+            if (all[r].v[it] != all[0].v[it]) {
+                char msg[ERRMSG_LEN];
+                describe_difference(msg, sizeof msg, all, size, it);
+                fatal_error("%s", msg);
+            }
+    free(all);
+}

@@ -1,0 +1,351 @@
+#!/bin/sh
+# run_faults.sh — tries the faults of notebooks-md/appendix-faults.md on solution 10 for real
+# (2 ranks, small subsets, every run under a timeout), judges each from what the program printed,
+# its exit status, the time it took to exit and the checkpoints it left, and prints the table.
+#
+# Usage: sh tests/faults/run_faults.sh [--quick] [--write-doc] [--only "N ..."]
+#   --quick      only the rows marked quick (they end in seconds even where the kit still fails)
+#   --write-doc  also put the table into notebooks-md/appendix-faults.md between its markers
+#   --only       only these rows (numbers as in the table: 1 2 3 4 5 6 7a 7b 8 9 10)
+# Env: BUILD (build), MPIRUN (mpirun with its flags), FAULTS_REQUIRE (rows that must hold: the
+#      exit status is 1 when one of them that ran does not; default "4 6"), FAULTS_KEEP=1 keeps
+#      the scratch directory.
+# Needs: make solution10 and build/tests/progs/prog_fault_ops (make test-faults builds both),
+# Fashion-MNIST (make setup).
+set -u
+cd "$(dirname "$0")/../.." || exit 2
+BUILD=${BUILD:-build}
+if [ -z "${MPIRUN:-}" ]; then
+    MPIRUN="mpirun --oversubscribe"
+    [ "$(id -u)" = 0 ] && MPIRUN="$MPIRUN --allow-run-as-root"
+fi
+REQUIRE=${FAULTS_REQUIRE:-4 6}
+PROG=$(pwd)/$BUILD/solutions/step10
+OPS=$(pwd)/$BUILD/tests/progs/prog_fault_ops
+quick=0 write_doc=0 only=""
+while [ $# -gt 0 ]; do
+    case $1 in
+    --quick) quick=1 ;;
+    --write-doc) write_doc=1 ;;
+    --only) shift; only=$1 ;;
+    *) echo "usage: $0 [--quick] [--write-doc] [--only \"N ...\"]" >&2; exit 2 ;;
+    esac
+    shift
+done
+for f in "$PROG" "$OPS"; do
+    [ -x "$f" ] || { echo "run_faults: $f is not built (make test-faults builds it)" >&2; exit 2; }
+done
+W=$(mktemp -d /tmp/hvdlab-faults-XXXXXX)
+[ "${FAULTS_KEEP:-0}" = 1 ] || trap 'rm -rf "$W"' EXIT
+SMALL="--train-subset 256 --test-subset 128 --batch-size 32 --val-batch-size 64"
+LONG="--train-subset 4096 --test-subset 128 --batch-size 32 --val-batch-size 64 --epochs 40"
+
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f s", b - a }'; }
+
+# run NAME SECONDS ARGS...: $MPIRUN ARGS under a timeout; NAME.out, RC, SECS.
+run() {
+    name=$1 t=$2
+    shift 2
+    t0=$(now)
+    timeout -k 3 "$t" $MPIRUN "$@" >"$W/$name.out" 2>&1
+    RC=$?
+    SECS=$(since "$t0")
+}
+
+# start NAME SECONDS ARGS...: as run, in the background; wait_for NAME PATTERN then finish NAME.
+start() {
+    name=$1 t=$2
+    shift 2
+    rm -f "$W/$name.rc"
+    (
+        timeout -k 3 "$t" $MPIRUN "$@" >"$W/$name.out" 2>&1 &
+        echo $! >"$W/$name.job" # timeout's pid: a signal to it is passed on to mpirun
+        wait $!
+        echo $? >"$W/$name.rc"
+    ) &
+    while [ ! -s "$W/$name.job" ]; do sleep 0.05; done
+}
+wait_for() { # NAME PATTERN: 0 once the output holds PATTERN, 1 if the job ended first
+    while :; do
+        grep -q -- "$2" "$W/$1.out" 2>/dev/null && return 0
+        [ -f "$W/$1.rc" ] && return 1
+        sleep 0.1
+    done
+}
+finish() { # NAME T0: waits for the job; RC, SECS from T0
+    while [ ! -f "$W/$1.rc" ]; do sleep 0.1; done
+    RC=$(cat "$W/$1.rc")
+    SECS=$(since "$2")
+}
+
+# A launcher for one app context that leaves its pid in NAME.pid: the program execs, so the pid
+# is the rank's.
+rank1() {
+    printf '#!/bin/sh\np=$1\nshift\necho $$ >"$p"\nexec "$@"\n' >"$W/rank1.sh"
+    chmod +x "$W/rank1.sh"
+    echo "$W/rank1.sh $W/$1.pid $PROG"
+}
+
+# The first error line without its prefix, cut, with | escaped for the table.
+err_line() {
+    grep -m1 -o 'hvdlab: error: .*' "$W/$1.out" | sed -E 's/^hvdlab: error: (\[rank [0-9]+\] )?//' |
+        sed -E "s#$W/##g; s/\.tmp-[A-Za-z0-9]{6}/.tmp-XXXXXX/g" |
+        awk '{ print (length($0) > 240 ? substr($0, 1, 240) "…" : $0) }' | sed 's/|/\\|/g'
+}
+err_lines() { grep -c 'hvdlab: error:' "$W/$1.out"; }
+status() { # the exit status in words
+    case $RC in
+    0) echo "exit 0" ;;
+    124 | 137) echo "still running: stopped by the script's timeout" ;;
+    *) echo "exit $RC" ;;
+    esac
+}
+stopped_with_line() { # NAME: non-zero exit, not the timeout, and the kit's one-line error
+    [ "$RC" != 0 ] && [ "$RC" != 124 ] && [ "$RC" != 137 ] && [ "$(err_lines "$1")" -ge 1 ]
+}
+sums() { (cd "$1" && sha256sum ./* 2>/dev/null) | sort; }
+
+ROWS=""
+# row ID QUICK HOLDS "fault" "what the kit does" "time" "lost"
+row() {
+    mark=""
+    [ "$2" = 1 ] && mark=" (q)"
+    verdict="not yet"
+    [ "$3" = 1 ] && verdict="yes"
+    ROWS="$ROWS| $1$mark | $4 | $5 | $6 | $7 | $verdict |
+"
+    echo "run_faults: $1: $verdict ($6)" >&2
+    [ "$3" = 1 ] && return
+    for r in $REQUIRE; do [ "$r" = "$1" ] && FAILED="$FAILED $1"; done
+}
+FAILED=""
+
+wanted() { # ID QUICK
+    if [ -n "$only" ]; then
+        for o in $only; do [ "$o" = "$1" ] && return 0; done
+        return 1
+    fi
+    [ $quick = 0 ] || [ "$2" = 1 ]
+}
+
+# 1. Valid SGD checkpoints, restart with --optimizer novograd.
+f1() {
+    d=$W/f1
+    mkdir -p "$d"
+    run f1a 60 -n 2 "$PROG" $SMALL --epochs 2 --use-checkpointing --log-dir "$d"
+    before=$(sums "$d")
+    run f1 60 -n 2 "$PROG" $SMALL --epochs 3 --use-checkpointing --log-dir "$d" --optimizer novograd
+    after_old=$(cd "$d" && sha256sum checkpoint-1.ckpt checkpoint-2.ckpt 2>/dev/null | sort)
+    intact=0
+    [ -n "$before" ] && [ "$(echo "$before" | grep -E 'checkpoint-[12]\.ckpt')" = "$after_old" ] && intact=1
+    if stopped_with_line f1; then does="stops: $(err_line f1)"
+    else does="$(grep -c 'skipped' "$W/f1.out") warning(s) 'skipped', trains from scratch, $(status)"; fi
+    lost="nothing"
+    [ $intact = 1 ] || lost="checkpoint-1 and -2 of the earlier run overwritten"
+    ok=0
+    stopped_with_line f1 && [ $intact = 1 ] && ok=1
+    row 1 1 $ok "restart with \`--optimizer novograd\` over SGD checkpoints" "$does" "$SECS" "$lost"
+}
+
+# 2. Resume: 1 epoch then 1 more, against 2 uninterrupted (dropout on, the default).
+f2() {
+    a=$W/f2a b=$W/f2b
+    mkdir -p "$a" "$b"
+    run f2a 60 -n 2 "$PROG" $SMALL --epochs 2 --use-checkpointing --log-dir "$a"
+    run f2b 60 -n 2 "$PROG" $SMALL --epochs 1 --use-checkpointing --log-dir "$b"
+    run f2c 60 -n 2 "$PROG" $SMALL --epochs 2 --use-checkpointing --log-dir "$b"
+    if cmp -s "$a/checkpoint-2.ckpt" "$b/checkpoint-2.ckpt"; then
+        ok=1 does="resumes; checkpoint-2 is byte-identical to the uninterrupted run's"
+    else
+        ok=0 does="resumes, but checkpoint-2 differs from the uninterrupted run's ($(status))"
+    fi
+    lost="nothing"
+    [ $ok = 1 ] || lost="exactness: the resumed run trains other weights"
+    row 2 1 $ok "resume after epoch 1, compared with an uninterrupted run" "$does" "$SECS" "$lost"
+}
+
+# 3. HVD_CHECK_COLLECTIVES=1 on rank 0 only.
+f3() {
+    run f3 12 -n 1 env HVD_CHECK_COLLECTIVES=1 "$PROG" $SMALL --epochs 1 : -n 1 "$PROG" $SMALL --epochs 1
+    ok=0
+    if stopped_with_line f3 && grep -q 'HVD_CHECK_COLLECTIVES' "$W/f3.out"; then
+        ok=1 does="stops: $(err_line f3)"
+    elif [ "$RC" = 0 ] && grep -q 'HVD_CHECK_COLLECTIVES' "$W/f3.out"; then
+        ok=1 does="adopts rank 0's value: $(grep -m1 HVD_CHECK_COLLECTIVES "$W/f3.out" | cut -c1-150)"
+    elif [ "$RC" = 124 ] || [ "$RC" = 137 ]; then
+        does="hangs silently ($(status))"
+    else does="$(status): $(err_line f3)"; fi
+    row 3 0 $ok "\`HVD_CHECK_COLLECTIVES=1\` on rank 0 only" "$does" "$SECS" "nothing"
+}
+
+# 4. Another (valid) file on one rank: MPMD launch with two --data-dir.
+f4() {
+    src=$(sed -n 's/^Model.*Data from \(.*\): [0-9]* training.*/\1/p' "$W/f1a.out" 2>/dev/null)
+    [ -n "$src" ] || src=/usr/share/datasets/fashion-mnist
+    a=$W/f4a b=$W/f4b
+    mkdir -p "$a" "$b"
+    for f in "$src"/*-ubyte*; do ln -s "$f" "$a/"; ln -s "$f" "$b/"; done
+    rm -f "$b"/t10k-labels-idx1-ubyte*
+    python3 -c "
+import gzip, sys, os
+src = sys.argv[1]
+p = src + '/t10k-labels-idx1-ubyte'
+b = bytearray(gzip.open(p + '.gz').read() if os.path.exists(p + '.gz') else open(p, 'rb').read())
+b[8] = (b[8] + 1) % 10
+open(sys.argv[2] + '/t10k-labels-idx1-ubyte', 'wb').write(b)" "$src" "$b"
+    run f4 30 -n 1 "$PROG" $SMALL --epochs 1 --data-dir "$a" : -n 1 "$PROG" $SMALL --epochs 1 --data-dir "$b"
+    ok=0
+    if stopped_with_line f4 && grep -q 'hvdlab: error:.*t10k-labels' "$W/f4.out"; then
+        ok=1 does="stops: $(err_line f4)"
+    elif grep -q MPI_ERR_TRUNCATE "$W/f4.out"; then does="raw MPI_ERR_TRUNCATE from Open MPI ($(status))"
+    else does="$(status) $(err_line f4)"; fi
+    row 4 1 $ok "one rank's test labels differ by one label (\`--data-dir\` per rank)" "$does" "$SECS" "nothing"
+}
+
+# 5. kill -9 of rank 1 in epoch 2.
+f5() {
+    d=$W/f5
+    mkdir -p "$d"
+    start f5 60 -n 1 "$PROG" $LONG --use-checkpointing --log-dir "$d" : -n 1 $(rank1 f5) $LONG \
+        --use-checkpointing --log-dir "$d"
+    does="did not reach epoch 2" ok=0 SECS="-"
+    if wait_for f5 'Epoch 2/'; then
+        t0=$(now)
+        kill -9 "$(cat "$W/f5.pid")"
+        finish f5 "$t0"
+        last=$(grep -v '^ *$' "$W/f5.out" | grep -E 'hvdlab:' | tail -n1)
+        if echo "$last" | grep -q 'rank 1' && echo "$last" | grep -q -- '--use-checkpointing'; then
+            ok=1 does="$(echo "$last" | sed -E 's/^hvdlab: (error|warning): (\[rank [0-9]+\] )?//' | cut -c1-150)"
+        else
+            does="only mpirun's report: $(grep -m1 -o 'exited on signal [0-9]*' "$W/f5.out" || status)"
+        fi
+    else finish f5 "$(now)"; fi
+    lost="the epoch in progress (checkpoint-1 kept)"
+    [ -s "$d/checkpoint-1.ckpt" ] || lost="checkpoint-1 missing"
+    row 5 1 $ok "\`kill -9\` of rank 1 in epoch 2" "$does" "$SECS" "$lost"
+}
+
+# 6. Divergence: --base-lr 1000 --warmup-epochs 0.
+f6() {
+    d=$W/f6
+    mkdir -p "$d"
+    run f6 60 -n 2 "$PROG" $SMALL --epochs 2 --base-lr 1000 --warmup-epochs 0 --use-checkpointing \
+        --log-dir "$d"
+    n=$(ls "$d" | grep -c 'ckpt$')
+    ok=0
+    if stopped_with_line f6 && grep -q 'training diverged' "$W/f6.out"; then
+        ok=1 does="stops on every rank: $(err_line f6)"
+    else does="trains on to $(grep -m1 -o 'Test loss: [^ ]*' "$W/f6.out" || echo 'the end'), $(status)"; fi
+    lost="nothing (no checkpoint written)"
+    [ "$n" = 0 ] || lost="$n checkpoint(s) written after the NaN"
+    [ "$n" = 0 ] || ok=0
+    row 6 1 $ok "\`--base-lr 1000 --warmup-epochs 0\`" "$does" "$SECS" "$lost"
+}
+
+# 7a. A log dir where no file can be created (root may write anywhere else); 7b. a subset larger
+# than the data.
+f7a() {
+    run f7a 60 -n 2 "$PROG" $SMALL --epochs 1 --use-checkpointing --log-dir /proc/self
+    ok=0 when="after the first epoch's compute"
+    grep -q '^1/' "$W/f7a.out" || when="before the first batch"
+    if stopped_with_line f7a; then does="stops $when: $(err_line f7a)"
+    else does="$(status)"; fi
+    lost="nothing"
+    [ "$when" = "before the first batch" ] || lost="the first epoch's compute"
+    stopped_with_line f7a && [ "$when" = "before the first batch" ] && ok=1
+    row 7a 1 $ok "\`--log-dir /proc/self\` (exists, no file can be created)" "$does" "$SECS" "$lost"
+}
+f7b() {
+    run f7b 8 -n 2 "$PROG" --train-subset 70000 --test-subset 128 --batch-size 256 --epochs 1
+    ok=0
+    if stopped_with_line f7b; then ok=1 does="stops: $(err_line f7b)"
+    elif grep -q -- '--train-subset' "$W/f7b.out"; then
+        ok=1 does="announces: $(grep -m1 -- '--train-subset' "$W/f7b.out" | cut -c1-150)"
+    else does="clamps to $(sed -n 's/.*: \([0-9]*\) training.*/\1/p' "$W/f7b.out") silently, $(status)"; fi
+    row 7b 0 $ok "\`--train-subset 70000\` (the data has 60000)" "$does" "$SECS" "nothing"
+}
+
+# 8. Rank 1 frozen (SIGSTOP) in epoch 1, stall inspector at 2 s, shutdown at 6 s.
+f8() {
+    start f8 15 -n 1 env HVD_STALL_CHECK_TIME_SECONDS=2 HVD_STALL_SHUTDOWN_TIME_SECONDS=6 "$PROG" $LONG \
+        : -n 1 env HVD_STALL_CHECK_TIME_SECONDS=2 HVD_STALL_SHUTDOWN_TIME_SECONDS=6 $(rank1 f8) $LONG
+    does="did not reach epoch 1" ok=0 SECS="-"
+    if wait_for f8 'Epoch 1/'; then
+        t0=$(now)
+        kill -STOP "$(cat "$W/f8.pid")"
+        finish f8 "$t0"
+        kill -9 "$(cat "$W/f8.pid")" 2>/dev/null
+        warned=$(grep -i -m1 'stall' "$W/f8.out" | cut -c1-150 | sed 's/|/\\|/g')
+        if [ -n "$warned" ] && [ "$RC" != 124 ] && [ "$RC" != 137 ] && [ "$RC" != 0 ]; then
+            ok=1 does="warns, then stops: $warned"
+        elif [ -n "$warned" ]; then does="warns ($warned), $(status)"
+        else does="waits silently ($(status))"; fi
+    else finish f8 "$(now)"; fi
+    row 8 0 $ok "rank 1 frozen (\`kill -STOP\`), \`HVD_STALL_CHECK_TIME_SECONDS=2\`, \`HVD_STALL_SHUTDOWN_TIME_SECONDS=6\`" \
+        "$does" "$SECS" "the epoch in progress"
+}
+
+# 9. SUM on rank 0 against AVERAGE on rank 1, collective checks on.
+f9() {
+    run f9 20 -n 2 env HVD_CHECK_COLLECTIVES=1 "$OPS"
+    ok=0
+    if [ "$RC" != 0 ] && [ "$RC" != 124 ] && grep -q 'hvdlab: error:' "$W/f9.out"; then
+        ok=1 does="stops: $(grep -m1 -o 'hvdlab: error: .*' "$W/f9.out" | cut -c16-165)"
+    else does="passes the check: $(grep -m1 -o 'rank 0 got .*' "$W/f9.out"), $(status)"; fi
+    row 9 1 $ok "allreduce with SUM on rank 0, AVERAGE on rank 1, \`HVD_CHECK_COLLECTIVES=1\`" \
+        "$does" "$SECS" "nothing"
+}
+
+# 10. SIGTERM to mpirun in epoch 2.
+f10() {
+    d=$W/f10
+    mkdir -p "$d"
+    start f10 60 -n 2 "$PROG" $LONG --use-checkpointing --log-dir "$d"
+    does="did not reach epoch 2" ok=0 SECS="-" lost="-"
+    if wait_for f10 'Epoch 2/'; then
+        sleep 0.3
+        before=$(sums "$d")
+        t0=$(now)
+        kill -TERM "$(cat "$W/f10.job")"
+        finish f10 "$t0"
+        after=$(sums "$d")
+        lines=$(grep -c 'hvdlab:' "$W/f10.out")
+        saved=0
+        [ "$before" != "$after" ] && saved=1
+        lost="the epoch in progress"
+        [ $saved = 1 ] && [ "$lines" -ge 1 ] && lost="nothing (saved at the stop)"
+        if [ "$lines" -ge 1 ] && [ "$RC" != 0 ]; then
+            does="$(grep -m1 -o 'hvdlab: .*' "$W/f10.out" | cut -c9-158), $(status)"
+        else does="no message, $(status)"; fi
+        [ "$lines" -ge 1 ] && [ "$RC" != 0 ] && [ $saved = 1 ] && ok=1
+    else finish f10 "$(now)"; fi
+    row 10 1 $ok "SIGTERM to \`mpirun\` in epoch 2" "$does" "$SECS" "$lost"
+}
+
+for f in "1 1" "2 1" "3 0" "4 1" "5 1" "6 1" "7a 1" "7b 0" "8 0" "9 1" "10 1"; do
+    set -- $f
+    wanted "$1" "$2" && "f$1"
+done
+
+TABLE="Generated by \`sh tests/faults/run_faults.sh --write-doc\` on $(date -u '+%Y-%m-%d %H:%M') UTC
+(solution 10, 2 ranks, $(nproc) cores). Rows marked (q) also run in \`make test\`.
+
+| # | fault tried | what the kit does | time to exit | what is lost | holds |
+|---|-------------|-------------------|--------------|--------------|-------|
+$ROWS"
+printf '%s' "$TABLE"
+
+if [ $write_doc = 1 ]; then
+    doc=notebooks-md/appendix-faults.md
+    printf '%s' "$TABLE" >"$W/table"
+    awk -v T="$W/table" '
+        /<!-- faults-table:begin -->/ { print; while ((getline l < T) > 0) print l; skip = 1; next }
+        /<!-- faults-table:end -->/ { skip = 0 }
+        !skip' "$doc" >"$W/doc" && cp "$W/doc" "$doc" && echo "run_faults: table written to $doc" >&2
+fi
+if [ -n "$FAILED" ]; then
+    echo "run_faults: FAILED: row(s)$FAILED must hold (FAULTS_REQUIRE=\"$REQUIRE\")" >&2
+    exit 1
+fi
+exit 0
