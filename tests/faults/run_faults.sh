@@ -19,7 +19,7 @@ if [ -z "${MPIRUN:-}" ]; then
     MPIRUN="mpirun --oversubscribe"
     [ "$(id -u)" = 0 ] && MPIRUN="$MPIRUN --allow-run-as-root"
 fi
-REQUIRE=${FAULTS_REQUIRE:-4 6}
+REQUIRE=${FAULTS_REQUIRE:-3 4 6 8 9}
 PROG=$(pwd)/$BUILD/solutions/step10
 OPS=$(pwd)/$BUILD/tests/progs/prog_fault_ops
 quick=0 write_doc=0 only=""
