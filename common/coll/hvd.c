@@ -404,11 +404,9 @@ float *hvd_allgather(const float *buf, size_t n, size_t *total, size_t *counts, 
     if (!all)
         fatal_error("allgather \"%s\": out of memory", name ? name : "");
     trace_collective("allgather", name, n, -1, NULL, 0);
-    int way = FUSION_HOST;
     if (S.initialized) {
         flush_queue();
-        way = tensor_way(buf, n);
-        check_call(COLL_ALLGATHER, name, n, -1, way == FUSION_NCCL);
+        check_call(COLL_ALLGATHER, name, n, -1, 0); /* the device way is agreed below */
         if (timeline_enabled())
             timeline_event(name, "ALLGATHER", 'B');
         MPI_Allgather(&mine, 1, MPI_LONG_LONG, all, 1, MPI_LONG_LONG, S.comm);
@@ -434,6 +432,14 @@ float *hvd_allgather(const float *buf, size_t n, size_t *total, size_t *counts, 
 #ifdef HVDLAB_CUDA
     char what[COLL_NAME_MAX + 32];
     snprintf(what, sizeof what, "allgather \"%s\"", name ? name : "");
+    int way = S.initialized ? tensor_way(buf, n) : FUSION_HOST;
+    if (S.initialized && gpu_ops_path() == GPU_PATH_NCCL) {
+        /* Counts differ between ranks, so may the ways (an empty tensor is a host one): when
+         * any rank's tensor is on the GPU every rank joins NCCL, a host tensor uploaded. */
+        int any = way == FUSION_NCCL;
+        MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, S.comm);
+        way = any ? FUSION_NCCL : way;
+    }
     if (way == FUSION_STAGED) /* MPI gets a host copy of the device tensor */
         buf = staged_download(buf, n * sizeof *buf, what);
     if (way == FUSION_NCCL) {
@@ -444,7 +450,8 @@ float *hvd_allgather(const float *buf, size_t n, size_t *total, size_t *counts, 
             c[r] = (size_t)cnt[r];
             o[r] = (size_t)disp[r];
         }
-        nccl_allgather_to_host(buf, out, c, o, sum, gpu_ops_stream(), what);
+        nccl_allgather_to_host(buf, !gpu_ops_is_device(buf), out, c, o, sum, gpu_ops_stream(),
+                               what);
         free(c);
         free(o);
         if (timeline_enabled())

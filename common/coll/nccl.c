@@ -108,13 +108,18 @@ void nccl_broadcast(void *buf, size_t nbytes, int root, cudaStream_t s, const ch
     nccl_wait(s, what);
 }
 
-void nccl_allgather_to_host(const float *send, float *out, const size_t *counts,
+void nccl_allgather_to_host(const float *send, int send_host, float *out, const size_t *counts,
                             const size_t *displs, size_t total, cudaStream_t s, const char *what)
 {
     if (total == 0)
         return; /* every rank knows every count: all return alike */
     float *recv = NULL;
     CUDA_CHECK(cudaMalloc((void **)&recv, total * sizeof *recv));
+    if (send_host && counts[N.rank]) { /* up into its own slot, broadcast from there */
+        CUDA_CHECK(cudaMemcpyAsync(recv + displs[N.rank], send, counts[N.rank] * sizeof *recv,
+                                   cudaMemcpyHostToDevice, s));
+        send = recv + displs[N.rank];
+    }
     NCCL_CALL(what, ncclGroupStart());
     for (int r = 0; r < N.size; r++) {
         if (!counts[r])

@@ -33,10 +33,10 @@ void nccl_allreduce_queue(void *buf, size_t count, int half, int avg, cudaStream
 void nccl_wait(cudaStream_t s, const char *what);
 /* In place, nbytes bytes from root. Returns when done. */
 void nccl_broadcast(void *buf, size_t nbytes, int root, cudaStream_t s, const char *what);
-/* Rank r's counts[r] floats (send, device) land at out + displs[r] on every rank, out being
- * host memory of total floats: gathered on the GPU (uneven counts: one ncclBroadcast per rank in
- * a group), then copied down. Returns when done. */
-void nccl_allgather_to_host(const float *send, float *out, const size_t *counts,
+/* Rank r's counts[r] floats (send: device memory, or host memory when send_host) land at
+ * out + displs[r] on every rank, out being host memory of total floats: gathered on the GPU
+ * (uneven counts: one ncclBroadcast per rank in a group), then copied down. Returns when done. */
+void nccl_allgather_to_host(const float *send, int send_host, float *out, const size_t *counts,
                             const size_t *displs, size_t total, cudaStream_t s, const char *what);
 #endif
 
