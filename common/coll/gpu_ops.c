@@ -95,7 +95,7 @@ void gpu_ops_init(const gpu_ops_config *c)
 {
     memset(&G, 0, sizeof G);
     G.device = -1;
-    gpu_wait_set_bounds(c->warn_s, c->limit_s);
+    gpu_wait_set_bounds(c->rank, c->warn_s, c->limit_s);
     gpu_id me;
     identify(c->local_rank, &me, &G.device);
     gpu_id *all = malloc((size_t)c->size * sizeof *all);

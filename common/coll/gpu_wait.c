@@ -12,9 +12,11 @@
 #include "base/timer.h"
 
 static double warn_after = 60.0, stop_after = 600.0;
+static int my_rank;
 
-void gpu_wait_set_bounds(double warn_s, double limit_s)
+void gpu_wait_set_bounds(int rank, double warn_s, double limit_s)
 {
+    my_rank = rank;
     warn_after = warn_s;
     stop_after = limit_s;
 }
@@ -60,8 +62,8 @@ void gpu_wait(cudaStream_t s, ncclComm_t comm, const char *what)
             check_async(comm, what);
         double waited = timer_seconds() - t0;
         if (!warned && warn_after > 0 && waited > warn_after) {
-            fprintf(stderr, "hvdlab: warning: %s: still running on the GPU after %.0f s (is a "
-                    "rank stopped?)\n", what, waited);
+            fprintf(stderr, "hvdlab: warning: [rank %d] %s: still running on the GPU after %.0f s "
+                    "(is a rank stopped?)\n", my_rank, what, waited);
             fflush(stderr);
             warned = 1;
         }

@@ -12,8 +12,9 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
-/* warn_s: one warning line after this long (0: none); limit_s: stop after this long. */
-void gpu_wait_set_bounds(double warn_s, double limit_s);
+/* warn_s: one warning line after this long (0: none); limit_s: stop after this long. rank
+ * names this process in the warning. */
+void gpu_wait_set_bounds(int rank, double warn_s, double limit_s);
 
 /* Returns when the work queued on s is done. comm may be NULL (no NCCL work on s). what names
  * the call in messages: "allreduce \"grads\": ncclAllReduce". */

@@ -23,7 +23,8 @@
  *
  * Device tensors (CUDA build): hvd_allreduce*, hvd_broadcast* and hvd_allgather take device
  * pointers too (found with cudaPointerGetAttributes) and return with the result in place, on
- * every stream. hvd_allgather's result is host memory either way (free it).
+ * every stream. hvd_allgather's result is host memory either way (free it). Before hvd_init
+ * (the world of one) tensors are host tensors.
  */
 #ifndef HVDLAB_HVD_H
 #define HVDLAB_HVD_H
