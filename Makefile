@@ -160,14 +160,16 @@ asan-test:  ## run the unit tests in an ASan+UBSan build
 	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
 	  $(MAKE) --no-print-directory SANITIZE=1 unit-tests
 
-# The GPU twins' suite runs here too: on a GPU it compares them with the CPU layers, without
-# one it prints its "skipped: no GPU (reason)" line (exit 77), which does not fail the check;
-# any other exit fails it (1: a mismatch, or a GPU that CUDA cannot use, e.g. too old a driver).
-cuda-check:  ## check that CUDA=1 compiles and links, run the GPU twins' suite (skips when nvcc is absent)
+# The GPU twins' suite and the GPU collectives' run here too: on a GPU they compare with the CPU
+# layers and runtime; without one each prints its "skipped: no GPU (reason)" line (exit 77), which
+# does not fail the check; any other exit fails it (1: a mismatch, or a GPU that CUDA cannot use,
+# e.g. too old a driver).
+cuda-check:  ## check that CUDA=1 compiles and links, run the GPU suites (they skip without a GPU; all skips without nvcc)
 	@if [ -x "$(NVCC)" ]; then \
 	  $(MAKE) --no-print-directory CUDA=1 BUILD=build/cuda build/cuda/tools/hvdlab-info \
 	    build/cuda/tests/progs/prog_errors build/cuda/solutions/step10 \
-	    build/cuda/tests/unit/test_twins_cuda >/dev/null && \
+	    build/cuda/tests/unit/test_twins_cuda build/cuda/tests/unit/test_gpu_collectives \
+	    build/cuda/tests/progs/prog_gpu_coll build/cuda/bench/allreduce_gpu >/dev/null && \
 	  echo "cuda-check: CUDA=1 build compiled and linked; its device line on this machine:" && \
 	  build/cuda/tools/hvdlab-info | grep -A1 '\] CUDA' | sed 's/^ */  /' && \
 	  HVDLAB_REPORT_BINDINGS=1 $(MPIRUN) $(MPIRUN_FLAGS) -n 1 build/cuda/tests/progs/prog_errors pin \
@@ -175,7 +177,12 @@ cuda-check:  ## check that CUDA=1 compiles and links, run the GPU twins' suite (
 	  echo "cuda-check: GPU twins (build/cuda/tests/unit/test_twins_cuda):" && \
 	  { build/cuda/tests/unit/test_twins_cuda >build/cuda/twins.log 2>&1; rc=$$?; \
 	    sed 's/^/  /' build/cuda/twins.log; [ $$rc = 0 ] || [ $$rc = 77 ] || \
-	    { echo "cuda-check: FAILED, the GPU twins' suite exited $$rc"; exit 1; }; }; \
+	    { echo "cuda-check: FAILED, the GPU twins' suite exited $$rc"; exit 1; }; } && \
+	  echo "cuda-check: GPU collectives (build/cuda/tests/unit/test_gpu_collectives):" && \
+	  { MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" build/cuda/tests/unit/test_gpu_collectives \
+	      >build/cuda/gpu_coll.log 2>&1; rc=$$?; \
+	    sed 's/^/  /' build/cuda/gpu_coll.log; [ $$rc = 0 ] || [ $$rc = 77 ] || \
+	    { echo "cuda-check: FAILED, the GPU collectives' suite exited $$rc"; exit 1; }; }; \
 	else echo "cuda-check: skipped, no nvcc at $(NVCC)"; fi
 
 demo: setup  ## train solution 10 on real Fashion-MNIST with 2 ranks (about a minute)

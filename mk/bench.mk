@@ -18,3 +18,10 @@ bench-conv: $(BUILD)/bench/conv_micro  ## conv shapes of wrn-16-1/4: im2col+sgem
 
 bench-loader: $(BUILD)/bench/loader  ## data pipeline images/s (batch 128, one core) and IDX decode time
 	$(BUILD)/bench/loader
+
+# Device buffers: the CUDA flavour's build, whatever this make's flavour is.
+.PHONY: bench-allreduce-gpu
+bench-allreduce-gpu:  ## device buffers 64K..256M: NCCL 1 rank, host-staged 2 ranks on one GPU, copy ceiling (needs a GPU)
+	$(MAKE) --no-print-directory CUDA=1 BUILD=build/cuda build/cuda/bench/allreduce_gpu
+	$(MPIRUN) $(MPIRUN_FLAGS) -n 1 build/cuda/bench/allreduce_gpu
+	$(MPIRUN) $(MPIRUN_FLAGS) -n 2 build/cuda/bench/allreduce_gpu

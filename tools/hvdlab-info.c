@@ -8,6 +8,7 @@
 
 #include "coll/device.h"
 #include "coll/hvd.h"
+#include "coll/nccl.h"
 
 int main(void)
 {
@@ -17,27 +18,32 @@ int main(void)
     char *nl = strchr(mpi, ',');
     if (nl)
         *nl = '\0';
-    int cuda = 0, nccl = 0;
-#ifdef HVDLAB_CUDA
-    cuda = 1;
-    nccl = device_nccl_version();
-#endif
+    /* [X] NCCL only when a communicator can be made here, as Horovod's check means it works. */
+    char nccl_ver[32], why[256] = "";
+    nccl_version(nccl_ver, sizeof nccl_ver);
+    int nccl = nccl_probe(why, sizeof why) == 0;
     printf("hvdlab v%s:\n\n", HVDLAB_VERSION);
     printf("Available Frameworks:\n    [X] hvdlab C runtime (libhvdlab.a)\n\n");
     printf("Available Controllers:\n    [X] MPI (%s)\n    [ ] Gloo\n\n", mpi);
     printf("Available Tensor Operations:\n");
     if (nccl)
-        printf("    [X] NCCL (%d.%d.%d)\n", nccl / 10000, nccl / 100 % 100, nccl % 100);
+        printf("    [X] NCCL (%s)\n", nccl_ver);
+#ifdef HVDLAB_CUDA
     else
-        printf("    [ ] NCCL%s\n", cuda ? " (library did not answer)" : " (build with make CUDA=1)");
+        printf("    [ ] NCCL (%s linked, but no communicator: %s)\n", nccl_ver, why);
+#else
+    else
+        printf("    [ ] NCCL (%s)\n", why);
+#endif
     printf("    [ ] DDL\n    [ ] CCL\n    [X] MPI (ring allreduce over point-to-point, tensor fusion, "
-           "fp16 compression)\n\n");
+           "fp16 compression%s)\n    [ ] Gloo\n\n",
+           nccl ? "; device tensors staged through pinned host memory when ranks share a GPU"
+                : "");
     printf("Device backend:\n");
     printf("    [X] CPU (%ld cores online, OpenBLAS: %s)\n", sysconf(_SC_NPROCESSORS_ONLN),
            openblas_get_config());
 #ifdef HVDLAB_CUDA
     int rt = device_cudart_version();
-    char why[256] = "";
     int ngpu = device_cuda_count(why, sizeof why);
     printf("    [X] CUDA (runtime %d.%d)\n", rt / 1000, rt % 1000 / 10);
     if (ngpu > 0)

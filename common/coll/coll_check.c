@@ -45,18 +45,19 @@ coll_desc coll_describe_allreduce(const char *name, size_t count, hvd_op op, int
 int coll_desc_match(const coll_desc *a, const coll_desc *b)
 {
     if (a->kind != b->kind || a->root != b->root || strcmp(a->name, b->name) != 0 ||
-        a->op != b->op || a->fp16 != b->fp16)
+        a->op != b->op || a->fp16 != b->fp16 || a->gpu != b->gpu)
         return 0;
     return a->kind == COLL_ALLGATHER || a->count == b->count;
 }
 
 int coll_desc_need_detail(const coll_desc *a, const coll_desc *b)
 {
-    return a->kind == COLL_ALLREDUCE && b->kind == COLL_ALLREDUCE &&
-           (a->op != b->op || a->fp16 != b->fp16);
+    int d = a->kind == COLL_ALLREDUCE && b->kind == COLL_ALLREDUCE &&
+            (a->op != b->op || a->fp16 != b->fp16);
+    return d | (a->gpu != b->gpu ? COLL_DETAIL_WHERE : 0);
 }
 
-void coll_desc_format(const coll_desc *d, int detail, char *out, size_t outlen)
+static void format_call(const coll_desc *d, int detail, char *out, size_t outlen)
 {
     switch (d->kind) {
     case COLL_BARRIER:
@@ -71,7 +72,7 @@ void coll_desc_format(const coll_desc *d, int detail, char *out, size_t outlen)
                  d->root);
         break;
     case COLL_ALLREDUCE:
-        if (detail) {
+        if (detail & COLL_DETAIL_OP) {
             snprintf(out, outlen, "allreduce(name=\"%s\", count=%lld, op=%s, compression=%s)",
                      d->name, d->count, d->op == HVD_SUM ? "sum" : "average",
                      d->fp16 ? "fp16" : "none");
@@ -82,6 +83,15 @@ void coll_desc_format(const coll_desc *d, int detail, char *out, size_t outlen)
         snprintf(out, outlen, "%s(name=\"%s\", count=%lld)", coll_kind_name(d->kind), d->name,
                  d->count);
     }
+}
+
+void coll_desc_format(const coll_desc *d, int detail, char *out, size_t outlen)
+{
+    format_call(d, detail, out, outlen);
+    size_t o = strlen(out);
+    if ((detail & COLL_DETAIL_WHERE) && o && out[o - 1] == ')') /* inside the parentheses */
+        snprintf(out + o - 1, outlen - (o - 1), ", %s)",
+                 d->gpu ? "on the GPU (NCCL)" : "on the host");
 }
 
 void coll_mismatch_exit(MPI_Comm comm, const coll_desc *a, int bad, const coll_desc *b)

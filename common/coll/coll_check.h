@@ -30,6 +30,7 @@ typedef struct {
     int root;    /* broadcast only, else -1 */
     int op;      /* allreduce only (hvd_op), else -1 */
     int fp16;    /* allreduce only: 1 when the tensor travels as IEEE half */
+    int gpu;     /* 1: a device tensor on the NCCL path, whose wire is NCCL's, not MPI's */
     long long count; /* elements; allgather counts may differ between ranks */
     char name[COLL_NAME_MAX];
 } coll_desc;
@@ -39,10 +40,15 @@ coll_desc coll_describe(coll_kind kind, const char *name, size_t count, int root
 coll_desc coll_describe_allreduce(const char *name, size_t count, hvd_op op, int fp16);
 /* 1 when a and b are the same call (allgather ignores count). */
 int coll_desc_match(const coll_desc *a, const coll_desc *b);
-/* "allreduce(name="x", count=10)"; with detail, allreduce adds ", op=sum, compression=none". */
+/* "allreduce(name="x", count=10)"; detail is a mask: COLL_DETAIL_OP adds an allreduce's
+ * ", op=sum, compression=none", COLL_DETAIL_WHERE any call's ", on the GPU (NCCL)" or
+ * ", on the host". */
+#define COLL_DETAIL_OP 1
+#define COLL_DETAIL_WHERE 2
 void coll_desc_format(const coll_desc *d, int detail, char *out, size_t outlen);
-/* 1 when a and b are allreduces that differ in op or compression, which the short form does
- * not show: format them with detail. */
+/* The detail (mask) the short form lacks to tell a and b apart: COLL_DETAIL_OP for allreduces
+ * that differ in op or compression, COLL_DETAIL_WHERE for calls that differ in where the tensor
+ * lies; 0 when neither. */
 int coll_desc_need_detail(const coll_desc *a, const coll_desc *b);
 
 /* Collective over comm: returns when every rank described the same call; otherwise stops the

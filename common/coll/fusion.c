@@ -1,5 +1,5 @@
 /* fusion.c — tensor fusion over the ring allreduce. See fusion.h.
- * Public: fusion_enqueue, fusion_flush, fusion_free, fusion_group_len. */
+ * Public: fusion_enqueue, fusion_flush, fusion_free. */
 #include "coll/fusion.h"
 
 #include <stdio.h>
@@ -10,8 +10,12 @@
 #include "base/half.h"
 #include "base/memory.h"
 #include "coll/timeline.h"
+#ifdef HVDLAB_CUDA
+#include "coll/fusion_gpu.h"
+#endif
 
-void fusion_enqueue(fusion_queue *q, float *buf, size_t n, hvd_op op, int fp16, const char *name)
+void fusion_enqueue(fusion_queue *q, float *buf, size_t n, hvd_op op, int fp16, int gpu,
+                    const char *name)
 {
     if (q->len == q->cap) {
         size_t cap = q->cap ? 2 * q->cap : 64;
@@ -26,29 +30,9 @@ void fusion_enqueue(fusion_queue *q, float *buf, size_t n, hvd_op op, int fp16, 
     e->n = n;
     e->op = op;
     e->fp16 = fp16;
+    e->gpu = gpu;
     snprintf(e->name, sizeof e->name, "%s", name && *name ? name : "unnamed");
     timeline_event(e->name, "NEGOTIATE_ALLREDUCE", 'B');
-}
-
-size_t fusion_group_len(const fusion_entry *e, size_t n, size_t threshold)
-{
-    if (n == 0)
-        return 0;
-    size_t bytes = e[0].n * sizeof(float), len = 1;
-    while (len < n && e[len].op == e[0].op && e[len].fp16 == e[0].fp16 &&
-           bytes + e[len].n * sizeof(float) <= threshold) {
-        bytes += e[len].n * sizeof(float);
-        len++;
-    }
-    return len;
-}
-
-static int group_contiguous(const fusion_entry *e, size_t len)
-{
-    for (size_t i = 1; i < len; i++)
-        if (e[i - 1].buf + e[i - 1].n != e[i].buf)
-            return 0;
-    return 1;
 }
 
 static void *grow(void *p, size_t *have, size_t need, size_t esize)
@@ -61,14 +45,6 @@ static void *grow(void *p, size_t *have, size_t need, size_t esize)
         fatal_error("tensor fusion: cannot allocate a %zu-byte fusion buffer", need * esize);
     *have = need;
     return p;
-}
-
-static void mark(const fusion_entry *e, size_t len, const char *activity, char phase)
-{
-    if (!timeline_enabled())
-        return;
-    for (size_t i = 0; i < len; i++)
-        timeline_event(e[i].name, activity, phase);
 }
 
 /* Copies the group's tensors into the fusion buffer back to back, as float or as half. */
@@ -103,29 +79,36 @@ static void reduce_group(fusion_queue *q, MPI_Comm comm, const fusion_entry *e, 
     for (size_t i = 0; i < len; i++)
         total += e[i].n;
     int fp16 = e[0].fp16; /* a group shares op and compression */
-    mark(e, len, "ALLREDUCE", 'B');
-    if (!fp16 && group_contiguous(e, len)) { /* reduced where it lies: no copy */
-        mark(e, len, "MPI_ALLREDUCE", 'B');
+#ifdef HVDLAB_CUDA
+    for (size_t i = 0; i < len; i++)
+        if (e[i].gpu) { /* device tensors: NCCL or staged through the host */
+            fusion_gpu_reduce(comm, e, len, scale, &q->ws, &q->stats);
+            return;
+        }
+#endif
+    fusion_mark(e, len, "ALLREDUCE", 'B');
+    if (!fp16 && fusion_contiguous(e, len)) { /* reduced where it lies: no copy */
+        fusion_mark(e, len, "MPI_ALLREDUCE", 'B');
         ring_allreduce_f32(comm, e[0].buf, total, scale, &q->ws);
-        mark(e, len, "MPI_ALLREDUCE", 'E');
+        fusion_mark(e, len, "MPI_ALLREDUCE", 'E');
     } else {
         void *fused = fp16 ? (void *)(q->hbuf = grow(q->hbuf, &q->hbuf_n, total, sizeof(uint16_t)))
                            : (void *)(q->fbuf = grow(q->fbuf, &q->fbuf_n, total, sizeof(float)));
-        mark(e, len, "MEMCPY_IN_FUSION_BUFFER", 'B');
+        fusion_mark(e, len, "MEMCPY_IN_FUSION_BUFFER", 'B');
         pack(e, len, fused);
-        mark(e, len, "MEMCPY_IN_FUSION_BUFFER", 'E');
-        mark(e, len, "MPI_ALLREDUCE", 'B');
+        fusion_mark(e, len, "MEMCPY_IN_FUSION_BUFFER", 'E');
+        fusion_mark(e, len, "MPI_ALLREDUCE", 'B');
         if (fp16)
             ring_allreduce_f16(comm, fused, total, scale, &q->ws);
         else
             ring_allreduce_f32(comm, fused, total, scale, &q->ws);
-        mark(e, len, "MPI_ALLREDUCE", 'E');
-        mark(e, len, "MEMCPY_OUT_FUSION_BUFFER", 'B');
+        fusion_mark(e, len, "MPI_ALLREDUCE", 'E');
+        fusion_mark(e, len, "MEMCPY_OUT_FUSION_BUFFER", 'B');
         unpack(e, len, fused);
-        mark(e, len, "MEMCPY_OUT_FUSION_BUFFER", 'E');
+        fusion_mark(e, len, "MEMCPY_OUT_FUSION_BUFFER", 'E');
         q->stats.bytes_copied += 2 * total * (fp16 ? sizeof(uint16_t) : sizeof(float));
     }
-    mark(e, len, "ALLREDUCE", 'E');
+    fusion_mark(e, len, "ALLREDUCE", 'E');
     q->stats.ring_calls++;
     q->stats.tensors += len;
 }
@@ -143,10 +126,11 @@ void fusion_flush(fusion_queue *q, MPI_Comm comm, size_t threshold,
         for (size_t i = 0; i < q->len; i++) {
             const fusion_entry *e = &q->entries[i];
             coll_desc d = coll_describe_allreduce(e->name, e->n, e->op, e->fp16);
+            d.gpu = e->gpu == FUSION_NCCL;
             enter(&d);
         }
     }
-    mark(q->entries, q->len, "NEGOTIATE_ALLREDUCE", 'E');
+    fusion_mark(q->entries, q->len, "NEGOTIATE_ALLREDUCE", 'E');
     for (size_t i = 0; i < q->len;) {
         size_t len = fusion_group_len(q->entries + i, q->len - i, threshold);
         reduce_group(q, comm, q->entries + i, len);
@@ -157,6 +141,9 @@ void fusion_flush(fusion_queue *q, MPI_Comm comm, size_t threshold,
 
 void fusion_free(fusion_queue *q)
 {
+#ifdef HVDLAB_CUDA
+    fusion_gpu_free();
+#endif
     free(q->entries);
     memory_free(q->fbuf);
     memory_free(q->hbuf);

@@ -6,6 +6,8 @@
  * flat gradient buffer of the model) is reduced where it is; any other group is copied into the
  * fusion buffer, reduced once, and copied back. fp16 groups are always converted into a half
  * buffer for the wire and back.
+ * Device tensors (CUDA build, gpu_ops.h) are grouped the same way; a group holding any goes to
+ * fusion_gpu.c: its NCCL runs to NCCL, the rest staged through pinned host memory to the ring.
  */
 #ifndef HVDLAB_FUSION_H
 #define HVDLAB_FUSION_H
@@ -22,8 +24,11 @@ typedef struct {
     size_t n;
     hvd_op op;
     int fp16;
+    int gpu; /* FUSION_HOST, or where a device tensor goes: FUSION_STAGED, FUSION_NCCL */
     char name[COLL_NAME_MAX];
 } fusion_entry;
+
+enum { FUSION_HOST = 0, FUSION_STAGED = 1, FUSION_NCCL = 2 };
 
 typedef struct {
     size_t ring_calls;   /* ring allreduces run */
@@ -42,7 +47,8 @@ typedef struct {
     fusion_stats stats;
 } fusion_queue;
 
-void fusion_enqueue(fusion_queue *q, float *buf, size_t n, hvd_op op, int fp16, const char *name);
+void fusion_enqueue(fusion_queue *q, float *buf, size_t n, hvd_op op, int fp16, int gpu,
+                    const char *name);
 /* Collective over comm: every rank must have queued the same tensors in the same order. When
  * enter is not NULL it is called first with each call's descriptor, in the same order on every
  * rank (the collective check and the stall inspector's handshake). */
@@ -50,7 +56,15 @@ void fusion_flush(fusion_queue *q, MPI_Comm comm, size_t threshold,
                   void (*enter)(const coll_desc *d));
 void fusion_free(fusion_queue *q);
 
-/* Number of entries, starting at entries[0], that form the next group. */
+/* What a group is (fusion_group.c). Number of entries, starting at entries[0], that form the
+ * next group. */
 size_t fusion_group_len(const fusion_entry *e, size_t n, size_t threshold);
+/* 1 when the len tensors sit back to back in memory. */
+int fusion_contiguous(const fusion_entry *e, size_t len);
+/* Entries from e[0] (at most len) that are device tensors lying back to back: one copy or one
+ * kernel moves them all. */
+size_t fusion_device_run(const fusion_entry *e, size_t len);
+/* Timeline begin ('B') or end ('E') of activity for each tensor of the group. */
+void fusion_mark(const fusion_entry *e, size_t len, const char *activity, char phase);
 
 #endif

@@ -4,7 +4,7 @@
  *         hvd_allreduce_async, hvd_synchronize, hvd_broadcast, hvd_broadcast_bytes,
  *         hvd_allgather, hvd_fusion_threshold, hvd_set_fusion_threshold,
  *         hvd_default_compression, hvd_fusion_stats, hvd_start_timeline, hvd_stop_timeline,
- *         hvd_stall_check, hvd_set_stall_check.
+ *         hvd_stall_check, hvd_set_stall_check, hvd_set_gpu_stream, hvd_gpu_operations.
  */
 #include "coll/hvd.h"
 
@@ -20,10 +20,18 @@
 #include "coll/agree.h"
 #include "coll/coll_check.h"
 #include "coll/fusion.h"
+#include "coll/gpu_ops.h"
 #include "coll/stall.h"
 #include "coll/timeline.h"
+#ifdef HVDLAB_CUDA
+#include "coll/nccl.h"
+#include "coll/staged.h"
+#endif
 
 #define DEFAULT_STALL_CHECK_SECONDS 60.0
+/* A wait on the GPU (NCCL or a staging copy) stops the job after this long when
+ * HVD_STALL_SHUTDOWN_TIME_SECONDS does not say: every rank has entered the call by then. */
+#define DEFAULT_GPU_WAIT_LIMIT_SECONDS 600.0
 
 static struct {
     int initialized;
@@ -36,6 +44,7 @@ static struct {
     int check;
     int stall_check;                 /* the stall inspector's entry handshake is on */
     double stall_warn_s, stall_shutdown_s;
+    gpu_ops_request gpu_ops;         /* HVD_GPU_OPERATIONS */
     stall_inspector stall;
     fusion_queue queue;
 } S = {.size = 1, .local_size = 1, .fusion_threshold = HVD_DEFAULT_FUSION_THRESHOLD};
@@ -128,13 +137,16 @@ static void read_settings(void)
                                    DEFAULT_STALL_CHECK_SECONDS);
     S.stall_shutdown_s = parse_seconds("HVD_STALL_SHUTDOWN_TIME_SECONDS",
                                        getenv("HVD_STALL_SHUTDOWN_TIME_SECONDS"), 0);
+    v = getenv("HVD_GPU_OPERATIONS");
+    if (gpu_ops_parse(v, &S.gpu_ops) != 0)
+        fatal_error("HVD_GPU_OPERATIONS=%s: expected nccl or mpi", v);
 }
 
 /* Every setting above changes what goes over the wire (or, for the stall times, which rank
  * speaks when), so the ranks must agree on them; HVD_TIMELINE is rank 0's alone. */
 static void agree_on_settings(void)
 {
-    agree_setting v[6];
+    agree_setting v[7];
     memset(v, 0, sizeof v); /* exchanged as bytes */
     snprintf(v[0].name, sizeof v[0].name, "HVD_CHECK_COLLECTIVES");
     snprintf(v[0].value, sizeof v[0].value, "%d", S.check);
@@ -149,7 +161,9 @@ static void agree_on_settings(void)
     snprintf(v[4].value, sizeof v[4].value, "%g", S.stall_warn_s);
     snprintf(v[5].name, sizeof v[5].name, "HVD_STALL_SHUTDOWN_TIME_SECONDS");
     snprintf(v[5].value, sizeof v[5].value, "%g", S.stall_shutdown_s);
-    agree_settings(S.comm, v, 6);
+    snprintf(v[6].name, sizeof v[6].name, "HVD_GPU_OPERATIONS"); /* which wire device tensors use */
+    snprintf(v[6].value, sizeof v[6].value, "%s", gpu_ops_request_name(S.gpu_ops));
+    agree_settings(S.comm, v, 7);
 }
 
 /* Collectives run in the order they were called: queued allreduces go before anything else. */
@@ -203,6 +217,12 @@ int hvd_init(int *argc, char ***argv)
     read_settings();
     agree_on_settings();
     stall_init(&S.stall, S.comm, S.stall_warn_s, S.stall_shutdown_s, S.check);
+    gpu_ops_config g = {.comm = S.comm, .rank = S.rank, .size = S.size,
+                        .local_rank = S.local_rank, .request = S.gpu_ops,
+                        .warn_s = S.stall_warn_s,
+                        .limit_s = S.stall_shutdown_s > 0 ? S.stall_shutdown_s
+                                                          : DEFAULT_GPU_WAIT_LIMIT_SECONDS};
+    gpu_ops_init(&g); /* after the settings agree: the choice is collective */
     const char *tl = getenv("HVD_TIMELINE");
     if (tl && *tl)
         hvd_start_timeline(tl);
@@ -227,6 +247,7 @@ void hvd_shutdown(void)
     coll_desc d = coll_describe(COLL_SHUTDOWN, "", 0, -1);
     enter_call(&d);
     fusion_free(&S.queue);
+    gpu_ops_shutdown();
     stall_free(&S.stall);
     timeline_close();
     MPI_Comm_free(&S.check_comm);
@@ -251,17 +272,39 @@ static void trace_collective(const char *op, const char *name, size_t count, int
                 trace_quote(name ? name : "", q, sizeof q), count, root, r);
 }
 
-static void check_call(coll_kind kind, const char *name, size_t count, int root)
+/* nccl: the tensor goes over NCCL (the ranks must agree on that too). */
+static void check_call(coll_kind kind, const char *name, size_t count, int root, int nccl)
 {
     coll_desc d = coll_describe(kind, name, count, root);
+    d.gpu = nccl;
     enter_call(&d);
+}
+
+void hvd_set_gpu_stream(void *cuda_stream) { gpu_ops_set_stream(cuda_stream); }
+
+const char *hvd_gpu_operations(void)
+{
+    switch (gpu_ops_path()) {
+    case GPU_PATH_NCCL: return "nccl";
+    case GPU_PATH_STAGED: return "mpi";
+    default: return "none";
+    }
+}
+
+/* Where a tensor of this rank goes: FUSION_HOST, _STAGED or _NCCL. Empty tensors stay on the
+ * host path, which moves nothing. */
+static int tensor_way(const void *buf, size_t count)
+{
+    if (!count || !gpu_ops_is_device(buf))
+        return FUSION_HOST;
+    return gpu_ops_path() == GPU_PATH_NCCL ? FUSION_NCCL : FUSION_STAGED;
 }
 
 void hvd_barrier(void)
 {
     if (!S.initialized)
         return;
-    check_call(COLL_BARRIER, "", 0, -1);
+    check_call(COLL_BARRIER, "", 0, -1, 0);
     MPI_Barrier(S.comm);
 }
 
@@ -286,7 +329,7 @@ void hvd_allreduce_async(float *buf, size_t n, hvd_op op, const char *name, int 
     trace_collective("allreduce", name, n, -1, op == HVD_SUM ? "sum" : "average", fp16);
     if (!S.initialized)
         return; /* world of one: the sum and the average are the tensor itself */
-    fusion_enqueue(&S.queue, buf, n, op, fp16, name);
+    fusion_enqueue(&S.queue, buf, n, op, fp16, tensor_way(buf, n), name);
 }
 
 void hvd_synchronize(void)
@@ -321,10 +364,20 @@ static void broadcast(void *buf, size_t count, size_t esize, int root, const cha
     if (!S.initialized)
         return;
     flush_queue();
-    check_call(COLL_BROADCAST, name, count, root);
+    int way = tensor_way(buf, count);
+    check_call(COLL_BROADCAST, name, count, root, way == FUSION_NCCL);
     if (timeline_enabled())
         timeline_event(name, "BROADCAST", 'B');
     size_t nbytes = count * esize;
+#ifdef HVDLAB_CUDA
+    char what[COLL_NAME_MAX + 32];
+    snprintf(what, sizeof what, "broadcast \"%s\"", name ? name : "");
+    if (way == FUSION_NCCL)
+        nccl_broadcast(buf, nbytes, root, gpu_ops_stream(), what);
+    else if (way == FUSION_STAGED)
+        staged_broadcast(S.comm, buf, nbytes, root, what);
+    else
+#endif
     for (size_t off = 0; off < nbytes; off += PIECE) {
         size_t len = nbytes - off < PIECE ? nbytes - off : PIECE;
         MPI_Bcast((char *)buf + off, (int)len, MPI_BYTE, root, S.comm);
@@ -353,7 +406,7 @@ float *hvd_allgather(const float *buf, size_t n, size_t *total, size_t *counts, 
     trace_collective("allgather", name, n, -1, NULL, 0);
     if (S.initialized) {
         flush_queue();
-        check_call(COLL_ALLGATHER, name, n, -1);
+        check_call(COLL_ALLGATHER, name, n, -1, 0); /* the device way is agreed below */
         if (timeline_enabled())
             timeline_event(name, "ALLGATHER", 'B');
         MPI_Allgather(&mine, 1, MPI_LONG_LONG, all, 1, MPI_LONG_LONG, S.comm);
@@ -376,6 +429,35 @@ float *hvd_allgather(const float *buf, size_t n, size_t *total, size_t *counts, 
         if (counts)
             counts[r] = (size_t)all[r];
     }
+#ifdef HVDLAB_CUDA
+    char what[COLL_NAME_MAX + 32];
+    snprintf(what, sizeof what, "allgather \"%s\"", name ? name : "");
+    int way = S.initialized ? tensor_way(buf, n) : FUSION_HOST;
+    if (S.initialized && gpu_ops_path() == GPU_PATH_NCCL) {
+        /* Counts differ between ranks, so may the ways (an empty tensor is a host one): when
+         * any rank's tensor is on the GPU every rank joins NCCL, a host tensor uploaded. */
+        int any = way == FUSION_NCCL;
+        MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, S.comm);
+        way = any ? FUSION_NCCL : way;
+    }
+    if (way == FUSION_STAGED) /* MPI gets a host copy of the device tensor */
+        buf = staged_download(buf, n * sizeof *buf, what);
+    if (way == FUSION_NCCL) {
+        size_t *c = malloc((size_t)size * sizeof *c), *o = malloc((size_t)size * sizeof *o);
+        if (!c || !o)
+            fatal_error("allgather \"%s\": out of memory", name ? name : "");
+        for (int r = 0; r < size; r++) {
+            c[r] = (size_t)cnt[r];
+            o[r] = (size_t)disp[r];
+        }
+        nccl_allgather_to_host(buf, !gpu_ops_is_device(buf), out, c, o, sum, gpu_ops_stream(),
+                               what);
+        free(c);
+        free(o);
+        if (timeline_enabled())
+            timeline_event(name, "ALLGATHER", 'E');
+    } else
+#endif
     if (S.initialized) {
         MPI_Allgatherv(buf, (int)n, MPI_FLOAT, out, cnt, disp, MPI_FLOAT, S.comm);
         if (timeline_enabled())

@@ -17,7 +17,14 @@
  *   HVD_STALL_CHECK_DISABLE          1: no stall inspector (on by default)
  *   HVD_STALL_CHECK_TIME_SECONDS     warn after this long waiting for other ranks (default 60)
  *   HVD_STALL_SHUTDOWN_TIME_SECONDS  stop every rank after this long (default 0: never)
+ *   HVD_GPU_OPERATIONS     CUDA build: nccl or mpi (host-staged) for device tensors; unset: NCCL
+ *                          when every rank has a GPU of its own (gpu_ops.h)
  * Every rank must have the same values of all but HVD_TIMELINE: hvd_init compares them.
+ *
+ * Device tensors (CUDA build): hvd_allreduce*, hvd_broadcast* and hvd_allgather take device
+ * pointers too (found with cudaPointerGetAttributes) and return with the result in place, on
+ * every stream. hvd_allgather's result is host memory either way (free it). Before hvd_init
+ * (the world of one) tensors are host tensors.
  */
 #ifndef HVDLAB_HVD_H
 #define HVDLAB_HVD_H
@@ -75,6 +82,14 @@ int hvd_default_compression(void);
 /* The stall inspector (benchmarks: every rank must switch it at the same point). */
 int hvd_stall_check(void);
 void hvd_set_stall_check(int on);
+
+/* The stream (a cudaStream_t) that produces the device tensors handed to the collectives: they
+ * run on it, after that work, with no device-wide synchronisation. NULL (default): their own
+ * stream after a cudaDeviceSynchronize. Ignored without CUDA. */
+void hvd_set_gpu_stream(void *cuda_stream);
+/* The way device tensors go in this job: "nccl", "mpi" (staged through host memory), or "none"
+ * (a CPU build, or no GPU). */
+const char *hvd_gpu_operations(void);
 
 /* Diagnostics of tensor fusion since hvd_init: ring passes run, tensors reduced, and bytes
  * copied through the fusion buffer (0 when every group was contiguous). */

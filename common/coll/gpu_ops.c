@@ -1,0 +1,199 @@
+/* gpu_ops.c — choose the path of device collectives once per job. See gpu_ops.h.
+ * Public: gpu_ops_parse, gpu_ops_request_name, gpu_ops_init, gpu_ops_shutdown, gpu_ops_path,
+ *         gpu_ops_is_device, gpu_ops_set_stream, gpu_ops_stream. */
+#include "coll/gpu_ops.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+int gpu_ops_parse(const char *v, gpu_ops_request *out)
+{
+    if (!v || !*v || strcasecmp(v, "auto") == 0)
+        *out = GPU_OPS_AUTO;
+    else if (strcasecmp(v, "nccl") == 0)
+        *out = GPU_OPS_NCCL;
+    else if (strcasecmp(v, "mpi") == 0)
+        *out = GPU_OPS_MPI;
+    else
+        return -1;
+    return 0;
+}
+
+const char *gpu_ops_request_name(gpu_ops_request r)
+{
+    return r == GPU_OPS_NCCL ? "nccl" : r == GPU_OPS_MPI ? "mpi" : "auto";
+}
+
+#ifdef HVDLAB_CUDA
+
+#include "base/cuda_check.h"
+#include "coll/gpu_wait.h"
+#include "coll/nccl.h"
+
+static struct {
+    gpu_path path;
+    int device;
+    cudaStream_t own, user;
+    int user_set;
+} G;
+
+/* What each rank tells the others: its GPU (uuid compared, bus id and host for the message). */
+typedef struct {
+    int has;
+    unsigned char uuid[16];
+    char bus[32];
+    char host[64];
+} gpu_id;
+
+static void identify(int local_rank, gpu_id *me, int *device)
+{
+    memset(me, 0, sizeof *me); /* exchanged as bytes */
+    char host[MPI_MAX_PROCESSOR_NAME];
+    int len = 0;
+    MPI_Get_processor_name(host, &len);
+    snprintf(me->host, sizeof me->host, "%.63s", host); /* a name cut short still tells */
+    const char *dv = getenv("HVDLAB_DEVICE");
+    if (dv && strcmp(dv, "cpu") == 0)
+        return;
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        (void)cudaGetLastError(); /* no GPU is not an error here */
+        return;
+    }
+    if (n <= 0)
+        return;
+    *device = local_rank % n;
+    struct cudaDeviceProp p;
+    CUDA_CHECK(cudaGetDeviceProperties(&p, *device));
+    me->has = 1;
+    memcpy(me->uuid, p.uuid.bytes, sizeof me->uuid);
+    snprintf(me->bus, sizeof me->bus, "%04x:%02x:%02x.0", (unsigned)p.pciDomainID,
+             (unsigned)p.pciBusID, (unsigned)p.pciDeviceID);
+}
+
+/* Why NCCL cannot run here: two ranks on one GPU, or a rank without one. 0 when it can. */
+static int nccl_obstacle(const gpu_id *all, int size, char *why, size_t len)
+{
+    for (int r = 0; r < size; r++)
+        if (!all[r].has) {
+            snprintf(why, len, "rank %d has no GPU", r);
+            return 1;
+        }
+    for (int a = 0; a < size; a++)
+        for (int b = a + 1; b < size; b++)
+            if (memcmp(all[a].uuid, all[b].uuid, sizeof all[a].uuid) == 0) {
+                snprintf(why, len, "ranks %d and %d share GPU %s on %s; NCCL refuses two ranks on "
+                         "one GPU", a, b, all[a].bus, all[a].host);
+                return 1;
+            }
+    return 0;
+}
+
+void gpu_ops_init(const gpu_ops_config *c)
+{
+    memset(&G, 0, sizeof G);
+    G.device = -1;
+    gpu_wait_set_bounds(c->rank, c->warn_s, c->limit_s);
+    gpu_id me;
+    identify(c->local_rank, &me, &G.device);
+    gpu_id *all = malloc((size_t)c->size * sizeof *all);
+    if (!all)
+        fatal_error("GPU collectives: out of memory for %d ranks", c->size);
+    MPI_Allgather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, c->comm);
+    int with = 0;
+    for (int r = 0; r < c->size; r++)
+        with += all[r].has;
+    if (with == 0) { /* hvd_pin_device says so: nothing to choose */
+        free(all);
+        return;
+    }
+    /* Every rank has the same table, so every rank decides alike. */
+    char why[400];
+    int blocked = nccl_obstacle(all, c->size, why, sizeof why);
+    free(all);
+    if (c->request == GPU_OPS_NCCL && blocked) {
+        if (c->rank == 0) {
+            fprintf(stderr, "hvdlab: error: HVD_GPU_OPERATIONS=nccl, but %s (run one rank per "
+                    "GPU, or HVD_GPU_OPERATIONS=mpi)\n", why);
+            fflush(stderr);
+        }
+        MPI_Barrier(c->comm); /* the line is out before anyone exits */
+        MPI_Finalize();
+        exit(EXIT_FAILURE);
+    }
+    if (c->request == GPU_OPS_MPI)
+        snprintf(why, sizeof why, "HVD_GPU_OPERATIONS=mpi");
+    else if (!blocked)
+        snprintf(why, sizeof why, "%s", c->request == GPU_OPS_NCCL ? "HVD_GPU_OPERATIONS=nccl"
+                                                          : "every rank has a GPU of its own");
+    int nccl = !blocked && c->request != GPU_OPS_MPI;
+    if (me.has) {
+        CUDA_CHECK(cudaSetDevice(G.device));
+        CUDA_CHECK(cudaStreamCreateWithFlags(&G.own, cudaStreamNonBlocking));
+        G.path = nccl ? GPU_PATH_NCCL : GPU_PATH_STAGED;
+    }
+    if (nccl)
+        nccl_init(c->comm, c->rank, c->size);
+    if (c->rank == 0) {
+        char ver[32];
+        nccl_version(ver, sizeof ver);
+        if (nccl)
+            fprintf(stderr, "hvdlab: GPU collectives: NCCL %s (%s)\n", ver, why);
+        else
+            fprintf(stderr, "hvdlab: GPU collectives: host-staged through MPI (%s)\n", why);
+        fflush(stderr);
+    }
+}
+
+void gpu_ops_shutdown(void)
+{
+    if (G.path == GPU_PATH_NCCL)
+        nccl_free();
+    if (G.own)
+        cudaStreamDestroy(G.own);
+    memset(&G, 0, sizeof G);
+}
+
+gpu_path gpu_ops_path(void) { return G.path; }
+
+int gpu_ops_is_device(const void *p)
+{
+    if (G.path == GPU_PATH_NONE || !p)
+        return 0;
+    struct cudaPointerAttributes a;
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+        (void)cudaGetLastError(); /* an unknown pointer is host memory */
+        return 0;
+    }
+    return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+}
+
+void gpu_ops_set_stream(void *stream)
+{
+    G.user = (cudaStream_t)stream;
+    G.user_set = stream != NULL;
+}
+
+cudaStream_t gpu_ops_stream(void)
+{
+    if (G.user_set)
+        return G.user; /* ordered after the work that produced the buffer */
+    CUDA_CHECK(cudaDeviceSynchronize());
+    return G.own;
+}
+
+#else
+
+void gpu_ops_init(const gpu_ops_config *c) { (void)c; }
+void gpu_ops_shutdown(void) {}
+gpu_path gpu_ops_path(void) { return GPU_PATH_NONE; }
+int gpu_ops_is_device(const void *p)
+{
+    (void)p;
+    return 0;
+}
+void gpu_ops_set_stream(void *stream) { (void)stream; }
+
+#endif

@@ -1,0 +1,51 @@
+/* gpu_ops.h — which way collectives on device (CUDA) tensors go: NCCL, or staged through the host.
+ *
+ * HVD_GPU_OPERATIONS (Horovod's HOROVOD_GPU_OPERATIONS), read at hvd_init:
+ *   unset  auto: NCCL when every rank has a GPU of its own, else host-staged
+ *   nccl   NCCL; a job in which two ranks share a GPU (or a rank has none) stops with one line,
+ *          since NCCL refuses two ranks on one GPU
+ *   mpi    host-staged: device buffers go to pinned host memory, through the ring over MPI, and
+ *          back
+ * The choice is made once at hvd_init for the whole job (every rank must take the same path for a
+ * collective) and rank 0 says in one line which and why. Each rank uses GPU local_rank % ngpus,
+ * the one hvd_pin_device picks. A CPU build, HVDLAB_DEVICE=cpu or a job with no GPU: GPU_PATH_NONE
+ * and every buffer is a host buffer. The Open MPI here is not CUDA-aware: no device pointer is
+ * ever handed to MPI.
+ */
+#ifndef HVDLAB_GPU_OPS_H
+#define HVDLAB_GPU_OPS_H
+
+#include <mpi.h>
+
+typedef enum { GPU_OPS_AUTO = 0, GPU_OPS_NCCL = 1, GPU_OPS_MPI = 2 } gpu_ops_request;
+typedef enum { GPU_PATH_NONE = 0, GPU_PATH_NCCL = 1, GPU_PATH_STAGED = 2 } gpu_path;
+
+/* "", "auto", "nccl", "mpi" (any case). Returns 0, or -1 for anything else. */
+int gpu_ops_parse(const char *v, gpu_ops_request *out);
+const char *gpu_ops_request_name(gpu_ops_request r); /* "auto", "nccl", "mpi" */
+
+typedef struct {
+    MPI_Comm comm;
+    int rank, size, local_rank;
+    gpu_ops_request request;
+    double warn_s;  /* a wait on the GPU warns once after this long (0: never) */
+    double limit_s; /* and stops the job after this long */
+} gpu_ops_config;
+
+/* Collective over c->comm. Without CUDA: nothing. */
+void gpu_ops_init(const gpu_ops_config *c);
+void gpu_ops_shutdown(void);
+gpu_path gpu_ops_path(void);
+/* 1 when p is device (or managed) memory this rank's collectives must treat as such. */
+int gpu_ops_is_device(const void *p);
+/* The stream device collectives run on (a cudaStream_t); NULL: their own, after a
+ * cudaDeviceSynchronize, so work on any stream that produced the buffer is finished. */
+void gpu_ops_set_stream(void *stream);
+
+#ifdef HVDLAB_CUDA
+#include <cuda_runtime_api.h>
+/* The stream for the collective about to start (see gpu_ops_set_stream). */
+cudaStream_t gpu_ops_stream(void);
+#endif
+
+#endif

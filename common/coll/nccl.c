@@ -1,0 +1,147 @@
+/* nccl.c — the NCCL communicator and calls, in plain C. See nccl.h.
+ * Public: nccl_version, nccl_probe, nccl_init, nccl_free, nccl_allreduce, nccl_allreduce_queue,
+ *         nccl_wait, nccl_broadcast, nccl_allgather_to_host. */
+#include "coll/nccl.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#ifdef HVDLAB_CUDA
+
+#include <nccl.h>
+
+#include "base/cuda_check.h"
+#include "coll/gpu_wait.h"
+
+static struct {
+    ncclComm_t comm;
+    int rank, size;
+} N;
+
+static void nccl_fail(const char *what, const char *call, ncclResult_t r)
+    __attribute__((noreturn));
+static void nccl_fail(const char *what, const char *call, ncclResult_t r)
+{
+    const char *last = ncclGetLastError(N.comm);
+    fatal_error("%s: %s failed: %s%s%s", what, call, ncclGetErrorString(r),
+                last && *last ? ": " : "", last ? last : "");
+}
+
+/* The call is named as written; NCCL's own message follows. */
+#define NCCL_CALL(what, call)                                                                      \
+    do {                                                                                           \
+        ncclResult_t nccl_r_ = (call);                                                             \
+        if (nccl_r_ != ncclSuccess)                                                                \
+            nccl_fail(what, #call, nccl_r_);                                                       \
+    } while (0)
+
+void nccl_version(char *out, size_t len)
+{
+    int v = 0;
+    if (ncclGetVersion(&v) != ncclSuccess || v <= 0) {
+        snprintf(out, len, "unknown");
+        return;
+    }
+    snprintf(out, len, "%d.%d.%d", v / 10000, v / 100 % 100, v % 100);
+}
+
+int nccl_probe(char *why, size_t len)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n <= 0) {
+        snprintf(why, len, "no GPU visible: %s",
+                 e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+        (void)cudaGetLastError();
+        return -1;
+    }
+    ncclComm_t c;
+    int dev = 0;
+    ncclResult_t r = ncclCommInitAll(&c, 1, &dev);
+    if (r != ncclSuccess) {
+        snprintf(why, len, "ncclCommInitAll: %s", ncclGetErrorString(r));
+        return -1;
+    }
+    ncclCommDestroy(c);
+    return 0;
+}
+
+void nccl_init(MPI_Comm comm, int rank, int size)
+{
+    ncclUniqueId id;
+    memset(&id, 0, sizeof id);
+    if (rank == 0)
+        NCCL_CALL("NCCL set-up", ncclGetUniqueId(&id));
+    MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, comm); /* host bytes */
+    N.rank = rank;
+    N.size = size;
+    NCCL_CALL("NCCL set-up", ncclCommInitRank(&N.comm, size, id, rank));
+}
+
+void nccl_free(void)
+{
+    if (!N.comm)
+        return;
+    NCCL_CALL("NCCL shut-down", ncclCommFinalize(N.comm));
+    NCCL_CALL("NCCL shut-down", ncclCommDestroy(N.comm));
+    N.comm = NULL;
+}
+
+void nccl_allreduce_queue(void *buf, size_t count, int half, int avg, cudaStream_t s,
+                          const char *what)
+{
+    NCCL_CALL(what, ncclAllReduce(buf, buf, count, half ? ncclHalf : ncclFloat,
+                                  avg ? ncclAvg : ncclSum, N.comm, s));
+}
+
+void nccl_wait(cudaStream_t s, const char *what) { gpu_wait(s, N.comm, what); }
+
+void nccl_allreduce(void *buf, size_t count, int half, int avg, cudaStream_t s, const char *what)
+{
+    nccl_allreduce_queue(buf, count, half, avg, s, what);
+    nccl_wait(s, what);
+}
+
+void nccl_broadcast(void *buf, size_t nbytes, int root, cudaStream_t s, const char *what)
+{
+    NCCL_CALL(what, ncclBroadcast(buf, buf, nbytes, ncclUint8, root, N.comm, s));
+    nccl_wait(s, what);
+}
+
+void nccl_allgather_to_host(const float *send, int send_host, float *out, const size_t *counts,
+                            const size_t *displs, size_t total, cudaStream_t s, const char *what)
+{
+    if (total == 0)
+        return; /* every rank knows every count: all return alike */
+    float *recv = NULL;
+    CUDA_CHECK(cudaMalloc((void **)&recv, total * sizeof *recv));
+    if (send_host && counts[N.rank]) { /* up into its own slot, broadcast from there */
+        CUDA_CHECK(cudaMemcpyAsync(recv + displs[N.rank], send, counts[N.rank] * sizeof *recv,
+                                   cudaMemcpyHostToDevice, s));
+        send = recv + displs[N.rank];
+    }
+    NCCL_CALL(what, ncclGroupStart());
+    for (int r = 0; r < N.size; r++) {
+        if (!counts[r])
+            continue;
+        const void *src = r == N.rank ? (const void *)send : (const void *)(recv + displs[r]);
+        NCCL_CALL(what, ncclBroadcast(src, recv + displs[r], counts[r], ncclFloat, r, N.comm, s));
+    }
+    NCCL_CALL(what, ncclGroupEnd());
+    nccl_wait(s, what); /* before a copy to pageable memory, which would block unbounded */
+    CUDA_CHECK(cudaMemcpyAsync(out, recv, total * sizeof *recv, cudaMemcpyDeviceToHost, s));
+    nccl_wait(s, what);
+    CUDA_CHECK(cudaFree(recv));
+}
+
+#else
+
+void nccl_version(char *out, size_t len) { snprintf(out, len, "none"); }
+
+int nccl_probe(char *why, size_t len)
+{
+    snprintf(why, len, "build with make CUDA=1");
+    return -1;
+}
+
+#endif

@@ -1,0 +1,192 @@
+/* staged.c — device collectives staged through pinned host memory. See staged.h.
+ * Public: staged_allreduce, staged_broadcast, staged_download, staged_free. */
+#ifdef HVDLAB_CUDA
+
+#include "coll/staged.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "base/cuda_check.h"
+#include "base/half.h"
+#include "coll/fusion_cuda.h"
+#include "coll/gpu_ops.h"
+#include "coll/gpu_wait.h"
+#include "coll/timeline.h"
+
+#define PIECE ((size_t)1 << 30) /* MPI counts are int */
+
+static struct {
+    char *host; /* pinned: the copies run at full PCIe speed and asynchronously */
+    size_t host_bytes;
+    uint16_t *half; /* device: fp16 casts before the copy down, after the copy up */
+    size_t half_n;
+} T;
+
+static char *pinned(size_t bytes)
+{
+    if (T.host_bytes >= bytes && T.host)
+        return T.host;
+    if (T.host)
+        CUDA_CHECK(cudaFreeHost(T.host));
+    T.host = NULL;
+    T.host_bytes = 0;
+    CUDA_CHECK(cudaMallocHost((void **)&T.host, bytes ? bytes : 1));
+    T.host_bytes = bytes;
+    return T.host;
+}
+
+static uint16_t *device_half(size_t n)
+{
+    if (T.half_n >= n && T.half)
+        return T.half;
+    if (T.half)
+        CUDA_CHECK(cudaFree(T.half));
+    T.half = NULL;
+    T.half_n = 0;
+    CUDA_CHECK(cudaMalloc((void **)&T.half, (n ? n : 1) * sizeof *T.half));
+    T.half_n = n;
+    return T.half;
+}
+
+static size_t run_count(const fusion_entry *e, size_t i, size_t j)
+{
+    size_t n = 0;
+    for (size_t k = i; k < j; k++)
+        n += e[k].n;
+    return n;
+}
+
+/* Into the pinned buffer: device runs by copy (after a cast for fp16), host tensors by the CPU
+ * as fusion.c packs them. */
+static void pack(const fusion_entry *e, size_t len, char *h, uint16_t *dh, int fp16,
+                 cudaStream_t s)
+{
+    for (size_t i = 0, o = 0; i < len;) {
+        if (!e[i].gpu) {
+            if (fp16)
+                for (size_t k = 0; k < e[i].n; k++)
+                    ((uint16_t *)h)[o + k] = half_from_float(e[i].buf[k]);
+            else if (e[i].n)
+                memcpy((float *)h + o, e[i].buf, e[i].n * sizeof(float));
+            o += e[i].n;
+            i++;
+            continue;
+        }
+        size_t j = i + fusion_device_run(e + i, len - i), n = run_count(e, i, j);
+        if (fp16 && n) {
+            fusion_cuda_to_half(e[i].buf, dh + o, n, s);
+            CUDA_CHECK(cudaMemcpyAsync((uint16_t *)h + o, dh + o, n * sizeof(uint16_t),
+                                       cudaMemcpyDeviceToHost, s));
+        } else if (n) {
+            CUDA_CHECK(cudaMemcpyAsync((float *)h + o, e[i].buf, n * sizeof(float),
+                                       cudaMemcpyDeviceToHost, s));
+        }
+        o += n;
+        i = j;
+    }
+}
+
+static void unpack(const fusion_entry *e, size_t len, const char *h, uint16_t *dh, int fp16,
+                   cudaStream_t s)
+{
+    for (size_t i = 0, o = 0; i < len;) {
+        if (!e[i].gpu) {
+            if (fp16)
+                for (size_t k = 0; k < e[i].n; k++)
+                    e[i].buf[k] = half_to_float(((const uint16_t *)h)[o + k]);
+            else if (e[i].n)
+                memcpy(e[i].buf, (const float *)h + o, e[i].n * sizeof(float));
+            o += e[i].n;
+            i++;
+            continue;
+        }
+        size_t j = i + fusion_device_run(e + i, len - i), n = run_count(e, i, j);
+        if (fp16 && n) {
+            CUDA_CHECK(cudaMemcpyAsync(dh + o, (const uint16_t *)h + o, n * sizeof(uint16_t),
+                                       cudaMemcpyHostToDevice, s));
+            fusion_cuda_from_half(dh + o, e[i].buf, n, 1.0f, s); /* the ring scaled already */
+        } else if (n) {
+            CUDA_CHECK(cudaMemcpyAsync(e[i].buf, (const float *)h + o, n * sizeof(float),
+                                       cudaMemcpyHostToDevice, s));
+        }
+        o += n;
+        i = j;
+    }
+}
+
+void staged_allreduce(MPI_Comm comm, const fusion_entry *e, size_t len, float scale,
+                      ring_workspace *ws, fusion_stats *st)
+{
+    cudaStream_t s = gpu_ops_stream();
+    int fp16 = e[0].fp16;
+    size_t total = run_count(e, 0, len), esize = fp16 ? sizeof(uint16_t) : sizeof(float);
+    char what[COLL_NAME_MAX + 64];
+    snprintf(what, sizeof what, "allreduce \"%s\"%s (host-staged)", e[0].name,
+             len > 1 ? " (fused)" : "");
+    char *h = pinned(total * esize);
+    uint16_t *dh = fp16 ? device_half(total) : NULL;
+    fusion_mark(e, len, "ALLREDUCE", 'B');
+    fusion_mark(e, len, "MEMCPY_IN_HOST_BUFFER", 'B');
+    pack(e, len, h, dh, fp16, s);
+    gpu_wait(s, NULL, what);
+    fusion_mark(e, len, "MEMCPY_IN_HOST_BUFFER", 'E');
+    fusion_mark(e, len, "MPI_ALLREDUCE", 'B');
+    if (fp16)
+        ring_allreduce_f16(comm, (uint16_t *)h, total, scale, ws);
+    else
+        ring_allreduce_f32(comm, (float *)h, total, scale, ws);
+    fusion_mark(e, len, "MPI_ALLREDUCE", 'E');
+    fusion_mark(e, len, "MEMCPY_OUT_HOST_BUFFER", 'B');
+    unpack(e, len, h, dh, fp16, s);
+    gpu_wait(s, NULL, what);
+    fusion_mark(e, len, "MEMCPY_OUT_HOST_BUFFER", 'E');
+    fusion_mark(e, len, "ALLREDUCE", 'E');
+    st->bytes_copied += 2 * total * esize;
+    st->ring_calls++;
+    st->tensors += len;
+}
+
+void staged_broadcast(MPI_Comm comm, void *buf, size_t nbytes, int root, const char *what)
+{
+    if (nbytes == 0)
+        return; /* as the host path: no message */
+    int rank;
+    MPI_Comm_rank(comm, &rank);
+    cudaStream_t s = gpu_ops_stream();
+    char *h = pinned(nbytes);
+    if (rank == root) {
+        CUDA_CHECK(cudaMemcpyAsync(h, buf, nbytes, cudaMemcpyDeviceToHost, s));
+        gpu_wait(s, NULL, what);
+    }
+    for (size_t off = 0; off < nbytes; off += PIECE) {
+        size_t len = nbytes - off < PIECE ? nbytes - off : PIECE;
+        MPI_Bcast(h + off, (int)len, MPI_BYTE, root, comm);
+    }
+    if (rank != root) {
+        CUDA_CHECK(cudaMemcpyAsync(buf, h, nbytes, cudaMemcpyHostToDevice, s));
+        gpu_wait(s, NULL, what);
+    }
+}
+
+const void *staged_download(const void *dev, size_t nbytes, const char *what)
+{
+    cudaStream_t s = gpu_ops_stream();
+    char *h = pinned(nbytes);
+    if (nbytes) {
+        CUDA_CHECK(cudaMemcpyAsync(h, dev, nbytes, cudaMemcpyDeviceToHost, s));
+        gpu_wait(s, NULL, what);
+    }
+    return h;
+}
+
+void staged_free(void)
+{
+    if (T.host)
+        cudaFreeHost(T.host);
+    if (T.half)
+        cudaFree(T.half);
+    memset(&T, 0, sizeof T);
+}
+
+#endif

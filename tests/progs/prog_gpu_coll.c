@@ -1,0 +1,267 @@
+/* prog_gpu_coll.c — collectives on device buffers against the same calls on host buffers, for
+ * test_gpu_collectives.c (which runs it under mpirun with 1, 2 and 3 ranks and both ways).
+ *   mpirun -n N prog_gpu_coll [big] [mismatch-where]
+ * Every case runs the CPU runtime (host buffers) and the device path (cudaMalloc'd buffers) on
+ * the same data and compares. Values tell positions and ranks apart: element i of rank r is
+ * (r + 1) + (i % 4099) / 4096, or a random value for fp16. The host-staged path and NCCL with one
+ * rank run the CPU's arithmetic, so they must give the CPU's bits; NCCL over several GPUs adds in
+ * another order: within 1e-6 of the scale (fp32) or 4e-3 (fp16).
+ * Rank 0 prints "path=<nccl|mpi|none>" first and "prog_gpu_coll: C checks, F failures" last;
+ * the exit status is 0 only when every rank saw no failure. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef HVDLAB_CUDA
+
+#include <math.h>
+#include <mpi.h>
+
+#include "base/cuda_check.h"
+#include "coll/device.h"
+#include "coll/hvd.h"
+#include "nn/layer_math.h"
+
+static int rank, size, exact, checks, failures;
+
+#define N_BASE 4099 /* lengths around it: not a multiple of any rank count here */
+
+static float value(int r, size_t i) { return (float)(r + 1) + (float)(i % 4099) / 4096.0f; }
+
+static float *host_copy(const float *h, size_t n)
+{
+    float *x = malloc((n ? n : 1) * sizeof *x);
+    if (n)
+        memcpy(x, h, n * sizeof *x);
+    return x;
+}
+
+static float *dev_copy(const float *h, size_t n)
+{
+    float *d = NULL;
+    CUDA_CHECK(cudaMalloc((void **)&d, (n ? n : 1) * sizeof *d));
+    if (n)
+        CUDA_CHECK(cudaMemcpy(d, h, n * sizeof *d, cudaMemcpyHostToDevice));
+    return d;
+}
+
+static float *download(const float *d, size_t n)
+{
+    float *h = malloc((n ? n : 1) * sizeof *h);
+    if (n)
+        CUDA_CHECK(cudaMemcpy(h, d, n * sizeof *h, cudaMemcpyDeviceToHost));
+    return h;
+}
+
+/* got (downloaded from the device) against want (the CPU runtime's), exactly or within tol of
+ * want's scale. */
+static void expect(const char *what, const float *got, const float *want, size_t n, double tol)
+{
+    checks++;
+    double err = 0, scale = 0;
+    size_t bad = n;
+    for (size_t i = 0; i < n; i++) {
+        if (tol == 0 && memcmp(&got[i], &want[i], sizeof *got) != 0) {
+            bad = i;
+            break;
+        }
+        double d = fabs((double)got[i] - want[i]);
+        err = d > err || d != d ? d : err;
+        scale = fabs(want[i]) > scale ? fabs(want[i]) : scale;
+    }
+    if (tol == 0 && bad < n) {
+        failures++;
+        printf("FAIL [rank %d] %s: element %zu of %zu is %.9g on the device path, %.9g on the "
+               "CPU\n", rank, what, bad, n, got[bad], want[bad]);
+    } else if (tol > 0 && err > tol * (scale > 0 ? scale : 1)) {
+        failures++;
+        printf("FAIL [rank %d] %s: %.3g off (scale %.3g, tolerance %.1g)\n", rank, what, err,
+               scale, tol);
+    }
+}
+
+static void allreduce_case(size_t n, hvd_op op, int comp)
+{
+    float *h = malloc((n ? n : 1) * sizeof *h);
+    uint64_t st = 7 + (uint64_t)rank;
+    for (size_t i = 0; i < n; i++)
+        h[i] = comp == HVD_COMPRESS_FP16 ? (float)((lm_splitmix64(&st) >> 40) * 0x1.0p-24) * 8 - 4
+                                         : value(rank, i);
+    float *want = host_copy(h, n), *d = dev_copy(h, n);
+    hvd_allreduce_ex(want, n, op, "t", comp);
+    hvd_allreduce_ex(d, n, op, "t", comp);
+    float *got = download(d, n);
+    char what[128];
+    snprintf(what, sizeof what, "allreduce n=%zu %s %s", n, op == HVD_SUM ? "sum" : "average",
+             comp == HVD_COMPRESS_FP16 ? "fp16" : "fp32");
+    expect(what, got, want, n, exact ? 0 : comp == HVD_COMPRESS_FP16 ? 4e-3 : 1e-6);
+    free(h), free(want), free(got);
+    CUDA_CHECK(cudaFree(d));
+}
+
+/* Queued tensors: slices of one buffer (the flat gradients: reduced in place) and separate
+ * allocations (through the fusion buffer), under a threshold that cuts them into groups. */
+static void fused_case(int separate, int comp, size_t threshold)
+{
+    enum { NT = 6 };
+    const size_t len[NT] = {1, 4097, 0, 333, 20000, 3};
+    size_t total = 0, off[NT];
+    for (int t = 0; t < NT; total += len[t], t++)
+        off[t] = total;
+    float *h = malloc(total * sizeof *h);
+    for (size_t i = 0; i < total; i++)
+        h[i] = value(rank, i * 3);
+    float *want = host_copy(h, total), *flat = dev_copy(h, total), *sep[NT];
+    for (int t = 0; t < NT; t++)
+        sep[t] = dev_copy(h + off[t], len[t]);
+    size_t saved = hvd_fusion_threshold();
+    hvd_set_fusion_threshold(threshold);
+    char name[32];
+    for (int t = 0; t < NT; t++) {
+        snprintf(name, sizeof name, "w%d", t);
+        hvd_allreduce_async(want + off[t], len[t], HVD_AVERAGE, name, comp);
+    }
+    hvd_synchronize();
+    for (int t = 0; t < NT; t++) {
+        snprintf(name, sizeof name, "w%d", t);
+        hvd_allreduce_async(separate ? sep[t] : flat + off[t], len[t], HVD_AVERAGE, name, comp);
+    }
+    hvd_synchronize();
+    hvd_set_fusion_threshold(saved);
+    float *got = malloc(total * sizeof *got);
+    for (int t = 0; t < NT; t++) {
+        float *g = download(separate ? sep[t] : flat + off[t], len[t]);
+        memcpy(got + off[t], g, len[t] * sizeof *g);
+        free(g);
+    }
+    char what[128];
+    snprintf(what, sizeof what, "fused %s tensors, %s, threshold %zu",
+             separate ? "separate" : "back-to-back", comp ? "fp16" : "fp32", threshold);
+    expect(what, got, want, total, exact ? 0 : comp ? 4e-3 : 1e-6);
+    free(h), free(want), free(got);
+    CUDA_CHECK(cudaFree(flat));
+    for (int t = 0; t < NT; t++)
+        CUDA_CHECK(cudaFree(sep[t]));
+}
+
+static void broadcast_case(size_t n, int root)
+{
+    float *h = malloc((n ? n : 1) * sizeof *h);
+    for (size_t i = 0; i < n; i++)
+        h[i] = value(rank, i) * (rank == root ? 1 : -1);
+    float *want = host_copy(h, n), *d = dev_copy(h, n);
+    hvd_broadcast(want, n, root, "b");
+    hvd_broadcast(d, n, root, "b");
+    float *got = download(d, n);
+    char what[64];
+    snprintf(what, sizeof what, "broadcast n=%zu root=%d", n, root);
+    expect(what, got, want, n, 0); /* a copy: exact on every path */
+    /* bytes: an odd count, from the same root */
+    unsigned char hb[7], *db = NULL, gb[7];
+    for (int i = 0; i < 7; i++)
+        hb[i] = (unsigned char)(rank * 16 + i);
+    CUDA_CHECK(cudaMalloc((void **)&db, sizeof hb));
+    CUDA_CHECK(cudaMemcpy(db, hb, sizeof hb, cudaMemcpyHostToDevice));
+    hvd_broadcast_bytes(db, sizeof hb, root, "bytes");
+    CUDA_CHECK(cudaMemcpy(gb, db, sizeof gb, cudaMemcpyDeviceToHost));
+    checks++;
+    for (int i = 0; i < 7; i++)
+        if (gb[i] != (unsigned char)(root * 16 + i)) {
+            failures++;
+            printf("FAIL [rank %d] broadcast_bytes root=%d: byte %d is %d, want %d\n", rank, root,
+                   i, gb[i], root * 16 + i);
+            break;
+        }
+    free(h), free(want), free(got);
+    CUDA_CHECK(cudaFree(d));
+    CUDA_CHECK(cudaFree(db));
+}
+
+/* Uneven counts, some ranks empty. */
+static void allgather_case(size_t (*count)(int r))
+{
+    size_t n = count(rank);
+    float *h = malloc((n ? n : 1) * sizeof *h);
+    for (size_t i = 0; i < n; i++)
+        h[i] = value(rank, i);
+    float *d = dev_copy(h, n);
+    size_t tw = 0, tg = 0, *cw = malloc((size_t)size * sizeof *cw),
+           *cg = malloc((size_t)size * sizeof *cg);
+    float *want = hvd_allgather(h, n, &tw, cw, "g");
+    float *got = hvd_allgather(d, n, &tg, cg, "g");
+    checks++;
+    if (tw != tg || memcmp(cw, cg, (size_t)size * sizeof *cw) != 0) {
+        failures++;
+        printf("FAIL [rank %d] allgather: %zu elements on the device path, %zu on the CPU\n", rank,
+               tg, tw);
+    } else {
+        expect("allgather", got, want, tw, 0);
+    }
+    free(h), free(want), free(got), free(cw), free(cg);
+    CUDA_CHECK(cudaFree(d));
+}
+static size_t count_rising(int r) { return (size_t)r * 1000 + 1; }
+static size_t count_holes(int r) { return (size_t)((r * 37) % 5) * 3; }
+
+int main(int argc, char **argv)
+{
+    hvd_init(&argc, &argv);
+    hvd_pin_device(hvd_local_rank(), NULL);
+    rank = hvd_rank();
+    size = hvd_size();
+    const char *path = hvd_gpu_operations();
+    exact = strcmp(path, "mpi") == 0 || size == 1;
+    if (rank == 0) {
+        printf("path=%s\n", path);
+        fflush(stdout);
+    }
+    int big = 0, mismatch = 0;
+    for (int i = 1; i < argc; i++) {
+        big |= strcmp(argv[i], "big") == 0;
+        mismatch |= strcmp(argv[i], "mismatch-where") == 0;
+    }
+    if (strcmp(path, "none") == 0) {
+        failures++;
+        printf("FAIL [rank %d] a GPU is visible but device tensors have no path\n", rank);
+    } else if (mismatch) { /* rank 0 hands a device tensor, the others a host one */
+        float h[10] = {0}, *d = dev_copy(h, 10);
+        hvd_allreduce(rank == 0 ? d : h, 10, HVD_SUM, "grad");
+    } else {
+        const size_t lens[] = {0, 1, 2, 3, N_BASE - 1, N_BASE, N_BASE + 1, (size_t)1 << 20};
+        for (size_t k = 0; k < sizeof lens / sizeof *lens; k++)
+            for (int op = HVD_SUM; op <= HVD_AVERAGE; op++) {
+                allreduce_case(lens[k], (hvd_op)op, HVD_COMPRESS_NONE);
+                allreduce_case(lens[k], (hvd_op)op, HVD_COMPRESS_FP16);
+            }
+        for (int sep = 0; sep <= 1; sep++)
+            for (int comp = 0; comp <= 1; comp++) {
+                fused_case(sep, comp, HVD_DEFAULT_FUSION_THRESHOLD);
+                fused_case(sep, comp, 16 << 10);
+                fused_case(sep, comp, 0);
+            }
+        const size_t blens[] = {0, 1, N_BASE - 1, N_BASE + 1};
+        for (int root = 0; root < size; root++)
+            for (size_t k = 0; k < sizeof blens / sizeof *blens; k++)
+                broadcast_case(blens[k], root);
+        allgather_case(count_rising);
+        allgather_case(count_holes);
+        if (big) /* hundreds of MiB: 96 Mi floats */
+            allreduce_case((size_t)96 << 20, HVD_SUM, HVD_COMPRESS_NONE);
+    }
+    int all = 0;
+    MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf("prog_gpu_coll: %d checks, %d failures\n", checks, all);
+    hvd_shutdown();
+    return all ? 1 : 0;
+}
+
+#else
+
+int main(void)
+{
+    printf("skipped: no GPU (a CPU build: HVDLAB_CUDA is not defined)\n");
+    return 77;
+}
+
+#endif

@@ -1,0 +1,169 @@
+/* test_gpu_collectives.c — the collectives on device buffers (NCCL, and staged through the host),
+ * checked against the CPU runtime by prog_gpu_coll under child mpiruns:
+ *   -n 1                         NCCL with one rank (path=nccl)
+ *   -n 2, -n 3                   chosen automatically: host-staged when the ranks outnumber the
+ *                                GPUs (path=mpi), else NCCL
+ *   -n 1, 2, 3 with HVD_GPU_OPERATIONS=mpi      host-staged, forced
+ *   HVD_GPU_OPERATIONS=nccl with more ranks than GPUs: one error line, non-zero exit, no hang
+ * each with the collective check on in one run, with a timeline whose activities are checked,
+ * and 384 MiB allreduced once per path. With two GPUs or more, a device tensor on one rank and a
+ * host tensor on another (NCCL) is caught by the collective check.
+ *
+ * Needs a CUDA build and a GPU. Without one it prints "skipped: no GPU (reason)" and exits 77
+ * (tests/run_unit.sh counts it as skipped): only when there truly is none (cudaErrorNoDevice, or
+ * a driver error while /dev/nvidia0 does not exist). Any other CUDA error fails. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#ifdef HVDLAB_CUDA
+
+#include <cuda_runtime_api.h>
+#include <libgen.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lib/file_io.h"
+#include "lib/mpirun_cmd.h"
+
+static char prog[1024], dir[1024];
+static int failed, jobs;
+static char out[1 << 16];
+
+/* `env ENV mpirun -n np prog args` bounded by 300 s; stdout+stderr in out; the exit status. */
+static int run(const char *env, int np, const char *args)
+{
+    char dflt[128], cmd[4096];
+    snprintf(cmd, sizeof cmd, "env %s timeout 300 %s -n %d %s %s 2>&1", env,
+             mpirun_cmd(dflt, sizeof dflt), np, prog, args);
+    FILE *p = popen(cmd, "r");
+    if (!p) {
+        printf("cannot run: %s\n", cmd);
+        exit(EXIT_FAILURE);
+    }
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    jobs++;
+    printf("== %s -n %d %s: %s", env, np, args, out);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static void expect(int ok, const char *fmt, const char *what)
+{
+    if (ok)
+        return;
+    failed++;
+    printf("FAIL: ");
+    printf(fmt, what);
+    printf("\n");
+}
+
+static size_t count(const char *hay, const char *needle)
+{
+    size_t k = 0;
+    for (const char *p = hay; (p = strstr(p, needle)) != NULL; p += strlen(needle))
+        k++;
+    return k;
+}
+
+/* A run that must pass on the expected path; its timeline must show that path's activities. */
+static void passing(const char *env, int np, const char *want_path, int with_timeline)
+{
+    char tl[1200] = "", full[1600], path_line[32];
+    if (with_timeline)
+        snprintf(tl, sizeof tl, "HVD_TIMELINE=%s/gpu_timeline.json", dir);
+    snprintf(full, sizeof full, "%s %s HVD_CHECK_COLLECTIVES=%d", env, tl, np % 2);
+    int rc = run(full, np, np == 1 || strstr(env, "mpi") ? "big" : "");
+    snprintf(path_line, sizeof path_line, "path=%s\n", want_path);
+    expect(rc == 0, "%s: exit status not 0", full);
+    expect(strstr(out, path_line) != NULL, "%s: not on the expected path", full);
+    expect(strstr(out, ", 0 failures") != NULL, "%s: failures in the checks", full);
+    if (!with_timeline)
+        return;
+    char file[1300];
+    snprintf(file, sizeof file, "%s/gpu_timeline.json", dir);
+    size_t len = 0;
+    char *t = file_read(file, &len);
+    expect(t != NULL, "%s: no timeline written", file);
+    if (!t)
+        return;
+    if (strcmp(want_path, "nccl") == 0) {
+        expect(strstr(t, "\"NCCL_ALLREDUCE\"") != NULL, "%s: no NCCL_ALLREDUCE", file);
+    } else {
+        expect(strstr(t, "\"MEMCPY_IN_HOST_BUFFER\"") != NULL, "%s: no MEMCPY_IN_HOST_BUFFER",
+               file);
+        expect(strstr(t, "\"MPI_ALLREDUCE\"") != NULL, "%s: no MPI_ALLREDUCE", file);
+        expect(strstr(t, "\"MEMCPY_OUT_HOST_BUFFER\"") != NULL, "%s: no MEMCPY_OUT_HOST_BUFFER",
+               file);
+    }
+    free(t);
+}
+
+/* Skip only when there is no GPU at all; a GPU that fails to answer is a failure. */
+static int no_gpu(int *ngpu, char *why, size_t len)
+{
+    cudaError_t e = cudaGetDeviceCount(ngpu);
+    if (e == cudaSuccess && *ngpu > 0)
+        return 0;
+    int driver = e == cudaErrorInsufficientDriver || e == cudaErrorInitializationError ||
+                 e == cudaErrorSystemDriverMismatch || e == cudaErrorSystemNotReady;
+    if (e == cudaSuccess || e == cudaErrorNoDevice ||
+        (driver && access("/dev/nvidia0", F_OK) != 0)) {
+        snprintf(why, len, "%s", e == cudaSuccess ? "0 devices" : cudaGetErrorString(e));
+        return 1;
+    }
+    printf("test_gpu_collectives: a GPU is there (/dev/nvidia0) but CUDA fails: %s (%d)\n",
+           cudaGetErrorString(e), (int)e);
+    exit(EXIT_FAILURE);
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    int ngpu = 0;
+    char why[256];
+    if (no_gpu(&ngpu, why, sizeof why)) {
+        printf("skipped: no GPU (%s)\n", why);
+        return 77;
+    }
+    char self[1024];
+    snprintf(self, sizeof self, "%s", argv[0]);
+    snprintf(prog, sizeof prog, "%s/../progs/prog_gpu_coll", dirname(self));
+    snprintf(dir, sizeof dir, "%s", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    passing("", 1, "nccl", 1);
+    passing("HVD_GPU_OPERATIONS=mpi", 1, "mpi", 1);
+    for (int np = 2; np <= 3; np++) {
+        passing("", np, ngpu >= np ? "nccl" : "mpi", 1);
+        passing("HVD_GPU_OPERATIONS=mpi", np, "mpi", np == 2);
+        passing("HVD_COMPRESSION=fp16 HVD_FUSION_THRESHOLD=4K", np, ngpu >= np ? "nccl" : "mpi",
+                0);
+    }
+    if (ngpu < 2) { /* NCCL refuses two ranks on one GPU: said in one line, not a hang */
+        int rc = run("HVD_GPU_OPERATIONS=nccl", 2, "");
+        expect(rc != 0 && rc != 124, "%s: want a failure, not success or a timeout",
+               "HVD_GPU_OPERATIONS=nccl -n 2");
+        expect(count(out, "hvdlab: error:") == 1, "%s: want exactly one error line",
+               "HVD_GPU_OPERATIONS=nccl -n 2");
+        expect(strstr(out, "HVD_GPU_OPERATIONS=nccl, but ranks 0 and 1 share GPU") != NULL,
+               "%s: the line does not say which ranks share a GPU",
+               "HVD_GPU_OPERATIONS=nccl -n 2");
+    } else { /* NCCL: a device tensor on one rank, a host one on the other */
+        int rc = run("HVD_CHECK_COLLECTIVES=1", 2, "mismatch-where");
+        expect(rc != 0 && rc != 124, "%s: want a failure", "mismatch-where");
+        expect(strstr(out, "on the GPU (NCCL)") && strstr(out, "on the host"),
+               "%s: the mismatch line does not say where each tensor lies", "mismatch-where");
+    }
+    printf("test_gpu_collectives: %d jobs, %d failure(s)\n", jobs, failed);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+#else
+
+int main(void)
+{
+    printf("skipped: no GPU (a CPU build: HVDLAB_CUDA is not defined)\n");
+    return 77;
+}
+
+#endif
