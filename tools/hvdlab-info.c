@@ -3,6 +3,7 @@
 #include <cblas.h>
 #include <mpi.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -50,6 +51,14 @@ int main(void)
         printf("        %d GPU(s) visible\n", ngpu);
     else
         printf("        no GPU visible (%s): programs run on the CPU\n", why);
+    const int dnn = device_cudnn_version();
+    if (dnn > 0)
+        printf("    [X] cuDNN (%d.%d.%d)\n", dnn / 10000, dnn / 100 % 100, dnn % 100);
+    else
+        printf("    [ ] cuDNN (linked, but it could not be loaded)\n");
+    const char *tf = getenv("HVDLAB_TF32");
+    printf("        TF32 in convolutions: %s\n",
+           tf && strcmp(tf, "0") == 0 ? "off (HVDLAB_TF32=0)" : "on (HVDLAB_TF32=0 turns it off)");
 #else
     printf("    [ ] CUDA (build with make CUDA=1)\n");
 #endif

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/compute_device.h"
 #include "base/fatal.h"
 #include "base/trace.h"
 #include "coll/hvd.h"
@@ -90,12 +91,18 @@ int hvd_pin_device(int local_rank, device_binding *out)
     b.gpu = -1;
 #ifdef HVDLAB_CUDA
     char why[256];
-    int ngpu = device_cuda_count(why, sizeof why);
-    if (ngpu > 0) {
+    const char *dv = getenv("HVDLAB_DEVICE");
+    const int forced_cpu = dv && strcmp(dv, "cpu") == 0;
+    int ngpu = forced_cpu ? 0 : device_cuda_count(why, sizeof why);
+    if (forced_cpu) {
+        /* the user's choice: nothing to report */
+    } else if (ngpu > 0) {
         b.backend = DEVICE_CUDA;
         b.gpu = local_rank % ngpu;
         if (device_cuda_set(b.gpu) != 0)
             fatal_error("cudaSetDevice(%d) failed", b.gpu);
+        if (hvd_rank() == 0)
+            device_cuda_announce(b.gpu);
     } else if (hvd_rank() == 0) {
         fprintf(stderr, "hvdlab: CUDA build, but no GPU is visible (%s); running on the CPU\n", why);
     }
@@ -113,6 +120,7 @@ int hvd_pin_device(int local_rank, device_binding *out)
     }
     if (trace_enabled())
         trace_binding(local_rank, &b);
+    compute_device_set(b.backend == DEVICE_CUDA ? b.gpu : -1); /* models built next live there */
     if (out)
         *out = b;
     return 0;

@@ -34,5 +34,9 @@ int device_cuda_count(char *why, size_t whylen); /* GPUs visible, or 0 with the 
 int device_cuda_set(int gpu);                    /* 0 or -1 */
 int device_nccl_version(void);                   /* e.g. 22703 */
 int device_cudart_version(void);
+/* One line on stdout: the GPU's name and memory, and whether cuDNN may use TF32 (HVDLAB_TF32). */
+void device_cuda_announce(int gpu);
+/* cuDNN's version as it reports itself (e.g. 91900), 0 if it cannot be loaded. */
+int device_cudnn_version(void);
 
 #endif

@@ -1,8 +1,16 @@
 /* params.c — helpers over a flat parameter set. See params.h.
- * Public: params_checksum, params_find, params_add_l2. */
+ * Public: params_checksum, params_find, params_add_l2, params_checksum_at, params_to_host,
+ *         params_from_host, params_buffer_alloc, params_buffer_free, params_device_stream. */
 #include "model/params.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+#include "base/fatal.h"
+#include "base/memory.h"
+#ifdef HVDLAB_CUDA
+#include "nn/gpu_context.h"
+#endif
 
 uint64_t params_checksum(const float *buf, size_t n)
 {
@@ -27,6 +35,10 @@ double params_add_l2(param_set *ps, float wd)
 {
     if (wd == 0.0f)
         return 0.0;
+#ifdef HVDLAB_CUDA
+    if (ps->device)
+        return params_add_l2_cuda(ps, wd);
+#endif
     double sum = 0.0;
     for (int v = 0; v < ps->nviews; v++) {
         const param_view *pv = &ps->views[v];
@@ -42,4 +54,92 @@ double params_add_l2(param_set *ps, float wd)
         sum += s;
     }
     return wd * sum;
+}
+
+/* ---- buffers that may live on the GPU ----------------------------------------------------- */
+
+static void need_cuda(int device, const char *fn)
+{
+#ifndef HVDLAB_CUDA
+    if (device)
+        fatal_error("%s: a device buffer in a CPU build", fn);
+#else
+    (void)device;
+    (void)fn;
+#endif
+}
+
+uint64_t params_checksum_at(const float *buf, size_t n, int device)
+{
+    if (!device)
+        return params_checksum(buf, n);
+    float *h = malloc((n ? n : 1) * sizeof *h);
+    if (!h)
+        fatal_error("params_checksum_at: out of memory for %zu floats", n);
+    params_to_host(h, buf, n, device);
+    const uint64_t sum = params_checksum(h, n);
+    free(h);
+    return sum;
+}
+
+void params_to_host(float *dst, const float *src, size_t n, int device)
+{
+    need_cuda(device, "params_to_host");
+#ifdef HVDLAB_CUDA
+    if (device) {
+        gpu_context_download(dst, src, n * sizeof *dst);
+        return;
+    }
+#endif
+    if (dst != src)
+        memcpy(dst, src, n * sizeof *dst);
+}
+
+void params_from_host(float *dst, const float *src, size_t n, int device)
+{
+    need_cuda(device, "params_from_host");
+#ifdef HVDLAB_CUDA
+    if (device) {
+        gpu_context_upload(dst, src, n * sizeof *dst);
+        return;
+    }
+#endif
+    if (dst != src)
+        memcpy(dst, src, n * sizeof *dst);
+}
+
+float *params_buffer_alloc(size_t n, int device)
+{
+    need_cuda(device, "params_buffer_alloc");
+    const size_t bytes = (n ? n : 1) * sizeof(float);
+#ifdef HVDLAB_CUDA
+    if (device) {
+        float *p = params_cuda_try_alloc(bytes);
+        if (p)
+            gpu_context_zero(p, bytes);
+        return p;
+    }
+#endif
+    return memory_alloc(bytes); /* zeroed */
+}
+
+void params_buffer_free(float *p, int device)
+{
+#ifdef HVDLAB_CUDA
+    if (device) {
+        gpu_context_free(p);
+        return;
+    }
+#endif
+    (void)device;
+    memory_free(p);
+}
+
+void *params_device_stream(void)
+{
+#ifdef HVDLAB_CUDA
+    return params_cuda_stream();
+#else
+    return NULL;
+#endif
 }

@@ -8,7 +8,13 @@
  * Non-trainable state (batch-norm running mean and variance) lives in a second pair, `state` /
  * `state_views`: it is not touched by optimizers but is broadcast and checkpointed.
  *
- * Public: the structs below, params_checksum, params_find, params_add_l2.
+ * On a GPU model (wrn_create after hvd_pin_device chose a GPU) params, grads and state are
+ * device pointers and `device` is 1; the views and counts stay on the host. Code that reads the
+ * numbers on the host goes through params_to_host / params_checksum_at.
+ *
+ * Public: the structs below, params_checksum, params_find, params_add_l2, params_checksum_at,
+ *         params_to_host, params_from_host, params_buffer_alloc, params_buffer_free,
+ *         params_device_stream.
  */
 #ifndef HVDLAB_PARAMS_H
 #define HVDLAB_PARAMS_H
@@ -38,6 +44,7 @@ typedef struct {
     size_t n_state;
     param_view *state_views;  /* (n_state_views) */
     int n_state_views;
+    int device;               /* 1: params, grads, state are device memory (the model's GPU) */
 } param_set;
 
 /* 64-bit FNV-1a of the bytes: equal on two ranks iff the buffers are bitwise equal (w.h.p.). */
@@ -50,4 +57,23 @@ const param_view *params_find(const param_view *views, int nviews, const char *n
  * wd·Σw² (the term Keras adds to the loss; no ½). wd = 0 returns 0 and changes nothing. */
 double params_add_l2(param_set *ps, float wd);
 
+/* Buffers that may be device memory (device = 1: on the GPU of nn/gpu_context.h; a CPU build
+ * stops the process if asked for one). The copies return when done. */
+uint64_t params_checksum_at(const float *buf, size_t n, int device);
+void params_to_host(float *dst_host, const float *src, size_t n, int device);
+void params_from_host(float *dst, const float *src_host, size_t n, int device);
+/* n zeroed floats (at least one); NULL when out of (device) memory. */
+float *params_buffer_alloc(size_t n, int device);
+void params_buffer_free(float *p, int device);
+/* The model's CUDA stream (a cudaStream_t), for the collectives and the optimizers' kernels;
+ * NULL in a CPU build. */
+void *params_device_stream(void);
+
+#ifdef HVDLAB_CUDA
+/* params_cuda.cu: the device side of the functions above. */
+double params_add_l2_cuda(param_set *ps, float wd);
+float *params_cuda_try_alloc(size_t bytes); /* NULL, not a stop, when the GPU is full */
+size_t params_cuda_free_bytes(void);         /* cudaMemGetInfo's free memory */
+void *params_cuda_stream(void);
+#endif
 #endif

@@ -7,11 +7,18 @@
  * Backward walks the same path in reverse with four gradient scratch buffers g[0..3] of the
  * largest activation size: the gradient of the current tensor in one, the gradient of the
  * previous tensor accumulated into another, the block's two temporaries in the other two.
+ *
+ * On a GPU model (m->gpu) the same code runs with every tensor on the device: each layer call
+ * picks its CUDA twin (WRN_DISPATCH here and in wrn_block.c), the batch goes up through
+ * wrn_input_upload, and only the loss and the correct count come back (the loss and accuracy
+ * wait for the forward; backward is left queued on the stream, so the caller's next work on the
+ * host, loading the next batch, overlaps it).
  */
 #include <string.h>
 
 #include "base/fatal.h"
 #include "base/threads.h"
+#include "model/wrn_gpu.h"
 #include "model/wrn_internal.h"
 #include "nn/act.h"
 #include "nn/layer_prof.h"
@@ -45,46 +52,72 @@ static void forward(wrn_model *m, const float *x, int B, int train)
     wrn_bn *sb = &m->stem_bn;
     sb->d.n = B;
     if (train)
-        LPROF("bn+relu fwd", bn_relu_forward_train(m->stem_r, m->stem_c, NULL, 0.0f, 0, sb->gamma,
-                                                   sb->beta, sb->mean, sb->invstd, sb->run_mean,
-                                                   sb->run_var, &sb->d));
+        LPROF("bn+relu fwd",
+              WRN_DISPATCH(m->gpu,
+                           bn_relu_forward_train_cuda(m->stem_r, m->stem_c, NULL, 0.0f, 0,
+                                                      sb->gamma, sb->beta, sb->mean, sb->invstd,
+                                                      sb->run_mean, sb->run_var, &sb->d),
+                           bn_relu_forward_train(m->stem_r, m->stem_c, NULL, 0.0f, 0, sb->gamma,
+                                                 sb->beta, sb->mean, sb->invstd, sb->run_mean,
+                                                 sb->run_var, &sb->d)));
     else
-        LPROF("bn+relu fwd", bn_relu_forward_infer(m->stem_r, m->stem_c, NULL, sb->gamma, sb->beta,
-                                                   sb->run_mean, sb->run_var, &sb->d));
+        LPROF("bn+relu fwd",
+              WRN_DISPATCH(m->gpu,
+                           bn_relu_forward_infer_cuda(m->stem_r, m->stem_c, NULL, sb->gamma,
+                                                      sb->beta, sb->run_mean, sb->run_var, &sb->d),
+                           bn_relu_forward_infer(m->stem_r, m->stem_c, NULL, sb->gamma, sb->beta,
+                                                 sb->run_mean, sb->run_var, &sb->d)));
     for (int b = 0; b < m->nblocks; b++) {
         wrn_block_forward(&m->blocks[b], m->block_out[b], block_input(m, b), B, train,
                           block_key(m, b), m->work);
         const int g = b / m->per_group;
         if (b % m->per_group == m->per_group - 1 && g < 2) {
             const pool_dims pd = group_dims(m, g, B);
-            LPROF("maxpool fwd", maxpool2_forward(m->pool[g], m->block_out[b], &pd));
+            LPROF("maxpool fwd",
+                  WRN_DISPATCH(m->gpu, maxpool2_forward_cuda(m->pool[g], m->block_out[b], &pd),
+                               maxpool2_forward(m->pool[g], m->block_out[b], &pd)));
         }
     }
     const pool_dims gd = group_dims(m, 2, B);
-    LPROF("avgpool fwd", gap_forward(m->feat, m->block_out[m->nblocks - 1], &gd));
+    LPROF("avgpool fwd",
+          WRN_DISPATCH(m->gpu, gap_forward_cuda(m->feat, m->block_out[m->nblocks - 1], &gd),
+                       gap_forward(m->feat, m->block_out[m->nblocks - 1], &gd)));
     m->fc.n = B;
-    LPROF("dense fwd", dense_forward(m->logits, m->feat, m->fc_w, m->fc_b, &m->fc));
+    LPROF("dense fwd",
+          WRN_DISPATCH(m->gpu, dense_forward_cuda(m->logits, m->feat, m->fc_w, m->fc_b, &m->fc),
+                       dense_forward(m->logits, m->feat, m->fc_w, m->fc_b, &m->fc)));
 }
 
 /* Gradients of the mean loss into m->ps.grads (after forward(train = 1) and xent_forward). */
 static void backward(wrn_model *m, const float *x, const int *y, int B)
 {
     const int c3 = m->fc.in;
-    memset(m->dlogits, 0, (size_t)B * WRN_CLASSES * sizeof(float));
-    xent_backward(m->dlogits, m->probs, y, B, WRN_CLASSES, 1.0f);
-    memset(m->dfeat, 0, (size_t)B * c3 * sizeof(float));
+    if (m->gpu) {
+        WRN_ZERO(1, m->dlogits, (size_t)B * WRN_CLASSES);
+        WRN_DISPATCH(1, xent_backward_cuda(m->dlogits, m->probs, y, B, WRN_CLASSES, 1.0f), (void)0);
+        WRN_ZERO(1, m->dfeat, (size_t)B * c3);
+    } else {
+        memset(m->dlogits, 0, (size_t)B * WRN_CLASSES * sizeof(float));
+        xent_backward(m->dlogits, m->probs, y, B, WRN_CLASSES, 1.0f);
+        memset(m->dfeat, 0, (size_t)B * c3 * sizeof(float));
+    }
     LPROF("dense bwd",
-          dense_backward(m->dfeat, m->fc_dw, m->fc_db, m->dlogits, m->feat, m->fc_w, &m->fc));
+          WRN_DISPATCH(m->gpu,
+                       dense_backward_cuda(m->dfeat, m->fc_dw, m->fc_db, m->dlogits, m->feat,
+                                           m->fc_w, &m->fc),
+                       dense_backward(m->dfeat, m->fc_dw, m->fc_db, m->dlogits, m->feat, m->fc_w,
+                                      &m->fc)));
 
     /* cur: gradient of the tensor being walked back through; nxt: the one before it. */
     int cur = 0, nxt = 1;
     const pool_dims gd = group_dims(m, 2, B);
-    LPROF("zero", compute_zero(m->g[cur], (size_t)B * c3 * gd.h * gd.w));
-    LPROF("avgpool bwd", gap_backward(m->g[cur], m->dfeat, &gd));
+    WRN_ZERO(m->gpu, m->g[cur], (size_t)B * c3 * gd.h * gd.w);
+    LPROF("avgpool bwd", WRN_DISPATCH(m->gpu, gap_backward_cuda(m->g[cur], m->dfeat, &gd),
+                                      gap_backward(m->g[cur], m->dfeat, &gd)));
     for (int b = m->nblocks - 1; b >= 0; b--) {
         wrn_block *blk = &m->blocks[b];
         const float *in = block_input(m, b);
-        LPROF("zero", compute_zero(m->g[nxt], (size_t)B * blk->cin * blk->h * blk->w));
+        WRN_ZERO(m->gpu, m->g[nxt], (size_t)B * blk->cin * blk->h * blk->w);
         wrn_block_backward(blk, m->g[nxt], m->g[cur], in, B, block_key(m, b), m->g[2], m->g[3],
                            m->work);
         cur = nxt;
@@ -92,9 +125,13 @@ static void backward(wrn_model *m, const float *x, const int *y, int B)
         if (b > 0 && b % m->per_group == 0) { /* in is a pool output: back through the pool */
             const int g = b / m->per_group - 1;
             const pool_dims pd = group_dims(m, g, B);
-            LPROF("zero", compute_zero(m->g[nxt], (size_t)B * pd.c * pd.h * pd.w));
+            WRN_ZERO(m->gpu, m->g[nxt], (size_t)B * pd.c * pd.h * pd.w);
             LPROF("maxpool bwd",
-                  maxpool2_backward(m->g[nxt], m->g[cur], m->block_out[b - 1], m->pool[g], &pd));
+                  WRN_DISPATCH(m->gpu,
+                               maxpool2_backward_cuda(m->g[nxt], m->g[cur], m->block_out[b - 1],
+                                                      m->pool[g], &pd),
+                               maxpool2_backward(m->g[nxt], m->g[cur], m->block_out[b - 1],
+                                                 m->pool[g], &pd)));
             cur = nxt;
             nxt = 1 - nxt;
         }
@@ -111,16 +148,45 @@ static void check_batch(const wrn_model *m, size_t B, const char *fn)
                     m->max_batch);
 }
 
+/* The mean cross-entropy of m->logits against y (probabilities kept for backward). */
+static double loss_of(wrn_model *m, const int *y, int B)
+{
+    double loss = 0.0;
+    WRN_DISPATCH(m->gpu, loss = xent_forward_cuda(m->probs, m->logits, y, B, WRN_CLASSES),
+                 loss = xent_forward(m->probs, m->logits, y, B, WRN_CLASSES));
+    return loss;
+}
+
+static int correct_of(wrn_model *m, const int *y, int B)
+{
+    int c = 0;
+    WRN_DISPATCH(m->gpu, c = xent_correct_cuda(m->logits, y, B, WRN_CLASSES),
+                 c = xent_correct(m->logits, y, B, WRN_CLASSES));
+    return c;
+}
+
+/* GPU: x and y as the device has them (the batch's upload enqueued); CPU: as given. */
+static void batch_on_device(wrn_model *m, const float **x, const int **y, size_t B)
+{
+#ifdef HVDLAB_CUDA
+    if (m->gpu && B > 0)
+        wrn_input_upload(m->input, *x, *y, B, x, y);
+#else
+    (void)m, (void)x, (void)y, (void)B;
+#endif
+}
+
 wrn_result wrn_train_batch(wrn_model *m, const float *x, const int *y, size_t B, float wd)
 {
     wrn_result r = {0.0, 0, B};
     check_batch(m, B, "wrn_train_batch");
-    LPROF("zero", compute_zero(m->ps.grads, m->ps.n));
+    WRN_ZERO(m->gpu, m->ps.grads, m->ps.n);
     if (B == 0)
         return r;
+    batch_on_device(m, &x, &y, B);
     forward(m, x, (int)B, 1);
-    LPROF("softmax xent", r.loss = xent_forward(m->probs, m->logits, y, (int)B, WRN_CLASSES));
-    r.correct = xent_correct(m->logits, y, (int)B, WRN_CLASSES);
+    LPROF("softmax xent", r.loss = loss_of(m, y, (int)B));
+    r.correct = correct_of(m, y, (int)B);
     backward(m, x, y, (int)B);
     LPROF("l2", r.loss += params_add_l2(&m->ps, wd));
     m->step++;
@@ -133,10 +199,11 @@ wrn_result wrn_eval_batch(wrn_model *m, const float *x, const int *y, size_t B, 
     check_batch(m, B, "wrn_eval_batch");
     if (B == 0)
         return r;
+    batch_on_device(m, &x, &y, B);
     forward(m, x, (int)B, 0);
-    r.loss = xent_forward(m->probs, m->logits, y, (int)B, WRN_CLASSES);
-    r.correct = xent_correct(m->logits, y, (int)B, WRN_CLASSES);
+    r.loss = loss_of(m, y, (int)B);
+    r.correct = correct_of(m, y, (int)B);
     if (logits)
-        memcpy(logits, m->logits, B * WRN_CLASSES * sizeof(float));
+        params_to_host(logits, m->logits, B * WRN_CLASSES, m->gpu);
     return r;
 }

@@ -8,13 +8,18 @@
  * recomputed from c2 in backward). Dropout's mask need not be regenerated in backward: an
  * element of r1 is > 0 exactly where it passed both the ReLU and the dropout.
  *
- * Per-layer times go to layer_prof.h when it is on (bench/train_speed --profile).
+ * Per-layer times go to layer_prof.h when it is on (bench/train_speed --profile); on a GPU
+ * they time the enqueueing, not the kernels.
+ *
+ * Device dispatch: on a GPU model every layer here calls its CUDA twin (WRN_DISPATCH, wrn_gpu.h),
+ * once per layer call; nothing inside a layer asks again.
  */
 #include "model/wrn_block.h"
 
 #include <string.h>
 
 #include "base/threads.h"
+#include "model/wrn_gpu.h"
 #include "nn/act.h"
 #include "nn/layer_prof.h"
 
@@ -29,7 +34,10 @@ void wrn_conv_forward(wrn_conv *c, float *out, const float *in, int B, float *wo
 {
     const double t0 = lprof_start();
     c->d.n = B;
-    conv2d_forward(out, in, c->w, c->b, &c->d, work);
+    WRN_DISPATCH(c->gpu,
+                 conv2d_cudnn_forward(out, in, c->w, c->b, &c->d, wrn_gpu_work(c, work),
+                                      c->work_floats),
+                 conv2d_forward(out, in, c->w, c->b, &c->d, work));
     conv_prof(t0, c, "fwd");
 }
 
@@ -38,7 +46,10 @@ void wrn_conv_backward(wrn_conv *c, float *din, const float *dout, const float *
 {
     const double t0 = lprof_start();
     c->d.n = B;
-    conv2d_backward(din, c->dw, c->db, dout, in, c->w, &c->d, work);
+    WRN_DISPATCH(c->gpu,
+                 conv2d_cudnn_backward(din, c->dw, c->db, dout, in, c->w, &c->d,
+                                       wrn_gpu_work(c, work), c->work_floats),
+                 conv2d_backward(din, c->dw, c->db, dout, in, c->w, &c->d, work));
     conv_prof(t0, c, "bwd");
 }
 
@@ -46,16 +57,27 @@ void wrn_bn_forward(wrn_bn *bn, float *out, const float *in, int B, int train)
 {
     bn->d.n = B;
     if (train)
-        bn_forward_train(out, in, bn->gamma, bn->beta, bn->mean, bn->invstd, bn->run_mean,
-                         bn->run_var, &bn->d);
+        WRN_DISPATCH(bn->gpu,
+                     bn_forward_train_cuda(out, in, bn->gamma, bn->beta, bn->mean, bn->invstd,
+                                           bn->run_mean, bn->run_var, &bn->d),
+                     bn_forward_train(out, in, bn->gamma, bn->beta, bn->mean, bn->invstd,
+                                      bn->run_mean, bn->run_var, &bn->d));
     else
-        bn_forward_infer(out, in, bn->gamma, bn->beta, bn->run_mean, bn->run_var, &bn->d);
+        WRN_DISPATCH(bn->gpu,
+                     bn_forward_infer_cuda(out, in, bn->gamma, bn->beta, bn->run_mean,
+                                           bn->run_var, &bn->d),
+                     bn_forward_infer(out, in, bn->gamma, bn->beta, bn->run_mean, bn->run_var,
+                                      &bn->d));
 }
 
 void wrn_bn_backward(wrn_bn *bn, float *din, const float *dout, const float *in, int B)
 {
     bn->d.n = B;
-    bn_backward(din, bn->dgamma, bn->dbeta, dout, in, bn->gamma, bn->mean, bn->invstd, &bn->d);
+    WRN_DISPATCH(bn->gpu,
+                 bn_backward_cuda(din, bn->dgamma, bn->dbeta, dout, in, bn->gamma, bn->mean,
+                                  bn->invstd, &bn->d),
+                 bn_backward(din, bn->dgamma, bn->dbeta, dout, in, bn->gamma, bn->mean,
+                             bn->invstd, &bn->d));
 }
 
 /* Fused batch norm + ReLU (+ dropout) (+ add) of a block, training or inference. */
@@ -65,11 +87,18 @@ static void bn_relu(wrn_bn *bn, float *out, const float *in, const float *add, i
     const double t0 = lprof_start();
     bn->d.n = B;
     if (train)
-        bn_relu_forward_train(out, in, add, p, key, bn->gamma, bn->beta, bn->mean, bn->invstd,
-                              bn->run_mean, bn->run_var, &bn->d);
+        WRN_DISPATCH(bn->gpu,
+                     bn_relu_forward_train_cuda(out, in, add, p, key, bn->gamma, bn->beta,
+                                                bn->mean, bn->invstd, bn->run_mean, bn->run_var,
+                                                &bn->d),
+                     bn_relu_forward_train(out, in, add, p, key, bn->gamma, bn->beta, bn->mean,
+                                           bn->invstd, bn->run_mean, bn->run_var, &bn->d));
     else
-        bn_relu_forward_infer(out, in, add, bn->gamma, bn->beta, bn->run_mean, bn->run_var,
-                              &bn->d);
+        WRN_DISPATCH(bn->gpu,
+                     bn_relu_forward_infer_cuda(out, in, add, bn->gamma, bn->beta, bn->run_mean,
+                                                bn->run_var, &bn->d),
+                     bn_relu_forward_infer(out, in, add, bn->gamma, bn->beta, bn->run_mean,
+                                           bn->run_var, &bn->d));
     lprof_stop(t0, add ? "bn+relu+add fwd" : p > 0.0f ? "bn+relu+dropout fwd" : "bn+relu fwd");
 }
 
@@ -94,8 +123,11 @@ void wrn_bn_relu_backward(wrn_bn *bn, float *din, const float *dout, const float
 {
     const double t0 = lprof_start();
     bn->d.n = B;
-    bn_relu_backward(din, bn->dgamma, bn->dbeta, dout, in, relu_out, p, bn->gamma, bn->beta,
-                     bn->mean, bn->invstd, &bn->d);
+    WRN_DISPATCH(bn->gpu,
+                 bn_relu_backward_cuda(din, bn->dgamma, bn->dbeta, dout, in, relu_out, p,
+                                       bn->gamma, bn->beta, bn->mean, bn->invstd, &bn->d),
+                 bn_relu_backward(din, bn->dgamma, bn->dbeta, dout, in, relu_out, p, bn->gamma,
+                                  bn->beta, bn->mean, bn->invstd, &bn->d));
     lprof_stop(t0, "bn+relu bwd");
 }
 
@@ -106,13 +138,15 @@ void wrn_block_backward(wrn_block *blk, float *din, const float *dout, const flo
     const size_t n = (size_t)B * blk->cout * blk->h * blk->w;
     /* residual branch: (relu2 -> bn2) -> conv2 -> (dropout -> relu1 -> bn1) -> conv1 */
     wrn_bn_relu_backward(&blk->bn2, t1, dout, blk->c2, NULL, 0.0f, B); /* t1: ∂/∂c2 */
-    LPROF("zero", compute_zero(t2, n));
+    WRN_ZERO(blk->gpu, t2, n);
     wrn_conv_backward(&blk->conv2, t2, t1, blk->r1, B, work); /* t2: ∂/∂r1 */
     wrn_bn_relu_backward(&blk->bn1, t1, t2, blk->c1, blk->r1, blk->dropout, B); /* t1: ∂/∂c1 */
     wrn_conv_backward(&blk->conv1, din, t1, in, B, work);
     /* shortcut branch */
     if (blk->has_short) {
         wrn_conv_backward(&blk->shortcut, din, dout, in, B, work);
+    } else if (blk->gpu) {
+        WRN_DISPATCH(1, wrn_add_cuda(din, dout, n), (void)0);
     } else {
         const double t0 = lprof_start();
 #pragma omp parallel for simd schedule(static) num_threads(compute_threads())

@@ -20,6 +20,8 @@ typedef struct {
     conv2d_dims d;      /* d.n is set per call */
     float *w, *b;       /* (Cout,Cin,k,k), (Cout) in the params buffer */
     float *dw, *db;     /* same shapes in the grads buffer */
+    int gpu;            /* 1: every pointer is device memory and the cuDNN twin runs */
+    size_t work_floats; /* GPU: floats in the model's workspace (the work argument) */
 } wrn_conv;
 
 typedef struct {
@@ -28,11 +30,13 @@ typedef struct {
     float *dgamma, *dbeta;      /* (C) grads */
     float *run_mean, *run_var;  /* (C) non-trainable state */
     float *mean, *invstd;       /* (C) batch statistics saved by the training forward */
+    int gpu;                    /* 1: device pointers, the CUDA twins run */
 } wrn_bn;
 
 typedef struct {
     int cin, cout, h, w;
     int has_short;          /* 1: 1x1 conv shortcut (cin != cout) */
+    int gpu;                /* 1: on the GPU (its layers say so too) */
     float dropout;          /* rate p, 0 <= p < 1 */
     wrn_conv conv1, conv2, shortcut;
     wrn_bn bn1, bn2;

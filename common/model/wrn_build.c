@@ -16,8 +16,11 @@
 #include <string.h>
 
 #include "base/errmsg.h"
+#include "base/fatal.h"
 #include "base/memory.h"
+#include "model/wrn_gpu.h"
 #include "model/wrn_internal.h"
+#include "model/wrn_place.h"
 #include "nn/layer_math.h"
 
 /* ---- configuration ---------------------------------------------------------------------- */
@@ -320,8 +323,52 @@ static void wire(wrn_model *m, carver *cv)
     m->fc = (dense_dims){.n = 0, .in = c3, .out = WRN_CLASSES};
     for (int i = 0; i < 4; i++)
         m->g[i] = take(cv, max_act);
-    m->work = take(cv, work ? work : 1);
+    if (m->gpu)
+        work = wrn_place_conv_work(m); /* cuDNN's plans, not the CPU backends' */
+    m->work_floats = work ? work : 1;
+    m->work = take(cv, m->work_floats);
 }
+
+#ifdef HVDLAB_CUDA
+/* The same layout on the GPU, allocated once; the weights are drawn on the host (the same
+ * numbers as a CPU model of this seed) and uploaded. */
+static wrn_model *create_on_gpu(wrn_model *m, uint64_t seed, const char *name, char *err,
+                                size_t errlen)
+{
+    param_set *ps = &m->ps;
+    ps->device = 1;
+    carver cv = {0};
+    wire(m, &cv); /* measure */
+    const size_t bytes = (2 * ps->n + ps->n_state + cv.used) * sizeof(float) +
+                         wrn_input_bytes(m->max_batch);
+    ps->params = params_buffer_alloc(ps->n, 1);
+    ps->grads = params_buffer_alloc(ps->n, 1);
+    ps->state = params_buffer_alloc(ps->n_state, 1);
+    m->arena = params_buffer_alloc(cv.used, 1);
+    m->input = ps->params && ps->grads && ps->state && m->arena
+                   ? wrn_input_create(m->max_batch) : NULL;
+    if (!m->input) {
+        wrn_place_oom(m, name, bytes, err, errlen);
+        wrn_free(m);
+        return NULL;
+    }
+    cv = (carver){.base = m->arena};
+    wire(m, &cv);
+    wrn_place_mark(m);
+    param_set h = *ps;
+    h.device = 0;
+    h.params = memory_alloc(ps->n * sizeof(float));
+    h.state = memory_alloc(ps->n_state * sizeof(float));
+    if (!h.params || !h.state)
+        fatal_error("wrn_create: out of host memory for the initial weights of '%s'", name);
+    init_weights(&h, seed);
+    params_from_host(ps->params, h.params, ps->n, 1);
+    params_from_host(ps->state, h.state, ps->n_state, 1);
+    memory_free(h.params);
+    memory_free(h.state);
+    return m;
+}
+#endif
 
 wrn_model *wrn_create(const wrn_config *cfg, size_t max_batch, uint64_t seed, char *err,
                       size_t errlen)
@@ -365,6 +412,11 @@ wrn_model *wrn_create(const wrn_config *cfg, size_t max_batch, uint64_t seed, ch
     m->ps.n = t.total;
     m->ps.n_state_views = st.n;
     m->ps.n_state = st.total;
+    m->gpu = wrn_place_wanted();
+#ifdef HVDLAB_CUDA
+    if (m->gpu)
+        return create_on_gpu(m, seed, name, err, errlen);
+#endif
     m->ps.params = memory_alloc(m->ps.n * sizeof(float));
     m->ps.grads = memory_alloc(m->ps.n * sizeof(float));
     m->ps.state = memory_alloc(m->ps.n_state * sizeof(float));
@@ -389,10 +441,16 @@ void wrn_free(wrn_model *m)
 {
     if (!m)
         return;
-    memory_free(m->arena);
-    memory_free(m->ps.params);
-    memory_free(m->ps.grads);
-    memory_free(m->ps.state);
+#ifdef HVDLAB_CUDA
+    if (m->gpu) {
+        gpu_context_sync(); /* nothing queued may still use what goes now */
+        wrn_input_free(m->input);
+    }
+#endif
+    params_buffer_free(m->arena, m->gpu);
+    params_buffer_free(m->ps.params, m->gpu);
+    params_buffer_free(m->ps.grads, m->gpu);
+    params_buffer_free(m->ps.state, m->gpu);
     free(m->ps.views);
     free(m->ps.state_views);
     free(m->blocks);

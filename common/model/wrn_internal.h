@@ -43,6 +43,10 @@ struct wrn_model {
     float *work;           /* conv workspace (largest conv2d_work_floats) */
 
     float *arena;          /* every buffer above that is not a parameter: one allocation */
+
+    int gpu;               /* 1: everything above lives on the GPU (params.device too) */
+    size_t work_floats;    /* floats at work */
+    struct wrn_input *input; /* GPU: the batch's way up (wrn_gpu.h) */
 };
 
 #endif

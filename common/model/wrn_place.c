@@ -1,0 +1,94 @@
+/* wrn_place.c — where a model lives: the CPU, or the GPU hvd_pin_device chose
+ * (base/compute_device.h). For a GPU model: cuDNN's workspace at the largest batch, the layers
+ * told to run their twins, the message when the GPU is too small. Building itself is in
+ * wrn_build.c, which calls these.
+ * Public (to model/): wrn_place_wanted, wrn_place_conv_work, wrn_place_mark, wrn_place_oom.
+ */
+#include "model/wrn_place.h"
+
+#include "base/compute_device.h"
+#include "base/errmsg.h"
+#include "model/wrn_gpu.h"
+#ifdef HVDLAB_CUDA
+#include "nn/gpu_context.h"
+#endif
+
+int wrn_place_wanted(void)
+{
+#ifdef HVDLAB_CUDA
+    return compute_device_gpu() >= 0;
+#else
+    return 0;
+#endif
+}
+
+/* Every convolution of the model, in order; c->d as wire() set it. */
+static int nconvs(const wrn_model *m) { return 1 + 3 * m->nblocks; }
+
+static wrn_conv *conv_at(wrn_model *m, int i)
+{
+    if (i == 0)
+        return &m->stem_conv;
+    wrn_block *blk = &m->blocks[(i - 1) / 3];
+    switch ((i - 1) % 3) {
+    case 0:
+        return &blk->conv1;
+    case 1:
+        return &blk->conv2;
+    default:
+        return blk->has_short ? &blk->shortcut : NULL;
+    }
+}
+
+size_t wrn_place_conv_work(wrn_model *m)
+{
+    size_t most = 0;
+#ifdef HVDLAB_CUDA
+    for (int i = 0; i < nconvs(m); i++) {
+        wrn_conv *c = conv_at(m, i);
+        if (!c)
+            continue;
+        conv2d_dims d = c->d;
+        d.n = (int)m->max_batch; /* chooses and caches the plan for the training batch now */
+        const size_t w = conv2d_cudnn_work_floats(&d);
+        most = w > most ? w : most;
+    }
+#else
+    (void)m;
+#endif
+    return most;
+}
+
+void wrn_place_mark(wrn_model *m)
+{
+    for (int i = 0; i < nconvs(m); i++) {
+        wrn_conv *c = conv_at(m, i);
+        if (c) {
+            c->gpu = m->gpu;
+            c->work_floats = m->work_floats;
+        }
+    }
+    m->stem_bn.gpu = m->gpu;
+    for (int b = 0; b < m->nblocks; b++) {
+        m->blocks[b].gpu = m->gpu;
+        m->blocks[b].bn1.gpu = m->gpu;
+        m->blocks[b].bn2.gpu = m->gpu;
+    }
+}
+
+static double gib(size_t bytes) { return (double)bytes / (1024.0 * 1024.0 * 1024.0); }
+
+int wrn_place_oom(const wrn_model *m, const char *name, size_t bytes, char *err, size_t errlen)
+{
+    size_t free_bytes = 0;
+    int dev = compute_device_gpu();
+#ifdef HVDLAB_CUDA
+    free_bytes = params_cuda_free_bytes();
+    dev = gpu_context_device();
+#endif
+    return errmsg_set(err, errlen, "wrn_create",
+                      "'%s' at batch %zu: out of GPU memory: the model needs %.2f GiB (%zu "
+                      "bytes: weights, gradients, statistics, activations, workspace, input) "
+                      "and GPU %d has %.2f GiB free; try a smaller --batch-size",
+                      name, m->max_batch, gib(bytes), bytes, dev, gib(free_bytes));
+}

@@ -1,0 +1,21 @@
+/* wrn_place.h — a model on the CPU or on the GPU (wrn_place.c). Internal to model/.
+ * Public (to model/): wrn_place_wanted, wrn_place_conv_work, wrn_place_mark, wrn_place_oom.
+ */
+#ifndef HVDLAB_WRN_PLACE_H
+#define HVDLAB_WRN_PLACE_H
+
+#include <stddef.h>
+
+#include "model/wrn_internal.h"
+
+/* 1 when models built now go on the GPU: a CUDA build and hvd_pin_device chose a GPU. */
+int wrn_place_wanted(void);
+/* GPU: the most workspace floats any of m's convolutions needs at m->max_batch (their cuDNN
+ * plans are chosen now, once); 0 in a CPU build. Needs the layers' dims (wire's first pass). */
+size_t wrn_place_conv_work(wrn_model *m);
+/* Tells every layer whether it runs on the GPU (m->gpu) and the workspace size. */
+void wrn_place_mark(wrn_model *m);
+/* The out-of-GPU-memory message in err (model, batch, bytes needed, bytes free, the cure); -1. */
+int wrn_place_oom(const wrn_model *m, const char *name, size_t bytes, char *err, size_t errlen);
+
+#endif
