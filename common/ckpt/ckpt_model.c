@@ -5,6 +5,7 @@
  */
 #include "ckpt/ckpt.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/errmsg.h"
@@ -56,11 +57,36 @@ ckpt_expect ckpt_expect_of(const wrn_config *cfg, const param_set *ps, const opt
     return w;
 }
 
+/* A GPU model's numbers copied to one host block, d pointed at it (the format is the CPU's,
+ * so a GPU checkpoint resumes on the CPU and back). NULL when there is nothing to copy. */
+static float *host_copies(ckpt_data *d, const param_set *ps, const optimizer *opt)
+{
+    if (!ps->device)
+        return NULL;
+    const size_t no = opt ? opt->n_state : 0;
+    float *h = malloc((ps->n + ps->n_state + no + 1) * sizeof *h);
+    if (!h)
+        return NULL;
+    params_to_host(h, ps->params, ps->n, 1);
+    params_to_host(h + ps->n, ps->state, ps->n_state, 1);
+    if (opt)
+        params_to_host(h + ps->n + ps->n_state, opt->state, no, opt->device);
+    d->params = h;
+    d->state = h + ps->n;
+    d->opt_state = opt ? h + ps->n + ps->n_state : NULL;
+    return h;
+}
+
 int ckpt_save_params(const char *dir, int epoch, const wrn_config *cfg, const param_set *ps,
                      const optimizer *opt, char *err, size_t errlen)
 {
     ckpt_data d = ckpt_data_of(cfg, ps, opt, epoch);
-    return ckpt_save(dir, &d, err, errlen);
+    float *h = host_copies(&d, ps, opt);
+    if (ps->device && !h)
+        return errmsg_set(err, errlen, dir, "out of host memory to copy the model off the GPU");
+    const int rc = ckpt_save(dir, &d, err, errlen);
+    free(h);
+    return rc;
 }
 
 int ckpt_load_params(const char *dir, int epoch, const wrn_config *cfg, param_set *ps,
@@ -71,16 +97,17 @@ int ckpt_load_params(const char *dir, int epoch, const wrn_config *cfg, param_se
     if (ckpt_load(dir, epoch, &want, &f, err, errlen))
         return -1;
     /* The counts were checked against ps and opt, so every copy fits. */
-    memcpy(ps->params, f.d.params, ps->n * sizeof *ps->params);
-    memcpy(ps->state, f.d.state, ps->n_state * sizeof *ps->state);
+    params_from_host(ps->params, f.d.params, ps->n, ps->device);
+    params_from_host(ps->state, f.d.state, ps->n_state, ps->device);
     if (opt) {
-        memcpy(opt->state, f.d.opt_state, opt->n_state * sizeof *opt->state);
+        params_from_host(opt->state, f.d.opt_state, opt->n_state, opt->device);
         opt->iterations = f.d.iterations;
         opt->last_lr = f.d.last_lr;
     }
-    ckpt_file_free(&f);
+    /* the file's copy has the same bits as ps's, and is on the host even for a GPU model */
     trace_event("params", "when=restore epoch=%d sum=%016llx state_sum=%016llx", epoch,
-                (unsigned long long)params_checksum(ps->params, ps->n),
-                (unsigned long long)params_checksum(ps->state, ps->n_state));
+                (unsigned long long)params_checksum(f.d.params, ps->n),
+                (unsigned long long)params_checksum(f.d.state, ps->n_state));
+    ckpt_file_free(&f);
     return 0;
 }

@@ -40,6 +40,13 @@ optimizer *hvd_distributed_optimizer_ex(optimizer *opt, int compression,
     return opt;
 }
 
+/* A GPU model's buffers are produced on its stream: the collectives run after that work there. */
+static void bind_stream(const param_set *ps)
+{
+    if (ps->device)
+        hvd_set_gpu_stream(params_device_stream());
+}
+
 /* The views tile [0, n) in order, so the per-view tensors lie back to back. */
 static int views_tile(const param_set *ps)
 {
@@ -59,6 +66,7 @@ static int views_tile(const param_set *ps)
  * place with no copy (fusion off: one pass per tensor). The result is the same either way. */
 void hvd_allreduce_gradients(param_set *ps, int compression)
 {
+    bind_stream(ps);
     if (!views_tile(ps)) { /* views with gaps or none: the flat buffer is the tensor */
         hvd_allreduce_ex(ps->grads, ps->n, HVD_AVERAGE, "DistributedOptimizer.grads", compression);
         return;
@@ -76,12 +84,13 @@ void hvd_broadcast_parameters(param_set *ps, int root)
 {
     if (!ps)
         fatal_error("hvd_broadcast_parameters: NULL param_set");
+    bind_stream(ps);
     hvd_broadcast(ps->params, ps->n, root, "broadcast.params");
     hvd_broadcast(ps->state, ps->n_state, root, "broadcast.state");
     if (trace_enabled())
         trace_event("params", "when=broadcast root=%d sum=%016llx state_sum=%016llx", root,
-                    (unsigned long long)params_checksum(ps->params, ps->n),
-                    (unsigned long long)params_checksum(ps->state, ps->n_state));
+                    (unsigned long long)params_checksum_at(ps->params, ps->n, ps->device),
+                    (unsigned long long)params_checksum_at(ps->state, ps->n_state, ps->device));
 }
 
 void hvd_broadcast_optimizer_state(optimizer *opt, int root)
@@ -102,6 +111,8 @@ void hvd_broadcast_optimizer_state(optimizer *opt, int root)
                     "rank a %s state of %lld", root, theirs ? theirs->name : "unknown", h.n_state,
                     optimizer_name(opt), mine.n_state);
     }
+    if (opt->device)
+        hvd_set_gpu_stream(params_device_stream());
     hvd_broadcast(opt->state, opt->n_state, root, "broadcast.optimizer_state");
     opt->iterations = (long)h.iterations;
     opt->last_lr = h.last_lr;

@@ -10,6 +10,7 @@
 #include "base/fatal.h"
 #include "optim/lr.h"
 #include "optim/optim.h"
+#include "optim/optim_cuda.h"
 
 /* Exponent all ones: Inf or NaN. An integer test, so -ffast-math could not fold it away and
  * the loop has no branch. */
@@ -22,6 +23,15 @@ static size_t count_non_finite(const float *x, size_t n)
         bad += (u & 0x7f800000u) == 0x7f800000u;
     }
     return bad;
+}
+
+/* The view holding flat index i (a GPU model's check reports the first bad index). */
+static const char *view_at(const param_set *ps, size_t i)
+{
+    for (int t = 0; t < ps->nviews; t++)
+        if (i >= ps->views[t].offset && i < ps->views[t].offset + ps->views[t].count)
+            return ps->views[t].name;
+    return "?";
 }
 
 static const char *first_bad_view(const param_set *ps)
@@ -62,12 +72,18 @@ static void where_and_cure(const optimizer *opt, char *where, size_t wlen, char 
 
 void optimizer_check_finite(const optimizer *opt, const param_set *ps)
 {
-    size_t bad = count_non_finite(ps->grads, ps->n);
+    size_t first = 0, bad;
+#ifdef HVDLAB_CUDA
+    if (ps->device) /* a device reduction: two numbers come back, not the gradient */
+        bad = optim_non_finite_cuda(ps->grads, ps->n, &first);
+    else
+#endif
+        bad = count_non_finite(ps->grads, ps->n);
     if (!bad)
         return;
     char where[96], cure[ERRMSG_LEN / 2];
     where_and_cure(opt, where, sizeof where, cure, sizeof cure);
     fatal_error("training diverged %s: the %sgradient holds %zu NaN or Inf values of %zu (first "
                 "in %s); %s", where, opt->distributed ? "averaged " : "", bad, ps->n,
-                first_bad_view(ps), cure);
+                ps->device ? view_at(ps, first) : first_bad_view(ps), cure);
 }

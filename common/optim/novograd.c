@@ -23,6 +23,7 @@
 
 #include "base/fatal.h"
 #include "optim/optim.h"
+#include "optim/optim_cuda.h"
 
 novograd_options novograd_defaults(void)
 {
@@ -98,5 +99,40 @@ static void apply(optimizer *opt, param_set *ps)
     }
 }
 
-const optimizer_kind novograd_kind = {
-    .code = OPT_NOVOGRAD, .name = "novograd", .state_floats = state_floats, .apply = apply};
+#ifdef HVDLAB_CUDA
+/* The same update on the device (optim_cuda.cu): the per-view ‖g‖² by a reduction, then one
+ * elementwise kernel over every view. */
+static void apply_gpu(optimizer *opt, param_set *ps)
+{
+    const int T = ntensors(ps);
+    size_t *tab = malloc(2 * (size_t)T * sizeof *tab);
+    if (!tab)
+        fatal_error("novograd: out of memory for %d views", T);
+    for (int t = 0; t < T; t++) {
+        tab[t] = ps->nviews ? ps->views[t].offset : 0;
+        tab[T + t] = ps->nviews ? ps->views[t].count : ps->n;
+    }
+    if (!opt->device_aux) {
+        const size_t bytes = optim_novograd_aux_bytes(T);
+        opt->device_aux = params_buffer_alloc((bytes + sizeof(float) - 1) / sizeof(float), 1);
+        if (!opt->device_aux)
+            fatal_error("novograd: out of GPU memory for %zu bytes of scratch", bytes);
+    }
+    const novograd_options *o = &opt->nov;
+    const int first = opt->iterations == 0;
+    const float avg = (o->grad_averaging && !first) ? 1.0f - o->beta1 : 1.0f;
+    optim_novograd_cuda(ps->params, ps->grads, opt->state, opt->state + ps->n, tab, tab + T, T,
+                        opt->device_aux, o->beta1, o->beta2, o->eps, o->weight_decay, avg, opt->lr,
+                        first);
+    free(tab);
+}
+#define APPLY_GPU apply_gpu
+#else
+#define APPLY_GPU NULL
+#endif
+
+const optimizer_kind novograd_kind = {.code = OPT_NOVOGRAD,
+                                      .name = "novograd",
+                                      .state_floats = state_floats,
+                                      .apply = apply,
+                                      .apply_gpu = APPLY_GPU};

@@ -10,6 +10,7 @@
 #include "base/trace.h"
 #include "coll/hvd.h"
 #include "optim/optim.h"
+#include "optim/optim_cuda.h"
 
 optimizer *optimizer_new(const optimizer_kind *kind, const param_set *ps, float lr,
                          float momentum)
@@ -21,7 +22,13 @@ optimizer *optimizer_new(const optimizer_kind *kind, const param_set *ps, float 
     opt->lr = lr;
     opt->momentum = momentum;
     opt->n_state = kind->state_floats(ps);
-    opt->state = memory_alloc(opt->n_state * sizeof(float)); /* zeroed; broadcast and saved whole */
+    opt->device = ps->device;
+    if (ps->device && !kind->apply_gpu)
+        fatal_error("%s has no GPU update: build it for the CPU (HVDLAB_DEVICE=cpu)", kind->name);
+    if (ps->device) /* beside the model's buffers, zeroed */
+        opt->state = params_buffer_alloc(opt->n_state, 1);
+    else
+        opt->state = memory_alloc(opt->n_state * sizeof(float)); /* zeroed; broadcast and saved whole */
     if (!opt->state) {
         free(opt);
         return NULL;
@@ -36,8 +43,14 @@ void optimizer_free(optimizer *opt)
 {
     if (!opt)
         return;
-    memory_free(opt->state);
-    memory_free(opt->accum);
+    if (opt->device) {
+        params_buffer_free(opt->state, 1);
+        params_buffer_free(opt->accum, 1);
+        params_buffer_free(opt->device_aux, 1);
+    } else {
+        memory_free(opt->state);
+        memory_free(opt->accum);
+    }
     free(opt);
 }
 
@@ -65,11 +78,22 @@ static int accumulate(optimizer *opt, param_set *ps)
     if (opt->backward_passes_per_step <= 1)
         return 1;
     if (!opt->accum) {
-        opt->accum = memory_alloc((ps->n ? ps->n : 1) * sizeof(float)); /* zeroed */
+        opt->accum = opt->device ? params_buffer_alloc(ps->n, 1)
+                                 : memory_alloc((ps->n ? ps->n : 1) * sizeof(float)); /* zeroed */
         if (!opt->accum)
             fatal_error("optimizer_step: out of memory for a %zu-float gradient accumulator",
                         ps->n);
     }
+#ifdef HVDLAB_CUDA
+    if (opt->device) {
+        const int last = ++opt->passes >= opt->backward_passes_per_step;
+        optim_accumulate_cuda(opt->accum, ps->grads, ps->n, last);
+        if (!last)
+            return 0;
+        opt->passes = 0;
+        return 1;
+    }
+#endif
     float *restrict a = opt->accum;       // (n)
     const float *restrict g = ps->grads;  // (n)
     for (size_t i = 0; i < ps->n; i++)
@@ -96,14 +120,17 @@ int optimizer_step(optimizer *opt, param_set *ps)
      * here too: its logits were not finite, so were its softmax and every gradient it fed into
      * the average. */
     optimizer_check_finite(opt, ps);
-    opt->kind->apply(opt, ps);
+    if (ps->device)
+        opt->kind->apply_gpu(opt, ps);
+    else
+        opt->kind->apply(opt, ps);
     opt->iterations++;
     opt->last_lr = opt->lr;
     if (trace_enabled())
         trace_event("step", "opt=%s lr=%.9g distributed=%d iter=%ld grad_sum=%016llx "
                     "param_sum=%016llx",
                     optimizer_name(opt), (double)opt->lr, opt->distributed, opt->iterations,
-                    (unsigned long long)params_checksum(ps->grads, ps->n),
-                    (unsigned long long)params_checksum(ps->params, ps->n));
+                    (unsigned long long)params_checksum_at(ps->grads, ps->n, ps->device),
+                    (unsigned long long)params_checksum_at(ps->params, ps->n, ps->device));
     return 1;
 }

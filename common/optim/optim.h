@@ -55,6 +55,9 @@ typedef struct optimizer_kind {
      * opt->iterations (steps applied before this one), does not advance it; any momentum
      * correction is the kind's own (SGD has it, NovoGrad not) */
     void (*apply)(optimizer *opt, param_set *ps);
+    /* the same update on a GPU model's device buffers (ps->device); NULL: the kind has none
+     * (or this is a CPU build) and a GPU model cannot use it */
+    void (*apply_gpu)(optimizer *opt, param_set *ps);
 } optimizer_kind;
 
 extern const optimizer_kind sgd_kind;      /* sgd.c */
@@ -94,6 +97,9 @@ struct optimizer {
      * momentum is scaled by new_lr/old_lr for that one step. */
     int momentum_correction; /* default 1 */
     float last_lr;           /* lr of the previous applied step (0 before the first) */
+    /* GPU model: state and accum are device memory, as the param_set's buffers */
+    int device;
+    void *device_aux;        /* the kind's own device scratch (NovoGrad: tables, partial sums) */
 };
 
 novograd_options novograd_defaults(void); /* β1 0.9, β2 0.999, ε 1e-7, wd 0, averaging off */

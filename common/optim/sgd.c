@@ -12,6 +12,7 @@
 #include "base/fatal.h"
 #include "optim/lr.h"
 #include "optim/optim.h"
+#include "optim/optim_cuda.h"
 
 /* state: the velocity, one per parameter */
 static size_t state_floats(const param_set *ps) { return ps->n; }
@@ -33,8 +34,25 @@ static void apply(optimizer *opt, param_set *ps)
     }
 }
 
-const optimizer_kind sgd_kind = {
-    .code = OPT_SGD, .name = "sgd", .state_floats = state_floats, .apply = apply};
+#ifdef HVDLAB_CUDA
+/* The same update as a kernel over the device buffers (optim_cuda.cu). */
+static void apply_gpu(optimizer *opt, param_set *ps)
+{
+    const float momentum = opt->momentum_correction
+                               ? lr_corrected_momentum(opt->momentum, opt->lr, opt->last_lr)
+                               : opt->momentum;
+    optim_sgd_cuda(opt->state, ps->params, ps->grads, ps->n, momentum, opt->lr);
+}
+#define APPLY_GPU apply_gpu
+#else
+#define APPLY_GPU NULL
+#endif
+
+const optimizer_kind sgd_kind = {.code = OPT_SGD,
+                                 .name = "sgd",
+                                 .state_floats = state_floats,
+                                 .apply = apply,
+                                 .apply_gpu = APPLY_GPU};
 
 optimizer *sgd_create(const param_set *ps, float lr, float momentum)
 {
