@@ -168,7 +168,8 @@ cuda-check:  ## check that CUDA=1 compiles and links, run the GPU suites (they s
 	@if [ -x "$(NVCC)" ]; then \
 	  $(MAKE) --no-print-directory CUDA=1 BUILD=build/cuda build/cuda/tools/hvdlab-info \
 	    build/cuda/tests/progs/prog_errors build/cuda/solutions/step10 \
-	    build/cuda/tests/unit/test_twins_cuda build/cuda/tests/unit/test_gpu_collectives \
+	    build/cuda/tests/unit/test_twins_cuda build/cuda/tests/unit/test_wrn_cuda \
+	    build/cuda/tests/unit/test_gpu_collectives build/cuda/bench/train_speed_gpu \
 	    build/cuda/tests/progs/prog_gpu_coll build/cuda/bench/allreduce_gpu >/dev/null && \
 	  echo "cuda-check: CUDA=1 build compiled and linked; its device line on this machine:" && \
 	  build/cuda/tools/hvdlab-info | grep -A1 '\] CUDA' | sed 's/^ */  /' && \
@@ -178,6 +179,10 @@ cuda-check:  ## check that CUDA=1 compiles and links, run the GPU suites (they s
 	  { build/cuda/tests/unit/test_twins_cuda >build/cuda/twins.log 2>&1; rc=$$?; \
 	    sed 's/^/  /' build/cuda/twins.log; [ $$rc = 0 ] || [ $$rc = 77 ] || \
 	    { echo "cuda-check: FAILED, the GPU twins' suite exited $$rc"; exit 1; }; } && \
+	  echo "cuda-check: the model on the GPU (build/cuda/tests/unit/test_wrn_cuda):" && \
+	  { build/cuda/tests/unit/test_wrn_cuda >build/cuda/wrn_cuda.log 2>&1; rc=$$?; \
+	    sed 's/^/  /' build/cuda/wrn_cuda.log; [ $$rc = 0 ] || [ $$rc = 77 ] || \
+	    { echo "cuda-check: FAILED, the GPU model's suite exited $$rc"; exit 1; }; } && \
 	  echo "cuda-check: GPU collectives (build/cuda/tests/unit/test_gpu_collectives):" && \
 	  { MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" build/cuda/tests/unit/test_gpu_collectives \
 	      >build/cuda/gpu_coll.log 2>&1; rc=$$?; \

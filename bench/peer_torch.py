@@ -20,6 +20,7 @@ and once at the end (whole process; run one configuration per process for per-co
   torch.peak_rss <v> MiB  (VmHWM from /proc/self/status)
 """
 import argparse
+import os
 import sys
 import time
 
@@ -91,10 +92,15 @@ def run(model_name, threads, a):
     torch.set_num_threads(threads)
     torch.manual_seed(1)
     depth, k = parse_model(model_name)
-    net = WRN(depth, k, a.dropout).train()
+    dev = torch.device(a.device)
+    if dev.type == "cuda":  # TF32 in convolutions as the kit: on unless HVDLAB_TF32=0
+        torch.backends.cudnn.allow_tf32 = os.environ.get("HVDLAB_TF32", "1") != "0"
+        torch.backends.cudnn.benchmark = True
+        torch.cuda.reset_peak_memory_stats()
+    net = WRN(depth, k, a.dropout).train().to(dev)
     opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
-    x = torch.randn(a.batch, 1, 28, 28)
-    y = torch.randint(0, 10, (a.batch,))
+    x = torch.randn(a.batch, 1, 28, 28, device=dev)
+    y = torch.randint(0, 10, (a.batch,), device=dev)
 
     def step():
         opt.zero_grad(set_to_none=False)
@@ -108,8 +114,12 @@ def run(model_name, threads, a):
     iters = 0
     t0 = time.perf_counter()
     while iters < a.iters or time.perf_counter() - t0 < a.min_seconds:
-        step()
+        loss = step()
+        if dev.type == "cuda":
+            loss.item()  # per batch the loss comes back, as the kit's does
         iters += 1
+    if dev.type == "cuda":
+        torch.cuda.synchronize()
     dt = time.perf_counter() - t0
     tag = f"torch.{model_name}.t{threads}"
     nparams = sum(p.numel() for p in net.parameters())
@@ -117,6 +127,8 @@ def run(model_name, threads, a):
     print(f"{tag}.step_ms {1e3 * dt / iters:.2f} ms")
     print(f"{tag}.iters {iters} count")
     print(f"{tag}.params {nparams} count")
+    if dev.type == "cuda":
+        print(f"{tag}.peak_gpu {torch.cuda.max_memory_allocated() / 2**20:.1f} MiB")
     sys.stdout.flush()
 
 
@@ -129,6 +141,7 @@ def main():
     p.add_argument("--iters", type=int, default=20)
     p.add_argument("--min-seconds", type=float, default=0.0)
     p.add_argument("--dropout", type=float, default=0.01)
+    p.add_argument("--device", default="cpu", help="cpu or cuda")
     a = p.parse_args()
     for m in a.model.split(","):
         for t in a.threads.split(","):
