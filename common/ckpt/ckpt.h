@@ -38,7 +38,7 @@
  * P is quoted (trace_quote) only when it holds a space, '"', '\' or '='.
  *
  * Public, on plain buffers (the format's ckpt_data and ckpt_file):
- *   ckpt_check.c (expectations) ckpt_check, ckpt_opt_name
+ *   ckpt_check.c (expectations) ckpt_check, ckpt_opt_name, ckpt_nonfinite
  *   ckpt_files.c (directories)  ckpt_mkdirs, ckpt_write_temp, ckpt_commit, ckpt_save, ckpt_load,
  *                               ckpt_latest_epoch
  * Public (ckpt_model.c, on a param_set and an optimizer):
@@ -88,6 +88,11 @@ int ckpt_check(const ckpt_file *f, const ckpt_expect *want, const char *path, ch
 /* The name of an optimizer code as messages show it: its kind's name (optim.h), "no" (-1),
  * else "optimizer-kind-N". */
 const char *ckpt_opt_name(int kind);
+
+/* 1 if d holds a NaN or infinity (what then names the first: "parameter 12 is nan"), else 0.
+ * No such checkpoint is ever written (ckpt_write_temp refuses it) or loaded (ckpt_load and the
+ * scan treat it as damaged): a diverged run must not poison the runs that resume from it. */
+int ckpt_nonfinite(const ckpt_data *d, char *what, size_t len);
 
 /* Reads dir/checkpoint-{epoch}.ckpt, checks it against want (NULL: no requirement) and the
  * epoch stored in it, traces ckpt_restore. On error f holds nothing to free. */

@@ -5,6 +5,7 @@
  */
 #include "ckpt/ckpt.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "base/errmsg.h"
@@ -35,6 +36,7 @@ ckpt_data ckpt_data_of(const wrn_config *cfg, const param_set *ps, const optimiz
         .n_state = ps->n_state,
         .opt_state = opt ? opt->state : NULL,
         .n_opt_state = opt ? opt->n_state : 0,
+        .resume = {.model_steps = ps->steps},
     };
     return d;
 }
@@ -73,6 +75,10 @@ int ckpt_load_params(const char *dir, int epoch, const wrn_config *cfg, param_se
     /* The counts were checked against ps and opt, so every copy fits. */
     memcpy(ps->params, f.d.params, ps->n * sizeof *ps->params);
     memcpy(ps->state, f.d.state, ps->n_state * sizeof *ps->state);
+    ps->steps = f.d.resume.model_steps;
+    if (!f.resume_bytes) /* version 1 kept no dropout counter */
+        fprintf(stderr, "hvdlab: warning: %s/checkpoint-%d.ckpt: format version 1 has no dropout "
+                "counter; the resumed run draws new dropout masks\n", dir, epoch);
     if (opt) {
         memcpy(opt->state, f.d.opt_state, opt->n_state * sizeof *opt->state);
         opt->iterations = f.d.iterations;
