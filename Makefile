@@ -82,7 +82,7 @@ MPIRUN_FLAGS ?= --oversubscribe $(if $(filter 0,$(shell id -u)),--allow-run-as-r
 SETUP_PKGS := openmpi-bin libopenmpi-dev libopenblas-dev libdnnl-dev zlib1g-dev check pkg-config \
               dataset-fashion-mnist
 
-.PHONY: all help setup lib tools tests benches test unit-tests check-layers cuda-check check-build demo \
+.PHONY: all help setup lib tools tests benches test unit-tests check-layers test-ckpt-faults cuda-check check-build demo \
         progress-demo asan-test clean FORCE
 .DEFAULT_GOAL := all
 
@@ -146,7 +146,12 @@ test: setup  ## install if needed, build, check the CUDA build, the layers, unit
 	@$(MAKE) --no-print-directory check-layers
 	@$(MAKE) --no-print-directory unit-tests
 	@$(MAKE) --no-print-directory lab-test
+	@$(MAKE) --no-print-directory test-ckpt-faults
 	@$(MAKE) --no-print-directory check-docs
+
+# Real runs of solution 10 under mpirun: kill and exact resume (tests/resume/).
+test-ckpt-faults: solution10  ## kill a run at a random moment, resume it, compare the checkpoints byte for byte
+	@MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" timeout 300 sh tests/resume/exact_resume.sh ./solution10
 
 check-layers: lib  ## check that includes point down the layers of common/ and no files call each other round a circle
 	@BUILD=$(BUILD) sh tools/check_layers.sh
