@@ -40,7 +40,8 @@
  * Public, on plain buffers (the format's ckpt_data and ckpt_file):
  *   ckpt_check.c (expectations) ckpt_check, ckpt_opt_name, ckpt_nonfinite
  *   ckpt_files.c (directories)  ckpt_mkdirs, ckpt_write_temp, ckpt_commit, ckpt_save, ckpt_load,
- *                               ckpt_latest_epoch
+ *                               ckpt_latest_epoch, ckpt_set_aside
+ *   ckpt_dir.c (the log dir)    ckpt_set_restart, ckpt_prepare_dir, ckpt_expect_bytes
  * Public (ckpt_model.c, on a param_set and an optimizer):
  *   ckpt_data_of, ckpt_expect_of, ckpt_save_params, ckpt_load_params
  * Public (inline here, on a wrn_model): ckpt_save_model, ckpt_load_model, ckpt_latest_model
@@ -99,12 +100,34 @@ int ckpt_nonfinite(const ckpt_data *d, char *what, size_t len);
 int ckpt_load(const char *dir, int epoch, const ckpt_expect *want, ckpt_file *f, char *err,
               size_t errlen);
 
+/* How a run that must not touch a log directory's checkpoints goes on (the end of its error). */
+#define CKPT_WAYS_ON "use another --log-dir, or --restart which moves the old files aside into " \
+                     "a dated subfolder; nothing is deleted"
+
 /* Newest epoch e <= max_epoch (max_epoch <= 0: any) whose dir/checkpoint-e.ckpt is valid and
- * satisfies want; 0 if none or dir does not exist. Each invalid file it tries gets one line
- * on stderr ("hvdlab: warning: <message>; skipped") and the search goes on to older ones.
- * -1 and one line in err only when dir exists but cannot be listed. */
+ * satisfies want; 0 if none or dir does not exist. Nothing saved is ever overwritten by an
+ * unrelated run: a damaged file it meets (format, CRC, non-finite value, wrong epoch) is renamed
+ * to <name>.damaged with one warning line and the search goes on to older ones; a valid file
+ * that does not satisfy want (another model or optimizer), or a directory whose checkpoints
+ * are all damaged, gives -1 and one line naming the file, what differs and CKPT_WAYS_ON.
+ * -1 and one line in err also when dir exists but cannot be listed. */
 int ckpt_latest_epoch(const char *dir, const ckpt_expect *want, int max_epoch, char *err,
                       size_t errlen);
+
+/* Renames path to path.damaged; one warning line on stderr with why. 0, or -1 (also warned). */
+int ckpt_set_aside(const char *path, const char *why);
+
+/* ---- the log directory (ckpt_dir.c) ---- */
+
+/* --restart (args_parse sets it): ckpt_prepare_dir first moves every checkpoint, damaged and
+ * temp file of an earlier run into dir/restart-YYYYmmdd-HHMMSS/ (one line on stderr). */
+void ckpt_set_restart(int on);
+/* Before the first batch: (--restart), creates dir, removes the temp files of killed writers,
+ * writes and removes a probe file, and checks that the free space holds two checkpoints of
+ * file_bytes (0: no check). 0, or -1 and one line naming dir. */
+int ckpt_prepare_dir(const char *dir, size_t file_bytes, char *err, size_t errlen);
+/* The bytes of a file that satisfies want (its counts). */
+size_t ckpt_expect_bytes(const ckpt_expect *want);
 
 /* ---- model layer (ckpt_model.c) ---- */
 
@@ -133,11 +156,14 @@ static inline int ckpt_load_model(const char *dir, int epoch, wrn_model *m, opti
 {
     return ckpt_load_params(dir, epoch, wrn_get_config(m), wrn_params(m), opt, err, errlen);
 }
-/* ckpt_latest_epoch with the requirements of (m, opt): config, optimizer kind, counts, views. */
+/* ckpt_prepare_dir, then ckpt_latest_epoch with the requirements of (m, opt): config, optimizer
+ * kind, counts, views. */
 static inline int ckpt_latest_model(const char *dir, wrn_model *m, const optimizer *opt,
                                     int max_epoch, char *err, size_t errlen)
 {
     ckpt_expect want = ckpt_expect_of(wrn_get_config(m), wrn_params(m), opt);
+    if (ckpt_prepare_dir(dir, ckpt_expect_bytes(&want), err, errlen))
+        return -1;
     return ckpt_latest_epoch(dir, &want, max_epoch, err, errlen);
 }
 

@@ -1,7 +1,8 @@
 /* ckpt_files.c — checkpoint files in a log directory: created atomically (temp file, fsync,
  * rename, directory fsync), loaded with every check, and the newest valid epoch found. The
  * format itself is in ckpt_format.c; what a file must fit, ckpt_check.c.
- * Public: ckpt_mkdirs, ckpt_write_temp, ckpt_commit, ckpt_save, ckpt_load, ckpt_latest_epoch.
+ * Public: ckpt_mkdirs, ckpt_write_temp, ckpt_commit, ckpt_save, ckpt_load, ckpt_latest_epoch,
+ * ckpt_set_aside.
  */
 #include "ckpt/ckpt.h"
 
@@ -147,6 +148,19 @@ int ckpt_load(const char *dir, int epoch, const ckpt_expect *want, ckpt_file *f,
     return 0;
 }
 
+int ckpt_set_aside(const char *path, const char *why)
+{
+    char to[4200];
+    snprintf(to, sizeof to, "%s.damaged", path);
+    if (rename(path, to) != 0) {
+        fprintf(stderr, "hvdlab: warning: %s; cannot rename it aside: %s\n", why,
+                strerror(errno));
+        return -1;
+    }
+    fprintf(stderr, "hvdlab: warning: %s; renamed to %s, not overwritten\n", why, to);
+    return 0;
+}
+
 /* "checkpoint-N.ckpt" with N written as ckpt_path writes it (no sign, no leading zeros). */
 static int epoch_of_name(const char *name)
 {
@@ -197,19 +211,29 @@ int ckpt_latest_epoch(const char *dir, const ckpt_expect *want, int max_epoch, c
     closedir(dp);
     if (n > 1) /* qsort(NULL, 0, ...) is undefined */
         qsort(ep, (size_t)n, sizeof *ep, cmp_desc);
-    int found = 0;
-    for (int i = 0; i < n && !found; i++) {
+    /* Newest first, down to the first file this run can resume from: only the newer ones
+     * would be overwritten. A damaged one is renamed aside; one of another model or optimizer
+     * stops the run, as does a directory whose every checkpoint is damaged. */
+    int found = 0, damaged = 0, rc = 0;
+    for (int i = 0; i < n && !found && !rc; i++) {
         char path[4096], msg[ERRMSG_LEN];
         ckpt_file f;
         if (ckpt_path(path, sizeof path, dir, ep[i]))
             continue;
-        if (read_checked(path, ep[i], want, &f, msg, sizeof msg) == 0) {
-            found = ep[i];
-            ckpt_file_free(&f);
-        } else {
-            fprintf(stderr, "hvdlab: warning: %s; skipped\n", msg);
+        if (read_checked(path, ep[i], NULL, &f, msg, sizeof msg) != 0) {
+            ckpt_set_aside(path, msg);
+            damaged++;
+            continue;
         }
+        if (want && ckpt_check(&f, want, path, msg, sizeof msg) != 0)
+            rc = errmsg_set(err, errlen, NULL, "%s; " CKPT_WAYS_ON, msg);
+        else
+            found = ep[i];
+        ckpt_file_free(&f);
     }
     free(ep);
-    return found;
+    if (!rc && !found && damaged)
+        rc = errmsg_set(err, errlen, dir, "every checkpoint in it is damaged (renamed to "
+                        "*.damaged); " CKPT_WAYS_ON);
+    return rc ? rc : found;
 }

@@ -43,23 +43,37 @@ START_TEST(latest_skips_bad_files_with_one_warning_each)
     spit(tmp_path("run/checkpoint-3.ckpt"), b, len);
     spit(tmp_path("run/checkpoint-2.ckpt"), b, len - 100);
     free(b);
+    /* the newest, epoch 4, is another model's: the run would overwrite it, so it stops */
     int cap = capture_begin();
     int e = ckpt_latest_epoch(dir, &w, 10, err, sizeof err);
     char *out = capture_end(cap);
+    char want[4096], crcs[64];
+    ck_assert_int_eq(e, -1);
+    ck_assert_str_eq(out, "");
+    free(out);
+    snprintf(want, sizeof want, "%s/checkpoint-4.ckpt: checkpoint of model wrn-22-2 (depth 22, "
+             "width 2), but this run builds wrn-10-2 (depth 10, width 2); use another --log-dir, "
+             "or --restart which moves the old files aside into a dated subfolder; nothing is "
+             "deleted", dir);
+    ck_assert_str_eq(err, want);
+    /* below it (max_epoch 3): the damaged 3 and 2 are renamed aside, 1 is the newest valid */
+    cap = capture_begin();
+    e = ckpt_latest_epoch(dir, &w, 3, err, sizeof err);
+    out = capture_end(cap);
     ck_assert_msg(e == 1, "latest %d: %s / %s", e, err, out);
-    char want[2048], crcs[64];
     const char *c = strstr(out, "CRC32 ");
     ck_assert_ptr_nonnull(c);
     snprintf(crcs, sizeof crcs, "%.31s", c); /* "CRC32 xxxxxxxx stored, yyyyyyyy computed" */
     snprintf(want, sizeof want,
-             "hvdlab: warning: %s/checkpoint-4.ckpt: checkpoint of model wrn-22-2 (depth 22, "
-             "width 2), but this run builds wrn-10-2 (depth 10, width 2); skipped\n"
-             "hvdlab: warning: %s/checkpoint-3.ckpt: corrupt checkpoint: %s computed; skipped\n"
+             "hvdlab: warning: %s/checkpoint-3.ckpt: corrupt checkpoint: %s computed; renamed to "
+             "%s/checkpoint-3.ckpt.damaged, not overwritten\n"
              "hvdlab: warning: %s/checkpoint-2.ckpt: truncated checkpoint: %d bytes, its header "
-             "says %d; skipped\n",
-             dir, dir, crcs, dir, FILE_BYTES - 100, FILE_BYTES);
+             "says %d; renamed to %s/checkpoint-2.ckpt.damaged, not overwritten\n",
+             dir, crcs, dir, dir, FILE_BYTES - 100, FILE_BYTES, dir);
     ck_assert_str_eq(out, want);
     free(out);
+    ck_assert_int_eq(access(tmp_path("run/checkpoint-3.ckpt.damaged"), F_OK), 0);
+    ck_assert_int_eq(access(tmp_path("run/checkpoint-2.ckpt.damaged"), F_OK), 0);
     /* max_epoch bounds the scan (the lab scans from --epochs down); files above it are not read */
     cap = capture_begin();
     e = ckpt_latest_epoch(dir, &w, 1, err, sizeof err);
@@ -68,14 +82,21 @@ START_TEST(latest_skips_bad_files_with_one_warning_each)
     ck_assert_str_eq(out, "");
     free(out);
     /* without requirements the other model's epoch 4 is the newest valid file */
-    cap = capture_begin();
     ck_assert_int_eq(ckpt_latest_epoch(dir, NULL, 0, err, sizeof err), 4);
-    free(capture_end(cap));
-    /* nothing valid at all -> 0 */
+    /* nothing below 4 at all -> 0 */
     unlink(tmp_path("run/checkpoint-1.ckpt"));
+    ck_assert_int_eq(ckpt_latest_epoch(dir, &w, 3, err, sizeof err), 0);
+    /* every checkpoint damaged: renamed aside, and the run stops instead of starting afresh */
+    spit(tmp_path("run/checkpoint-1.ckpt"), "HVDLCKPT", 8);
     cap = capture_begin();
-    ck_assert_int_eq(ckpt_latest_epoch(dir, &w, 0, err, sizeof err), 0);
+    e = ckpt_latest_epoch(dir, &w, 3, err, sizeof err);
     free(capture_end(cap));
+    ck_assert_int_eq(e, -1);
+    snprintf(want, sizeof want, "%s: every checkpoint in it is damaged (renamed to *.damaged); "
+             "use another --log-dir, or --restart which moves the old files aside into a dated "
+             "subfolder; nothing is deleted", dir);
+    ck_assert_str_eq(err, want);
+    ck_assert_int_eq(access(tmp_path("run/checkpoint-1.ckpt.damaged"), F_OK), 0);
     /* a path that is not a directory is an error, not "no checkpoint" */
     ck_assert_int_eq(ckpt_latest_epoch(tmp_path("run/checkpoint-8.h5"), &w, 0, err, sizeof err),
                      -1);
