@@ -149,8 +149,9 @@ test: setup  ## install if needed, build, check the CUDA build, the layers, unit
 	@$(MAKE) --no-print-directory test-ckpt-faults
 	@$(MAKE) --no-print-directory check-docs
 
-# Real runs of solution 10 under mpirun: kill and exact resume (tests/resume/).
-test-ckpt-faults: solution10  ## kill a run at a random moment, resume it, compare the checkpoints byte for byte
+# Real runs of solution 10 under mpirun (tests/resume/): log-dir faults; kill and exact resume.
+test-ckpt-faults: solution10  ## log dirs a run must not or cannot use; kill, resume and compare checkpoints
+	@MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" timeout 120 sh tests/resume/ckpt_faults.sh ./solution10
 	@MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" timeout 300 sh tests/resume/exact_resume.sh ./solution10
 
 check-layers: lib  ## check that includes point down the layers of common/ and no files call each other round a circle

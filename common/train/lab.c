@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/errmsg.h"
 #include "base/fatal.h"
@@ -22,8 +23,13 @@ static loader_options common_options(const args *a, const dataset *ds, lab_shard
     return o;
 }
 
-static loader make_loader(const dataset_split *s, const loader_options *o)
+static loader make_loader(const dataset_split *s, const loader_options *o, const char *which)
 {
+    /* A subset larger than the data is a mistake (a typo, or a smaller data set than meant):
+     * stopping says so; clamping would train on less than asked without a word. */
+    if (o->subset > s->n)
+        fatal_error("--%s-subset %zu: the data hold only %zu %s images (0 uses them all)", which,
+                    o->subset, s->n, strcmp(which, "train") ? "test" : "training");
     loader L;
     char err[ERRMSG_LEN];
     if (loader_init(&L, s->images, s->labels, s->n, o, err, sizeof err))
@@ -38,7 +44,7 @@ loader lab_train_loader(const args *a, const dataset *ds, lab_shard me)
     o.augment = 1;
     o.batch_size = (size_t)a->batch_size;
     o.subset = a->train_subset;
-    return make_loader(&ds->train, &o);
+    return make_loader(&ds->train, &o, "train");
 }
 
 loader lab_val_loader(const args *a, const dataset *ds, lab_shard me)
@@ -48,7 +54,7 @@ loader lab_val_loader(const args *a, const dataset *ds, lab_shard me)
     o.augment = 0;
     o.batch_size = (size_t)a->val_batch_size;
     o.subset = a->test_subset;
-    return make_loader(&ds->test, &o);
+    return make_loader(&ds->test, &o, "test");
 }
 
 loader lab_test_loader(const args *a, const dataset *ds)
@@ -58,7 +64,7 @@ loader lab_test_loader(const args *a, const dataset *ds)
     o.augment = 0;
     o.batch_size = (size_t)a->val_batch_size;
     o.subset = a->test_subset;
-    return make_loader(&ds->test, &o);
+    return make_loader(&ds->test, &o, "test");
 }
 
 metrics lab_evaluate(wrn_model *model, loader *L, int steps, float *x, int *y)
