@@ -149,10 +149,11 @@ test: setup  ## install if needed, build, check the CUDA build, the layers, unit
 	@$(MAKE) --no-print-directory test-ckpt-faults
 	@$(MAKE) --no-print-directory check-docs
 
-# Real runs of solution 10 under mpirun (tests/resume/): log-dir faults; kill and exact resume.
-test-ckpt-faults: solution10  ## log dirs a run must not or cannot use; kill, resume and compare checkpoints
+# Real runs of solution 10 under mpirun (tests/resume/): log-dir faults; kill, signals, exact resume.
+test-ckpt-faults: solution10  ## log dirs a run must not or cannot use; kills and signals, resumed and compared byte for byte
 	@MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" timeout 120 sh tests/resume/ckpt_faults.sh ./solution10
 	@MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" timeout 300 sh tests/resume/exact_resume.sh ./solution10
+	@MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" timeout 300 sh tests/resume/signals.sh ./solution10
 
 check-layers: lib  ## check that includes point down the layers of common/ and no files call each other round a circle
 	@BUILD=$(BUILD) sh tools/check_layers.sh

@@ -40,10 +40,11 @@
  * Public, on plain buffers (the format's ckpt_data and ckpt_file):
  *   ckpt_check.c (expectations) ckpt_check, ckpt_opt_name, ckpt_nonfinite
  *   ckpt_files.c (directories)  ckpt_mkdirs, ckpt_write_temp, ckpt_commit, ckpt_save, ckpt_load,
- *                               ckpt_latest_epoch, ckpt_set_aside
+ *                               ckpt_latest_epoch, ckpt_found_batch, ckpt_set_aside
  *   ckpt_dir.c (the log dir)    ckpt_set_restart, ckpt_prepare_dir, ckpt_expect_bytes
  * Public (ckpt_model.c, on a param_set and an optimizer):
- *   ckpt_data_of, ckpt_expect_of, ckpt_save_params, ckpt_load_params
+ *   ckpt_data_of, ckpt_expect_of, ckpt_save_params, ckpt_load_params, ckpt_set_target,
+ *   ckpt_has_target, ckpt_save_target
  * Public (inline here, on a wrn_model): ckpt_save_model, ckpt_load_model, ckpt_latest_model
  */
 #ifndef HVDLAB_CKPT_H
@@ -114,6 +115,13 @@ int ckpt_load(const char *dir, int epoch, const ckpt_expect *want, ckpt_file *f,
 int ckpt_latest_epoch(const char *dir, const ckpt_expect *want, int max_epoch, char *err,
                       size_t errlen);
 
+/* The batch of the mid-epoch file the last ckpt_latest_epoch of dir (NULL: of any dir) found
+ * at epoch, else 0.
+ * Files saved mid-epoch (on a signal, ckpt_save_target) are named checkpoint-{epoch}.{batch}.ckpt
+ * and sort between checkpoint-{epoch} and checkpoint-{epoch+1}; when the scan picks one,
+ * ckpt_load (and so ckpt_load_model) of that epoch reads it. */
+int ckpt_found_batch(const char *dir, int epoch);
+
 /* Renames path to path.damaged; one warning line on stderr with why. 0, or -1 (also warned). */
 int ckpt_set_aside(const char *path, const char *why);
 
@@ -156,15 +164,30 @@ static inline int ckpt_load_model(const char *dir, int epoch, wrn_model *m, opti
 {
     return ckpt_load_params(dir, epoch, wrn_get_config(m), wrn_params(m), opt, err, errlen);
 }
+/* The model a signal saves (ckpt_save_target): ckpt_latest_model sets it on the ranks that look
+ * for checkpoints, which are the ranks that write them. */
+void ckpt_set_target(const char *dir, const wrn_config *cfg, const param_set *ps,
+                     const optimizer *opt);
+int ckpt_has_target(void);
+/* Saves the target as checkpoint-{epoch}.{batch}.ckpt (batch batches of epoch `epoch`, 0-based,
+ * done; epoch = finished epochs); its path into path. 0, or -1 and one line in err. */
+int ckpt_save_target(int epoch, int batch, char *path, size_t pathlen, char *err, size_t errlen);
+
 /* ckpt_prepare_dir, then ckpt_latest_epoch with the requirements of (m, opt): config, optimizer
- * kind, counts, views. */
-static inline int ckpt_latest_model(const char *dir, wrn_model *m, const optimizer *opt,
-                                    int max_epoch, char *err, size_t errlen)
+ * kind, counts, views; (m, opt) become the signal's target. A file saved mid-epoch in the
+ * first epoch is loaded here (the caller loads only epochs > 0). */
+static inline int ckpt_latest_model(const char *dir, wrn_model *m, optimizer *opt, int max_epoch,
+                                    char *err, size_t errlen)
 {
     ckpt_expect want = ckpt_expect_of(wrn_get_config(m), wrn_params(m), opt);
+    ckpt_set_target(dir, wrn_get_config(m), wrn_params(m), opt);
     if (ckpt_prepare_dir(dir, ckpt_expect_bytes(&want), err, errlen))
         return -1;
-    return ckpt_latest_epoch(dir, &want, max_epoch, err, errlen);
+    int e = ckpt_latest_epoch(dir, &want, max_epoch, err, errlen);
+    if (e == 0 && ckpt_found_batch(dir, 0) &&
+        ckpt_load_params(dir, 0, wrn_get_config(m), wrn_params(m), opt, err, errlen))
+        return -1;
+    return e;
 }
 
 #endif

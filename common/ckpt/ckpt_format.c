@@ -1,7 +1,7 @@
 /* ckpt_format.c — the checkpoint format (see ckpt_format.h): encoding to a descriptor, reading
  * and verifying a file. What a run expects of a file is ckpt_check.c; directories, temp files,
  * renames and the newest-epoch scan are ckpt_files.c.
- * Public: ckpt_path, ckpt_config_name, ckpt_write_fd, ckpt_read_file, ckpt_file_free.
+ * Public: ckpt_path, ckpt_path_at, ckpt_config_name, ckpt_write_fd, ckpt_read_file, ckpt_file_free.
  */
 #include "ckpt/ckpt_format.h"
 
@@ -64,10 +64,16 @@ void ckpt_config_name(const ckpt_config *c, char *buf, size_t len)
     snprintf(buf, len, "wrn-%d-%d", c->depth, c->width);
 }
 
+int ckpt_path_at(char *buf, size_t len, const char *dir, int epoch, int batch)
+{
+    int n = batch > 0 ? snprintf(buf, len, "%s/checkpoint-%d.%d.ckpt", dir, epoch, batch)
+                      : snprintf(buf, len, "%s/checkpoint-%d.ckpt", dir, epoch);
+    return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
 int ckpt_path(char *buf, size_t len, const char *dir, int epoch)
 {
-    int n = snprintf(buf, len, "%s/checkpoint-%d.ckpt", dir, epoch);
-    return n < 0 || (size_t)n >= len ? -1 : 0;
+    return ckpt_path_at(buf, len, dir, epoch, 0);
 }
 
 /* Total bytes of a file with these counts; -1 on overflow. */

@@ -58,8 +58,8 @@
  * file_bytes (truncated / trailing bytes), whole-file CRC, internal consistency (ckpt_read_file);
  * then what the caller expects (ckpt_check, ckpt.h).
  *
- * Public (ckpt_format.c): ckpt_path, ckpt_config_name, ckpt_write_fd, ckpt_read_file,
- * ckpt_file_free.
+ * Public (ckpt_format.c): ckpt_path, ckpt_path_at, ckpt_config_name, ckpt_write_fd,
+ * ckpt_read_file, ckpt_file_free.
  */
 #ifndef HVDLAB_CKPT_FORMAT_H
 #define HVDLAB_CKPT_FORMAT_H
@@ -128,6 +128,8 @@ typedef struct {
 
 /* "dir/checkpoint-{epoch}.ckpt" into buf; -1 if it does not fit. */
 int ckpt_path(char *buf, size_t len, const char *dir, int epoch);
+/* The same for batch 0; "dir/checkpoint-{epoch}.{batch}.ckpt" for a file saved mid-epoch. */
+int ckpt_path_at(char *buf, size_t len, const char *dir, int epoch, int batch);
 
 /* The name field a writer stores for c: "wrn-D-K". */
 void ckpt_config_name(const ckpt_config *c, char *buf, size_t len);

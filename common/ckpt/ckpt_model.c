@@ -1,7 +1,8 @@
 /* ckpt_model.c — checkpoints of a model's param_set and its optimizer (the layer under the step
  * programs' ckpt_save_model / ckpt_load_model, which are inline in ckpt.h); the file format and
  * I/O are in ckpt_format.c, which works on plain buffers.
- * Public: ckpt_data_of, ckpt_expect_of, ckpt_save_params, ckpt_load_params.
+ * Public: ckpt_data_of, ckpt_expect_of, ckpt_save_params, ckpt_load_params, ckpt_set_target,
+ * ckpt_has_target, ckpt_save_target.
  */
 #include "ckpt/ckpt.h"
 
@@ -89,4 +90,33 @@ int ckpt_load_params(const char *dir, int epoch, const wrn_config *cfg, param_se
                 (unsigned long long)params_checksum(ps->params, ps->n),
                 (unsigned long long)params_checksum(ps->state, ps->n_state));
     return 0;
+}
+
+/* What a signal saves; the step program owns the objects, which outlive its training loop. */
+static struct {
+    char dir[4096];
+    const wrn_config *cfg;
+    const param_set *ps;
+    const optimizer *opt;
+} target;
+
+void ckpt_set_target(const char *dir, const wrn_config *cfg, const param_set *ps,
+                     const optimizer *opt)
+{
+    snprintf(target.dir, sizeof target.dir, "%s", dir ? dir : "");
+    target.cfg = cfg;
+    target.ps = ps;
+    target.opt = opt;
+}
+
+int ckpt_has_target(void) { return target.ps != NULL; }
+
+int ckpt_save_target(int epoch, int batch, char *path, size_t pathlen, char *err, size_t errlen)
+{
+    if (!target.ps)
+        return errmsg_set(err, errlen, NULL, "no checkpoint target");
+    ckpt_data d = ckpt_data_of(target.cfg, target.ps, target.opt, epoch);
+    d.resume.batch = batch;
+    ckpt_path_at(path, pathlen, target.dir, epoch, batch);
+    return ckpt_save(target.dir, &d, err, errlen);
 }
