@@ -137,6 +137,9 @@ static int read_checked(const char *path, int epoch, int batch, const ckpt_expec
     if ((ckpt_nonfinite(&f->d, what, sizeof what) &&
          errmsg_set(err, errlen, path, "checkpoint holds a non-finite value (%s), refused", what)) ||
         (want && ckpt_check(f, want, path, err, errlen)) ||
+        (f->d.epoch != epoch && !batch && !f->d.resume.batch &&
+         errmsg_set(err, errlen, path, "checkpoint holds epoch %d, its name says %d", f->d.epoch,
+                    epoch)) ||
         ((f->d.epoch != epoch || f->d.resume.batch != batch) &&
          errmsg_set(err, errlen, path, "checkpoint holds epoch %d batch %d, its name says epoch "
                     "%d batch %d", f->d.epoch, f->d.resume.batch, epoch, batch))) {

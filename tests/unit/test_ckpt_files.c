@@ -106,6 +106,52 @@ START_TEST(latest_skips_bad_files_with_one_warning_each)
 }
 END_TEST
 
+/* A file saved mid-epoch (on a signal) is checkpoint-E.B.ckpt: newer than checkpoint-E, older
+ * than checkpoint-(E+1); when the scan picks it, loading epoch E reads it. */
+START_TEST(mid_epoch_files_sort_between_epochs)
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s", tmp_path("mid"));
+    fixture f;
+    for (int e = 1; e <= 2; e++) {
+        make_fixture(&f, 10, 1, e);
+        save(dir, &f);
+    }
+    make_fixture(&f, 10, 1, 2);
+    f.d.resume.batch = 17;
+    f.params[0] = 42.0f;
+    save(dir, &f);
+    ck_assert_int_eq(access(tmp_path("mid/checkpoint-2.17.ckpt"), F_OK), 0);
+    spit(tmp_path("mid/checkpoint-2.017.ckpt"), "x", 1); /* not a name the kit writes */
+    ckpt_expect w = expect_of(&f);
+    ck_assert_int_eq(ckpt_latest_epoch(dir, &w, 5, err, sizeof err), 2);
+    ck_assert_int_eq(ckpt_found_batch(dir, 2), 17);
+    ck_assert_int_eq(ckpt_found_batch(NULL, 2), 17);
+    ck_assert_int_eq(ckpt_found_batch(dir, 1), 0);
+    ckpt_file r;
+    ck_assert_msg(ckpt_load(dir, 2, &w, &r, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(r.d.resume.batch, 17);
+    ck_assert_float_eq(r.d.params[0], 42.0f);
+    ckpt_file_free(&r);
+    /* a run of 2 epochs never resumes past its end: the mid-epoch file of epoch 3 is not its */
+    ck_assert_int_eq(ckpt_latest_epoch(dir, &w, 2, err, sizeof err), 2);
+    ck_assert_int_eq(ckpt_found_batch(dir, 2), 0);
+    /* a finished epoch 3 beats it */
+    make_fixture(&f, 10, 1, 3);
+    save(dir, &f);
+    ck_assert_int_eq(ckpt_latest_epoch(dir, &w, 5, err, sizeof err), 3);
+    ck_assert_int_eq(ckpt_found_batch(dir, 3), 0);
+    /* a file that holds another batch than its name says is damaged */
+    rename(tmp_path("mid/checkpoint-3.ckpt"), tmp_path("mid/checkpoint-3.4.ckpt"));
+    int cap = capture_begin();
+    ck_assert_int_eq(ckpt_latest_epoch(dir, &w, 5, err, sizeof err), 2);
+    char *out = capture_end(cap);
+    ck_assert_msg(strstr(out, "checkpoint holds epoch 3 batch 0, its name says epoch 3 batch 4; "
+                              "renamed to") != NULL, "%s", out);
+    free(out);
+}
+END_TEST
+
 static int count_temp_files(const char *dir)
 {
     DIR *dp = opendir(dir);
@@ -302,6 +348,7 @@ static Suite *make_suite(void)
     tcase_add_checked_fixture(tc, setup, tmp_test_teardown);
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, latest_skips_bad_files_with_one_warning_each);
+    tcase_add_test(tc, mid_epoch_files_sort_between_epochs);
     tcase_add_test(tc, killed_writer_leaves_previous_checkpoint);
     tcase_add_test(tc, creates_log_dir_or_names_it);
     tcase_add_test(tc, param_set_layer_and_trace);
