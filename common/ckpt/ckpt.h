@@ -21,7 +21,9 @@
  *   }
  *
  * Files: DIR/checkpoint-{epoch}.ckpt, where {epoch} counts finished epochs (the file written after
- * the 3rd epoch is checkpoint-3.ckpt; resuming from it starts at epoch index 3). A save writes
+ * the 3rd epoch is checkpoint-3.ckpt; resuming from it starts at epoch index 3), and
+ * DIR/checkpoint-{epoch}.{batch}.ckpt, saved on a signal after `batch` batches of the next epoch
+ * (train/stop.h; the step programs go on from it with resume_batch, train/resume.h). A save writes
  * DIR/.checkpoint-{epoch}.ckpt.tmp-XXXXXX, fsyncs it, renames it over the final name and fsyncs
  * DIR, so a crash leaves either the old state or the complete new file, never a torn one.
  * Leftover temp files (from a killed writer) are ignored by every reader.
@@ -32,7 +34,8 @@
  * dropout is stored but may differ.
  *
  * Trace events (trace.h, HVDLAB_TRACE): "ckpt_save path=P epoch=N" after the rename,
- * "ckpt_restore path=P epoch=N" after a successful load, and from the model layer
+ * "ckpt_restore path=P epoch=N" after a successful load (both with " batch=B" for a mid-epoch
+ * file), and from the model layer
  * "params when=restore epoch=N sum=<%016llx> state_sum=<%016llx>" (params_checksum) after the
  * weights are copied in (on the loading rank only; the broadcast traces its own line).
  * P is quoted (trace_quote) only when it holds a space, '"', '\' or '='.
