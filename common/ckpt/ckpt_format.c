@@ -160,18 +160,12 @@ static void encode_resume(uint8_t *b, const ckpt_resume *r)
     memset(b, 0, CKPT_RESUME_BYTES);
     put_u64(b, r->model_steps);
     put_u32(b + 8, (uint32_t)r->batch);
-    put_u32(b + 12, (uint32_t)r->early_stop_met);
-    put_u32(b + 16, (uint32_t)r->val_epoch);
-    put_u64(b + 24, r->val_cursor);
 }
 
 static void decode_resume(const uint8_t *b, ckpt_resume *r)
 {
     r->model_steps = get_u64(b);
     r->batch = (int)get_u32(b + 8);
-    r->early_stop_met = (int)get_u32(b + 12);
-    r->val_epoch = (int)get_u32(b + 16);
-    r->val_cursor = get_u64(b + 24);
 }
 
 int ckpt_write_fd(int fd, const ckpt_data *d, const char *path, char *err, size_t errlen)

@@ -38,10 +38,10 @@
  *                  +0 u64 model_steps: training batches the model has run (keys its dropout masks)
  *                  +8 i32 batch: batches of epoch `epoch` (0-based) already run; 0 for the file
  *                     written at an epoch's end, > 0 for one written mid-epoch (on a signal)
- *                 +12 i32 early_stop_met: epochs in a row above --target-accuracy so far
- *                 +16 i32 val_epoch, +20 u32 reserved = 0, +24 u64 val_cursor: where the
- *                     validation loader (which runs on across epochs) stands
+ *                 +12 20 bytes reserved = 0
  *                A reader takes the first 32 bytes and skips any more (a later version's fields).
+ *                The data order, augmentation and learning rate follow from (epoch, batch) alone;
+ *                the optimizer's step count and state are in the header and the arrays above.
  *   file_bytes-4  4  u32 crc32 = zlib crc32 of every byte before it
  *
  * Version 1 (no resume block, R = 0 at offset 120) still loads: its resume fields read as 0, so
@@ -88,9 +88,6 @@ typedef struct {
 typedef struct {
     uint64_t model_steps; /* param_set.steps: training batches run, keys dropout */
     int batch;            /* batches of the current epoch already run (0: at an epoch's end) */
-    int early_stop_met;   /* epochs in a row above the target accuracy */
-    int val_epoch;        /* validation loader: its epoch and cursor */
-    uint64_t val_cursor;
 } ckpt_resume;
 
 /* Everything a checkpoint holds. Arrays are borrowed: the writer reads them, the reader points

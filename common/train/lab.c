@@ -10,6 +10,7 @@
 
 #include "base/errmsg.h"
 #include "base/fatal.h"
+#include "train/resume.h"
 
 /* What the three loaders share: the data seed, the training set's standardisation, the shard. */
 static loader_options common_options(const args *a, const dataset *ds, lab_shard me)
@@ -71,6 +72,7 @@ metrics lab_evaluate(wrn_model *model, loader *L, int steps, float *x, int *y)
 {
     metrics m;
     metrics_reset(&m);
+    resume_validation(L, steps); /* a resumed run draws what the uninterrupted one would */
     for (int b = 0; b < steps; b++) {
         size_t n = loader_next_cyclic(L, x, y);
         wrn_result r = wrn_eval_batch(model, x, y, n, NULL);

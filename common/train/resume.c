@@ -1,5 +1,6 @@
-/* resume.c — the batch a resumed run starts its epoch at (resume.h).
- * Public: resume_batch.
+/* resume.c — the batch a resumed run starts its epoch at, and its validation loader's place
+ * (resume.h).
+ * Public: resume_batch, resume_validation.
  */
 #include "train/resume.h"
 
@@ -25,4 +26,20 @@ int resume_batch(loader *train, int epoch)
         return 0;
     loader_seek_batch(train, (size_t)first_batch);
     return first_batch;
+}
+
+void resume_validation(loader *val, int steps)
+{
+    static const loader *done; /* once per loader */
+    if (first_epoch <= 0 || !val->opt.shuffle || val == done || steps <= 0)
+        return;
+    done = val;
+    size_t nb = loader_num_batches(val);
+    if (!nb)
+        return;
+    /* Where the uninterrupted run's loader_next_cyclic would stand after first_epoch epochs of
+     * `steps` draws: a whole number of passes, then part of one. */
+    size_t drawn = (size_t)first_epoch * (size_t)steps;
+    loader_set_epoch(val, (int)(drawn / nb));
+    loader_seek_batch(val, drawn % nb);
 }

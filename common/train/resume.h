@@ -4,7 +4,10 @@
  *
  *   for (int b = resume_batch(&train, epoch); b < steps_per_epoch; b++) { ... }
  *
- * Public: resume_batch.
+ * The validation loader runs on across epochs (lab_evaluate draws with loader_next_cyclic), so
+ * resume_validation puts it where the uninterrupted run's would be.
+ *
+ * Public: resume_batch, resume_validation.
  */
 #ifndef HVDLAB_RESUME_H
 #define HVDLAB_RESUME_H
@@ -16,5 +19,10 @@
  * checkpoint); else 0. The first call also tells stop.h that this program can go on from a
  * mid-epoch checkpoint. */
 int resume_batch(loader *train, int epoch);
+
+/* Before the first draw from a shuffled validation loader drawn `steps` batches per epoch: in a
+ * run that resumed (resume_batch) at epoch E > 0, moves it past the E·steps batches the earlier
+ * run drew. Unshuffled loaders (the final test) and other runs are left alone. */
+void resume_validation(loader *val, int steps);
 
 #endif

@@ -19,7 +19,7 @@ import torch
 
 HEADER = struct.Struct("<8sIIQiif32siifqQQQIIII")  # the 128 bytes at offset 0, see ckpt.h
 VIEW = struct.Struct("<64sQQi4ii")                  # 104 bytes per view
-RESUME = struct.Struct("<QiiiIQ")                   # version 2: the 32-byte resume block
+RESUME = struct.Struct("<Qi20x")                    # version 2: the 32-byte resume block
 
 
 def read_ckpt(path):
@@ -37,7 +37,7 @@ def read_ckpt(path):
     flat = np.frombuffer(blob, dtype="<f4", offset=data, count=n_params + n_state + n_opt)
     params, state = flat[:n_params], flat[n_params:n_params + n_state]
     resume = (RESUME.unpack_from(blob, data + 4 * (n_params + n_state + n_opt))
-              if resume_bytes else (0, 0, 0, 0, 0, 0))
+              if resume_bytes else (0, 0))
     tensors = {}
     for i, (vname, offset, count, ndim, s0, s1, s2, s3, decay) in enumerate(views):
         buf = params if i < n_views else state
@@ -48,8 +48,7 @@ def read_ckpt(path):
                 epoch=epoch, optimizer={0: "sgd", 1: "novograd"}.get(opt_kind, "none"),
                 iterations=iterations, last_lr=last_lr, n_params=n_params, n_state=n_state,
                 n_opt_state=n_opt, opt_state=flat[n_params + n_state:], version=version,
-                model_steps=resume[0], batch=resume[1], early_stop_met=resume[2],
-                val_epoch=resume[3], val_cursor=resume[5])
+                model_steps=resume[0], batch=resume[1])
     return meta, tensors
 
 
