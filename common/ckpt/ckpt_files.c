@@ -135,7 +135,8 @@ static int read_checked(const char *path, int epoch, int batch, const ckpt_expec
     if (ckpt_read_file(path, f, err, errlen))
         return -1;
     if ((ckpt_nonfinite(&f->d, what, sizeof what) &&
-         errmsg_set(err, errlen, path, "checkpoint holds a non-finite value (%s), refused", what)) ||
+         errmsg_set(err, errlen, path, "checkpoint holds a non-finite value (%s), refused",
+                    what)) ||
         (want && ckpt_check(f, want, path, err, errlen)) ||
         (f->d.epoch != epoch && !batch && !f->d.resume.batch &&
          errmsg_set(err, errlen, path, "checkpoint holds epoch %d, its name says %d", f->d.epoch,

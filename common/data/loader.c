@@ -2,7 +2,8 @@
  * featurewise standardisation, batch by batch into float. See loader.h for the exact semantics.
  * Public: loader_defaults, loader_init, loader_free, loader_set_epoch, loader_seek_batch,
  *         loader_epoch_samples, loader_num_batches, loader_next, loader_next_cyclic,
- *         loader_get_batch, loader_shard, loader_permutation, loader_augment_params, loader_augment_image.
+ *         loader_get_batch, loader_shard, loader_permutation, loader_augment_params,
+ *         loader_augment_image.
  */
 #include "data/loader.h"
 

@@ -244,7 +244,8 @@ int args_parse(args *a, int argc, char **argv, char *err, size_t errlen)
     int rc = 0, c;
     while (rc == 0 && (c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
         const char *given = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
-        if (c == '?' && (optopt == A_HELP || optopt == A_CKPT || optopt == A_RESTART) && strchr(given, '=')) {
+        if (c == '?' && (optopt == A_HELP || optopt == A_CKPT || optopt == A_RESTART) &&
+            strchr(given, '=')) {
             char name[64];
             snprintf(name, sizeof name, "%s", given);
             name[strcspn(name, "=")] = '\0';

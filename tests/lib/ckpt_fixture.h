@@ -1,6 +1,7 @@
 /* ckpt_fixture.h — shared by test_ckpt.c and test_ckpt_files.c: a small checkpoint whose values
  * tell positions apart (with -0, a denormal and the largest finite floats; NaN and inf are never
- * saved), file helpers, and stderr capture. Everything is static inline so each test uses what it needs. */
+ * saved), file helpers, and stderr capture. Everything is static inline so each test uses what
+ * it needs. */
 #ifndef HVDLAB_CKPT_FIXTURE_H
 #define HVDLAB_CKPT_FIXTURE_H
 
