@@ -82,7 +82,7 @@ MPIRUN_FLAGS ?= --oversubscribe $(if $(filter 0,$(shell id -u)),--allow-run-as-r
 SETUP_PKGS := openmpi-bin libopenmpi-dev libopenblas-dev libdnnl-dev zlib1g-dev check pkg-config \
               dataset-fashion-mnist
 
-.PHONY: all help setup lib tools tests benches test unit-tests check-layers cuda-check check-build demo \
+.PHONY: all help setup lib tools tests benches test unit-tests check-layers test-ckpt-faults cuda-check check-build demo \
         progress-demo asan-test clean FORCE
 .DEFAULT_GOAL := all
 
@@ -146,8 +146,15 @@ test: setup  ## install if needed, build, check the CUDA build, the layers, unit
 	@$(MAKE) --no-print-directory check-layers
 	@$(MAKE) --no-print-directory unit-tests
 	@$(MAKE) --no-print-directory lab-test
+	@$(MAKE) --no-print-directory test-ckpt-faults
 	@$(MAKE) --no-print-directory check-docs
 	@$(MAKE) --no-print-directory test-faults-quick
+
+# Real runs of solution 10 under mpirun (tests/resume/): log-dir faults; kill, signals, exact resume.
+test-ckpt-faults: solution10  ## log dirs a run must not or cannot use; kills and signals, resumed and compared byte for byte
+	@MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" timeout 120 sh tests/resume/ckpt_faults.sh ./solution10
+	@MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" timeout 300 sh tests/resume/exact_resume.sh ./solution10
+	@MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" timeout 300 sh tests/resume/signals.sh ./solution10
 
 check-layers: lib  ## check that includes point down the layers of common/ and no files call each other round a circle
 	@BUILD=$(BUILD) sh tools/check_layers.sh

@@ -26,5 +26,6 @@
 #include "train/lab.h"
 #include "train/metrics.h"
 #include "train/progress.h"
+#include "train/resume.h"
 
 #endif

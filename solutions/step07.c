@@ -96,7 +96,8 @@ int main(int argc, char **argv)
         progress_epoch_begin(&p, epoch, (size_t)steps_per_epoch);
         metrics train_m;
         metrics_reset(&train_m);
-        for (int b = 0; b < steps_per_epoch; b++) {
+        /* A checkpoint saved on a signal stopped mid-epoch: its epoch goes on from that batch. */
+        for (int b = resume_batch(&train, epoch); b < steps_per_epoch; b++) {
             size_t n = loader_next_cyclic(&train, x, y);
             opt->lr = lr_lab_at(&schedule, epoch, b);
             wrn_result r = wrn_train_batch(model, x, y, n, (float)a.wd);

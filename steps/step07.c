@@ -95,6 +95,7 @@ int main(int argc, char **argv)
         progress_epoch_begin(&p, epoch, (size_t)steps_per_epoch);
         metrics train_m;
         metrics_reset(&train_m);
+        // TODO: Step 7: start the epoch a run resumes in at the batch its checkpoint was saved at (b = resume_batch(&train, epoch)): a signal saves mid-epoch
         for (int b = 0; b < steps_per_epoch; b++) {
             size_t n = loader_next_cyclic(&train, x, y);
             opt->lr = lr_lab_at(&schedule, epoch, b);

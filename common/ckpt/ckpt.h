@@ -21,7 +21,9 @@
  *   }
  *
  * Files: DIR/checkpoint-{epoch}.ckpt, where {epoch} counts finished epochs (the file written after
- * the 3rd epoch is checkpoint-3.ckpt; resuming from it starts at epoch index 3). A save writes
+ * the 3rd epoch is checkpoint-3.ckpt; resuming from it starts at epoch index 3), and
+ * DIR/checkpoint-{epoch}.{batch}.ckpt, saved on a signal after `batch` batches of the next epoch
+ * (train/stop.h; the step programs go on from it with resume_batch, train/resume.h). A save writes
  * DIR/.checkpoint-{epoch}.ckpt.tmp-XXXXXX, fsyncs it, renames it over the final name and fsyncs
  * DIR, so a crash leaves either the old state or the complete new file, never a torn one.
  * Leftover temp files (from a killed writer) are ignored by every reader.
@@ -32,17 +34,20 @@
  * dropout is stored but may differ.
  *
  * Trace events (trace.h, HVDLAB_TRACE): "ckpt_save path=P epoch=N" after the rename,
- * "ckpt_restore path=P epoch=N" after a successful load, and from the model layer
+ * "ckpt_restore path=P epoch=N" after a successful load (both with " batch=B" for a mid-epoch
+ * file), and from the model layer
  * "params when=restore epoch=N sum=<%016llx> state_sum=<%016llx>" (params_checksum) after the
  * weights are copied in (on the loading rank only; the broadcast traces its own line).
  * P is quoted (trace_quote) only when it holds a space, '"', '\' or '='.
  *
  * Public, on plain buffers (the format's ckpt_data and ckpt_file):
- *   ckpt_check.c (expectations) ckpt_check, ckpt_opt_name
+ *   ckpt_check.c (expectations) ckpt_check, ckpt_opt_name, ckpt_nonfinite
  *   ckpt_files.c (directories)  ckpt_mkdirs, ckpt_write_temp, ckpt_commit, ckpt_save, ckpt_load,
- *                               ckpt_latest_epoch
+ *                               ckpt_latest_epoch, ckpt_found_batch, ckpt_set_aside
+ *   ckpt_dir.c (the log dir)    ckpt_set_restart, ckpt_prepare_dir, ckpt_expect_bytes
  * Public (ckpt_model.c, on a param_set and an optimizer):
- *   ckpt_data_of, ckpt_expect_of, ckpt_save_params, ckpt_load_params
+ *   ckpt_data_of, ckpt_expect_of, ckpt_save_params, ckpt_load_params, ckpt_set_target,
+ *   ckpt_has_target, ckpt_save_target
  * Public (inline here, on a wrn_model): ckpt_save_model, ckpt_load_model, ckpt_latest_model
  */
 #ifndef HVDLAB_CKPT_H
@@ -89,17 +94,51 @@ int ckpt_check(const ckpt_file *f, const ckpt_expect *want, const char *path, ch
  * else "optimizer-kind-N". */
 const char *ckpt_opt_name(int kind);
 
+/* 1 if d holds a NaN or infinity (what then names the first: "parameter 12 is nan"), else 0.
+ * No such checkpoint is ever written (ckpt_write_temp refuses it) or loaded (ckpt_load and the
+ * scan treat it as damaged): a diverged run must not poison the runs that resume from it. */
+int ckpt_nonfinite(const ckpt_data *d, char *what, size_t len);
+
 /* Reads dir/checkpoint-{epoch}.ckpt, checks it against want (NULL: no requirement) and the
  * epoch stored in it, traces ckpt_restore. On error f holds nothing to free. */
 int ckpt_load(const char *dir, int epoch, const ckpt_expect *want, ckpt_file *f, char *err,
               size_t errlen);
 
+/* How a run that must not touch a log directory's checkpoints goes on (the end of its error). */
+#define CKPT_WAYS_ON "use another --log-dir, or --restart which moves the old files aside into " \
+                     "a dated subfolder; nothing is deleted"
+
 /* Newest epoch e <= max_epoch (max_epoch <= 0: any) whose dir/checkpoint-e.ckpt is valid and
- * satisfies want; 0 if none or dir does not exist. Each invalid file it tries gets one line
- * on stderr ("hvdlab: warning: <message>; skipped") and the search goes on to older ones.
- * -1 and one line in err only when dir exists but cannot be listed. */
+ * satisfies want; 0 if none or dir does not exist. Nothing saved is ever overwritten by an
+ * unrelated run: a damaged file it meets (format, CRC, non-finite value, wrong epoch) is renamed
+ * to <name>.damaged with one warning line and the search goes on to older ones; a valid file
+ * that does not satisfy want (another model or optimizer), or a directory whose checkpoints
+ * are all damaged, gives -1 and one line naming the file, what differs and CKPT_WAYS_ON.
+ * -1 and one line in err also when dir exists but cannot be listed. */
 int ckpt_latest_epoch(const char *dir, const ckpt_expect *want, int max_epoch, char *err,
                       size_t errlen);
+
+/* The batch of the mid-epoch file the last ckpt_latest_epoch of dir (NULL: of any dir) found
+ * at epoch, else 0.
+ * Files saved mid-epoch (on a signal, ckpt_save_target) are named checkpoint-{epoch}.{batch}.ckpt
+ * and sort between checkpoint-{epoch} and checkpoint-{epoch+1}; when the scan picks one,
+ * ckpt_load (and so ckpt_load_model) of that epoch reads it. */
+int ckpt_found_batch(const char *dir, int epoch);
+
+/* Renames path to path.damaged; one warning line on stderr with why. 0, or -1 (also warned). */
+int ckpt_set_aside(const char *path, const char *why);
+
+/* ---- the log directory (ckpt_dir.c) ---- */
+
+/* --restart (args_parse sets it): ckpt_prepare_dir first moves every checkpoint, damaged and
+ * temp file of an earlier run into dir/restart-YYYYmmdd-HHMMSS/ (one line on stderr). */
+void ckpt_set_restart(int on);
+/* Before the first batch: (--restart), creates dir, removes the temp files of killed writers,
+ * writes and removes a probe file, and checks that the free space holds two checkpoints of
+ * file_bytes (0: no check). 0, or -1 and one line naming dir. */
+int ckpt_prepare_dir(const char *dir, size_t file_bytes, char *err, size_t errlen);
+/* The bytes of a file that satisfies want (its counts). */
+size_t ckpt_expect_bytes(const ckpt_expect *want);
 
 /* ---- model layer (ckpt_model.c) ---- */
 
@@ -128,12 +167,30 @@ static inline int ckpt_load_model(const char *dir, int epoch, wrn_model *m, opti
 {
     return ckpt_load_params(dir, epoch, wrn_get_config(m), wrn_params(m), opt, err, errlen);
 }
-/* ckpt_latest_epoch with the requirements of (m, opt): config, optimizer kind, counts, views. */
-static inline int ckpt_latest_model(const char *dir, wrn_model *m, const optimizer *opt,
-                                    int max_epoch, char *err, size_t errlen)
+/* The model a signal saves (ckpt_save_target): ckpt_latest_model sets it on the ranks that look
+ * for checkpoints, which are the ranks that write them. */
+void ckpt_set_target(const char *dir, const wrn_config *cfg, const param_set *ps,
+                     const optimizer *opt);
+int ckpt_has_target(void);
+/* Saves the target as checkpoint-{epoch}.{batch}.ckpt (batch batches of epoch `epoch`, 0-based,
+ * done; epoch = finished epochs); its path into path. 0, or -1 and one line in err. */
+int ckpt_save_target(int epoch, int batch, char *path, size_t pathlen, char *err, size_t errlen);
+
+/* ckpt_prepare_dir, then ckpt_latest_epoch with the requirements of (m, opt): config, optimizer
+ * kind, counts, views; (m, opt) become the signal's target. A file saved mid-epoch in the
+ * first epoch is loaded here (the caller loads only epochs > 0). */
+static inline int ckpt_latest_model(const char *dir, wrn_model *m, optimizer *opt, int max_epoch,
+                                    char *err, size_t errlen)
 {
     ckpt_expect want = ckpt_expect_of(wrn_get_config(m), wrn_params(m), opt);
-    return ckpt_latest_epoch(dir, &want, max_epoch, err, errlen);
+    ckpt_set_target(dir, wrn_get_config(m), wrn_params(m), opt);
+    if (ckpt_prepare_dir(dir, ckpt_expect_bytes(&want), err, errlen))
+        return -1;
+    int e = ckpt_latest_epoch(dir, &want, max_epoch, err, errlen);
+    if (e == 0 && ckpt_found_batch(dir, 0) &&
+        ckpt_load_params(dir, 0, wrn_get_config(m), wrn_params(m), opt, err, errlen))
+        return -1;
+    return e;
 }
 
 #endif

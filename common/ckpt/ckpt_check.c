@@ -1,9 +1,10 @@
 /* ckpt_check.c — whether a checkpoint read from disk fits what a run expects (model config,
  * optimizer kind, counts, view tables), with one line saying how it does not. See ckpt.h.
- * Public: ckpt_check, ckpt_opt_name.
+ * Public: ckpt_check, ckpt_opt_name, ckpt_nonfinite.
  */
 #include "ckpt/ckpt.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -87,3 +88,30 @@ int ckpt_check(const ckpt_file *f, const ckpt_expect *want, const char *path, ch
     return 0;
 }
 
+
+/* Index of the first non-finite value of a[0..n), or n. */
+static size_t first_nonfinite(const float *a, size_t n)
+{
+    size_t i = 0;
+    while (i < n && isfinite(a[i]))
+        i++;
+    return i;
+}
+
+int ckpt_nonfinite(const ckpt_data *d, char *what, size_t len)
+{
+    const struct {
+        const char *name;
+        const float *a;
+        size_t n;
+    } arr[] = {{"parameter", d->params, d->n_params}, {"batch-norm state", d->state, d->n_state},
+               {"optimizer state", d->opt_state, d->n_opt_state}};
+    for (size_t k = 0; k < sizeof arr / sizeof arr[0]; k++) {
+        size_t i = first_nonfinite(arr[k].a, arr[k].n);
+        if (i < arr[k].n) {
+            snprintf(what, len, "%s %zu is %g", arr[k].name, i, (double)arr[k].a[i]);
+            return 1;
+        }
+    }
+    return 0;
+}

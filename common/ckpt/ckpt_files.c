@@ -1,7 +1,8 @@
 /* ckpt_files.c — checkpoint files in a log directory: created atomically (temp file, fsync,
  * rename, directory fsync), loaded with every check, and the newest valid epoch found. The
  * format itself is in ckpt_format.c; what a file must fit, ckpt_check.c.
- * Public: ckpt_mkdirs, ckpt_write_temp, ckpt_commit, ckpt_save, ckpt_load, ckpt_latest_epoch.
+ * Public: ckpt_mkdirs, ckpt_write_temp, ckpt_commit, ckpt_save, ckpt_load, ckpt_latest_epoch,
+ * ckpt_set_aside.
  */
 #include "ckpt/ckpt.h"
 
@@ -50,6 +51,13 @@ int ckpt_mkdirs(const char *dir, char *err, size_t errlen)
 int ckpt_write_temp(const char *dir, const ckpt_data *d, char *tmp, size_t tmplen, char *err,
                     size_t errlen)
 {
+    char what[96];
+    if (ckpt_nonfinite(d, what, sizeof what)) {
+        char path[4096];
+        ckpt_path(path, sizeof path, dir, d->epoch);
+        return errmsg_set(err, errlen, path, "not saved: %s (the training diverged; try a "
+                          "smaller --base-lr or more --warmup-epochs)", what);
+    }
     if (ckpt_mkdirs(dir, err, errlen))
         return -1;
     int n = snprintf(tmp, tmplen, "%s/" CKPT_TMP_PREFIX "%d.ckpt.tmp-XXXXXX", dir, d->epoch);
@@ -76,10 +84,11 @@ static const char *trace_path(const char *p, char *buf, size_t len)
     return strpbrk(p, " \t\"\\=\n") ? trace_quote(p, buf, len) : p;
 }
 
-int ckpt_commit(const char *dir, const char *tmp, int epoch, char *err, size_t errlen)
+static int commit_at(const char *dir, const char *tmp, int epoch, int batch, char *err,
+                     size_t errlen)
 {
     char path[4096], q[8192];
-    if (ckpt_path(path, sizeof path, dir, epoch)) {
+    if (ckpt_path_at(path, sizeof path, dir, epoch, batch)) {
         unlink(tmp);
         return errmsg_set(err, errlen, dir, "checkpoint path too long");
     }
@@ -97,8 +106,17 @@ int ckpt_commit(const char *dir, const char *tmp, int epoch, char *err, size_t e
         return errmsg_set(err, errlen, dir, "cannot fsync checkpoint directory: %s", strerror(e));
     }
     close(dfd);
-    trace_event("ckpt_save", "path=%s epoch=%d", trace_path(path, q, sizeof q), epoch);
+    if (batch > 0)
+        trace_event("ckpt_save", "path=%s epoch=%d batch=%d", trace_path(path, q, sizeof q),
+                    epoch, batch);
+    else
+        trace_event("ckpt_save", "path=%s epoch=%d", trace_path(path, q, sizeof q), epoch);
     return 0;
+}
+
+int ckpt_commit(const char *dir, const char *tmp, int epoch, char *err, size_t errlen)
+{
+    return commit_at(dir, tmp, epoch, 0, err, errlen);
 }
 
 int ckpt_save(const char *dir, const ckpt_data *d, char *err, size_t errlen)
@@ -106,22 +124,43 @@ int ckpt_save(const char *dir, const ckpt_data *d, char *err, size_t errlen)
     char tmp[4096];
     if (ckpt_write_temp(dir, d, tmp, sizeof tmp, err, errlen))
         return -1;
-    return ckpt_commit(dir, tmp, d->epoch, err, errlen);
+    return commit_at(dir, tmp, d->epoch, d->resume.batch, err, errlen);
 }
 
-/* Read + check + the epoch in the file agrees with its name. */
-static int read_checked(const char *path, int epoch, const ckpt_expect *want, ckpt_file *f,
-                        char *err, size_t errlen)
+/* Read + check + the epoch and batch in the file agree with its name. */
+static int read_checked(const char *path, int epoch, int batch, const ckpt_expect *want,
+                        ckpt_file *f, char *err, size_t errlen)
 {
+    char what[96];
     if (ckpt_read_file(path, f, err, errlen))
         return -1;
-    if ((want && ckpt_check(f, want, path, err, errlen)) ||
-        (f->d.epoch != epoch && errmsg_set(err, errlen, path, "checkpoint holds epoch %d, its "
-                                           "name says %d", f->d.epoch, epoch))) {
+    if ((ckpt_nonfinite(&f->d, what, sizeof what) &&
+         errmsg_set(err, errlen, path, "checkpoint holds a non-finite value (%s), refused",
+                    what)) ||
+        (want && ckpt_check(f, want, path, err, errlen)) ||
+        (f->d.epoch != epoch && !batch && !f->d.resume.batch &&
+         errmsg_set(err, errlen, path, "checkpoint holds epoch %d, its name says %d", f->d.epoch,
+                    epoch)) ||
+        ((f->d.epoch != epoch || f->d.resume.batch != batch) &&
+         errmsg_set(err, errlen, path, "checkpoint holds epoch %d batch %d, its name says epoch "
+                    "%d batch %d", f->d.epoch, f->d.resume.batch, epoch, batch))) {
         ckpt_file_free(f);
         return -1;
     }
     return 0;
+}
+
+/* Where the last scan of a directory ended: a mid-epoch file there is what loading its epoch
+ * means (see ckpt_found_batch). */
+static struct {
+    char dir[4096];
+    int epoch, batch;
+} found;
+
+int ckpt_found_batch(const char *dir, int epoch)
+{
+    return found.batch > 0 && found.epoch == epoch && (!dir || !strcmp(found.dir, dir))
+               ? found.batch : 0;
 }
 
 int ckpt_load(const char *dir, int epoch, const ckpt_expect *want, ckpt_file *f, char *err,
@@ -129,36 +168,84 @@ int ckpt_load(const char *dir, int epoch, const ckpt_expect *want, ckpt_file *f,
 {
     char path[4096], q[8192];
     memset(f, 0, sizeof *f);
-    if (ckpt_path(path, sizeof path, dir ? dir : "", epoch))
+    int batch = ckpt_found_batch(dir, epoch);
+    if (ckpt_path_at(path, sizeof path, dir ? dir : "", epoch, batch))
         return errmsg_set(err, errlen, dir, "checkpoint path too long");
-    if (read_checked(path, epoch, want, f, err, errlen))
+    if (read_checked(path, epoch, batch, want, f, err, errlen))
         return -1;
-    trace_event("ckpt_restore", "path=%s epoch=%d", trace_path(path, q, sizeof q), epoch);
+    if (batch > 0)
+        trace_event("ckpt_restore", "path=%s epoch=%d batch=%d", trace_path(path, q, sizeof q),
+                    epoch, batch);
+    else
+        trace_event("ckpt_restore", "path=%s epoch=%d", trace_path(path, q, sizeof q), epoch);
     return 0;
 }
 
-/* "checkpoint-N.ckpt" with N written as ckpt_path writes it (no sign, no leading zeros). */
-static int epoch_of_name(const char *name)
+int ckpt_set_aside(const char *path, const char *why)
 {
-    if (strncmp(name, "checkpoint-", 11) != 0 || name[11] < '1' || name[11] > '9')
-        return 0;
+    char to[4200];
+    snprintf(to, sizeof to, "%s.damaged", path);
+    if (rename(path, to) != 0) {
+        fprintf(stderr, "hvdlab: warning: %s; cannot rename it aside: %s\n", why,
+                strerror(errno));
+        return -1;
+    }
+    fprintf(stderr, "hvdlab: warning: %s; renamed to %s, not overwritten\n", why, to);
+    return 0;
+}
+
+typedef struct {
+    int epoch, batch;
+} position;
+
+/* A whole number as ckpt_path writes it (no sign, no leading zeros) at *p; -1 if none. */
+static long number_at(const char **p)
+{
+    const char *s = *p;
+    if (*s < '0' || *s > '9' || (s[0] == '0' && s[1] >= '0' && s[1] <= '9'))
+        return -1;
     char *end;
     errno = 0;
-    long e = strtol(name + 11, &end, 10);
-    if (errno || e > INT32_MAX || strcmp(end, ".ckpt") != 0)
+    long v = strtol(s, &end, 10);
+    if (errno || v > INT32_MAX)
+        return -1;
+    *p = end;
+    return v;
+}
+
+/* "checkpoint-E.ckpt" (E >= 1) or "checkpoint-E.B.ckpt" (B >= 1, saved mid-epoch); 0 if the
+ * name is neither. */
+static int position_of_name(const char *name, position *pos)
+{
+    if (strncmp(name, "checkpoint-", 11) != 0)
         return 0;
-    return (int)e;
+    const char *s = name + 11;
+    long e = number_at(&s), b = 0;
+    if (e < 0)
+        return 0;
+    if (s[0] == '.' && s[1] >= '1' && s[1] <= '9') {
+        s++;
+        if ((b = number_at(&s)) < 1)
+            return 0;
+    }
+    if (strcmp(s, ".ckpt") != 0 || (b == 0 && e < 1))
+        return 0;
+    *pos = (position){(int)e, (int)b};
+    return 1;
 }
 
 static int cmp_desc(const void *a, const void *b)
 {
-    int x = *(const int *)a, y = *(const int *)b;
-    return (x < y) - (x > y);
+    const position *x = a, *y = b;
+    if (x->epoch != y->epoch)
+        return (x->epoch < y->epoch) - (x->epoch > y->epoch);
+    return (x->batch < y->batch) - (x->batch > y->batch);
 }
 
 int ckpt_latest_epoch(const char *dir, const ckpt_expect *want, int max_epoch, char *err,
                       size_t errlen)
 {
+    found.batch = 0;
     if (!dir || !*dir)
         return errmsg_set(err, errlen, "(ckpt)", "no checkpoint directory given");
     DIR *dp = opendir(dir);
@@ -168,13 +255,15 @@ int ckpt_latest_epoch(const char *dir, const ckpt_expect *want, int max_epoch, c
         return errmsg_set(err, errlen, dir, "cannot list checkpoint directory: %s",
                           strerror(errno));
     }
-    int *ep = NULL, n = 0, cap = 0;
+    position *ep = NULL, pos;
+    int n = 0, cap = 0;
     for (struct dirent *de; (de = readdir(dp));) {
-        int e = epoch_of_name(de->d_name);
-        if (e <= 0 || (max_epoch > 0 && e > max_epoch))
+        /* a run of max_epoch epochs never reaches a later position */
+        if (!position_of_name(de->d_name, &pos) ||
+            (max_epoch > 0 && (pos.epoch > max_epoch || (pos.batch && pos.epoch >= max_epoch))))
             continue;
         if (n == cap) {
-            int *q = realloc(ep, (size_t)(cap = cap ? 2 * cap : 16) * sizeof *ep);
+            position *q = realloc(ep, (size_t)(cap = cap ? 2 * cap : 16) * sizeof *ep);
             if (!q) {
                 free(ep);
                 closedir(dp);
@@ -182,24 +271,40 @@ int ckpt_latest_epoch(const char *dir, const ckpt_expect *want, int max_epoch, c
             }
             ep = q;
         }
-        ep[n++] = e;
+        ep[n++] = pos;
     }
     closedir(dp);
     if (n > 1) /* qsort(NULL, 0, ...) is undefined */
         qsort(ep, (size_t)n, sizeof *ep, cmp_desc);
-    int found = 0;
-    for (int i = 0; i < n && !found; i++) {
+    /* Newest first, down to the first file this run can resume from: only the newer ones
+     * would be overwritten. A damaged one is renamed aside; one of another model or optimizer
+     * stops the run, as does a directory whose every checkpoint is damaged. */
+    int rc = 0, damaged = 0, hit = -1;
+    for (int i = 0; i < n && hit < 0 && !rc; i++) {
         char path[4096], msg[ERRMSG_LEN];
         ckpt_file f;
-        if (ckpt_path(path, sizeof path, dir, ep[i]))
+        if (ckpt_path_at(path, sizeof path, dir, ep[i].epoch, ep[i].batch))
             continue;
-        if (read_checked(path, ep[i], want, &f, msg, sizeof msg) == 0) {
-            found = ep[i];
-            ckpt_file_free(&f);
-        } else {
-            fprintf(stderr, "hvdlab: warning: %s; skipped\n", msg);
+        if (read_checked(path, ep[i].epoch, ep[i].batch, NULL, &f, msg, sizeof msg) != 0) {
+            ckpt_set_aside(path, msg);
+            damaged++;
+            continue;
         }
+        if (want && ckpt_check(&f, want, path, msg, sizeof msg) != 0)
+            rc = errmsg_set(err, errlen, NULL, "%s; " CKPT_WAYS_ON, msg);
+        else
+            hit = i;
+        ckpt_file_free(&f);
     }
+    if (!rc && hit < 0 && damaged)
+        rc = errmsg_set(err, errlen, dir, "every checkpoint in it is damaged (renamed to "
+                        "*.damaged); " CKPT_WAYS_ON);
+    if (!rc && hit >= 0 && ep[hit].batch > 0 &&
+        snprintf(found.dir, sizeof found.dir, "%s", dir) < (int)sizeof found.dir) {
+        found.epoch = ep[hit].epoch;
+        found.batch = ep[hit].batch;
+    }
+    int e = hit >= 0 ? ep[hit].epoch : 0;
     free(ep);
-    return found;
+    return rc ? rc : e;
 }

@@ -1,7 +1,7 @@
 /* ckpt_format.c — the checkpoint format (see ckpt_format.h): encoding to a descriptor, reading
  * and verifying a file. What a run expects of a file is ckpt_check.c; directories, temp files,
  * renames and the newest-epoch scan are ckpt_files.c.
- * Public: ckpt_path, ckpt_config_name, ckpt_write_fd, ckpt_read_file, ckpt_file_free.
+ * Public: ckpt_path, ckpt_path_at, ckpt_config_name, ckpt_write_fd, ckpt_read_file, ckpt_file_free.
  */
 #include "ckpt/ckpt_format.h"
 
@@ -64,21 +64,29 @@ void ckpt_config_name(const ckpt_config *c, char *buf, size_t len)
     snprintf(buf, len, "wrn-%d-%d", c->depth, c->width);
 }
 
-int ckpt_path(char *buf, size_t len, const char *dir, int epoch)
+int ckpt_path_at(char *buf, size_t len, const char *dir, int epoch, int batch)
 {
-    int n = snprintf(buf, len, "%s/checkpoint-%d.ckpt", dir, epoch);
+    int n = batch > 0 ? snprintf(buf, len, "%s/checkpoint-%d.%d.ckpt", dir, epoch, batch)
+                      : snprintf(buf, len, "%s/checkpoint-%d.ckpt", dir, epoch);
     return n < 0 || (size_t)n >= len ? -1 : 0;
 }
 
+int ckpt_path(char *buf, size_t len, const char *dir, int epoch)
+{
+    return ckpt_path_at(buf, len, dir, epoch, 0);
+}
+
 /* Total bytes of a file with these counts; -1 on overflow. */
-static int file_size_of(uint64_t nv, uint64_t np, uint64_t ns, uint64_t no, uint64_t *out)
+static int file_size_of(uint64_t nv, uint64_t np, uint64_t ns, uint64_t no, uint64_t rb,
+                        uint64_t *out)
 {
     uint64_t floats, fbytes, vbytes, t;
-    if (__builtin_add_overflow(np, ns, &floats) || __builtin_add_overflow(floats, no, &floats) ||
+    if (rb > UINT32_MAX || __builtin_add_overflow(np, ns, &floats) ||
+        __builtin_add_overflow(floats, no, &floats) ||
         __builtin_mul_overflow(floats, 4, &fbytes) ||
         __builtin_mul_overflow(nv, CKPT_VIEW_BYTES, &vbytes) ||
         __builtin_add_overflow(fbytes, vbytes, &t) ||
-        __builtin_add_overflow(t, CKPT_HEADER_BYTES + 4, &t))
+        __builtin_add_overflow(t, CKPT_HEADER_BYTES + 4 + rb, &t))
         return -1;
     *out = t;
     return 0;
@@ -131,6 +139,7 @@ static void encode_header(uint8_t *h, const ckpt_data *d, uint64_t file_bytes)
     put_u64(h + 104, d->n_opt_state);
     put_u32(h + 112, (uint32_t)d->nviews);
     put_u32(h + 116, (uint32_t)d->n_state_views);
+    put_u32(h + 120, CKPT_RESUME_BYTES);
     put_u32(h + 124, crc(0, h, 124));
 }
 
@@ -146,15 +155,28 @@ static void encode_view(uint8_t *b, const param_view *v)
     put_u32(b + 100, (uint32_t)v->decay);
 }
 
+static void encode_resume(uint8_t *b, const ckpt_resume *r)
+{
+    memset(b, 0, CKPT_RESUME_BYTES);
+    put_u64(b, r->model_steps);
+    put_u32(b + 8, (uint32_t)r->batch);
+}
+
+static void decode_resume(const uint8_t *b, ckpt_resume *r)
+{
+    r->model_steps = get_u64(b);
+    r->batch = (int)get_u32(b + 8);
+}
+
 int ckpt_write_fd(int fd, const ckpt_data *d, const char *path, char *err, size_t errlen)
 {
     uint64_t fb;
     if (d->nviews < 0 || d->n_state_views < 0 || d->epoch < 0 ||
         file_size_of((uint64_t)d->nviews + (uint64_t)d->n_state_views, d->n_params, d->n_state,
-                     d->n_opt_state, &fb))
+                     d->n_opt_state, CKPT_RESUME_BYTES, &fb))
         return errmsg_set(err, errlen, path, "bad checkpoint contents (negative or huge counts)");
     writer wt = {.fd = fd, .path = path, .err = err, .errlen = errlen}, *w = &wt;
-    uint8_t h[CKPT_HEADER_BYTES], vb[CKPT_VIEW_BYTES], t[4];
+    uint8_t h[CKPT_HEADER_BYTES], vb[CKPT_VIEW_BYTES], rb[CKPT_RESUME_BYTES], t[4];
     encode_header(h, d, fb);
     if (wr(w, h, sizeof h))
         return -1;
@@ -165,6 +187,9 @@ int ckpt_write_fd(int fd, const ckpt_data *d, const char *path, char *err, size_
     }
     if (wr(w, d->params, d->n_params * 4) || wr(w, d->state, d->n_state * 4) ||
         wr(w, d->opt_state, d->n_opt_state * 4))
+        return -1;
+    encode_resume(rb, &d->resume);
+    if (wr(w, rb, sizeof rb))
         return -1;
     put_u32(t, w->crc);
     return wr(w, t, 4);
@@ -255,9 +280,9 @@ static int parse(const uint8_t *b, size_t size, const char *path, ckpt_file *f, 
         return errmsg_set(err, errlen, path, "truncated checkpoint: %zu bytes, shorter than the "
                           "%d-byte header", size, CKPT_HEADER_BYTES);
     f->version = get_u32(b + 8);
-    if (f->version != CKPT_VERSION)
+    if (f->version != CKPT_VERSION && f->version != 1)
         return errmsg_set(err, errlen, path, "checkpoint format version %u, this hvdlab reads "
-                          "version %d", f->version, CKPT_VERSION);
+                          "versions 1 and %d", f->version, CKPT_VERSION);
     if (get_u32(b + 124) != crc(0, b, 124))
         return errmsg_set(err, errlen, path, "corrupt checkpoint header (header CRC mismatch)");
     uint64_t fb = get_u64(b + 16);
@@ -284,9 +309,10 @@ static int parse(const uint8_t *b, size_t size, const char *path, ckpt_file *f, 
     d->last_lr = get_f32(b + 76);
     d->iterations = (long)(int64_t)get_u64(b + 80);
     uint64_t np = get_u64(b + 88), ns = get_u64(b + 96), no = get_u64(b + 104), want;
-    uint64_t nv = get_u32(b + 112), nsv = get_u32(b + 116);
-    if (get_u32(b + 12) != CKPT_HEADER_BYTES || file_size_of(nv + nsv, np, ns, no, &want) ||
-        want != fb || nv > INT32_MAX || nsv > INT32_MAX)
+    uint64_t nv = get_u32(b + 112), nsv = get_u32(b + 116), rb = get_u32(b + 120);
+    if (get_u32(b + 12) != CKPT_HEADER_BYTES || file_size_of(nv + nsv, np, ns, no, rb, &want) ||
+        want != fb || nv > INT32_MAX || nsv > INT32_MAX ||
+        (f->version == 1 ? rb != 0 : rb < CKPT_RESUME_BYTES))
         return errmsg_set(err, errlen, path, "inconsistent checkpoint: counts (%llu views, %llu "
                           "floats) do not add up to its %llu bytes", (unsigned long long)(nv + nsv),
                           (unsigned long long)(np + ns + no), (unsigned long long)fb);
@@ -295,6 +321,7 @@ static int parse(const uint8_t *b, size_t size, const char *path, ckpt_file *f, 
     d->n_opt_state = (size_t)no;
     d->nviews = (int)nv;
     d->n_state_views = (int)nsv;
+    f->resume_bytes = (size_t)rb;
     return 0;
 }
 
@@ -325,6 +352,8 @@ int ckpt_read_file(const char *path, ckpt_file *f, char *err, size_t errlen)
     d->params = data;
     d->state = data + d->n_params;
     d->opt_state = data + d->n_params + d->n_state;
+    if (f->resume_bytes)
+        decode_resume((const uint8_t *)(d->opt_state + d->n_opt_state), &d->resume);
     return 0;
 fail:
     ckpt_file_free(f);

@@ -4,11 +4,11 @@
  * view tables); what a run expects of a file, directories and the model-level save and load are
  * in ckpt.h, above it.
  *
- * Format, version 1. Little-endian; u32/u64 unsigned, i32/i64 signed two's complement, f32 IEEE.
+ * Format, version 2. Little-endian; u32/u64 unsigned, i32/i64 signed two's complement, f32 IEEE.
  *
  *   offset size  field
  *        0    8  magic "HVDLCKPT"
- *        8    4  u32 version = 1
+ *        8    4  u32 version = 2 (1 is still read, see below)
  *       12    4  u32 header_bytes = 128 (where the view table starts)
  *       16    8  u64 file_bytes: size of the whole file, trailer included
  *       24    4  i32 depth D         (model config: WideResNet-D-K, wrn.h)
@@ -24,7 +24,7 @@
  *      104    8  u64 n_opt_state   O (optimizer state floats)
  *      112    4  u32 n_views       V (views into the params)
  *      116    4  u32 n_state_views W (views into the state)
- *      120    4  u32 reserved = 0
+ *      120    4  u32 resume_bytes R = 32 (the resume block; 0 in version 1)
  *      124    4  u32 header_crc = zlib crc32 of bytes 0..123
  *      128 104·(V+W)  view table, the V parameter views then the W state views, each 104 bytes:
  *                  +0 char name[64] NUL-padded ("g1.b0.conv1.w"), +64 u64 offset (in floats,
@@ -34,7 +34,19 @@
  *        D  4·P  f32 params      where D = 128 + 104·(V+W)
  *           4·S  f32 state
  *           4·O  f32 optimizer state: SGD = velocity (P); NovoGrad = m (P) then v (V, one per view)
+ *             R  resume block, what else the run's future depends on (ckpt_resume):
+ *                  +0 u64 model_steps: training batches the model has run (keys its dropout masks)
+ *                  +8 i32 batch: batches of epoch `epoch` (0-based) already run; 0 for the file
+ *                     written at an epoch's end, > 0 for one written mid-epoch (on a signal)
+ *                 +12 20 bytes reserved = 0
+ *                A reader takes the first 32 bytes and skips any more (a later version's fields).
+ *                The data order, augmentation and learning rate follow from (epoch, batch) alone;
+ *                the optimizer's step count and state are in the header and the arrays above.
  *   file_bytes-4  4  u32 crc32 = zlib crc32 of every byte before it
+ *
+ * Version 1 (no resume block, R = 0 at offset 120) still loads: its resume fields read as 0, so
+ * a run resumed from it restarts the dropout counter (as version 1 itself did); the load says so
+ * in one warning line.
  *
  * A view's weights are params[offset : offset+count] reshaped to shape[:ndim], so in PyTorch:
  *   torch.frombuffer(blob, dtype=torch.float32, offset=D + 4*offset, count=count).view(shape)
@@ -46,8 +58,8 @@
  * file_bytes (truncated / trailing bytes), whole-file CRC, internal consistency (ckpt_read_file);
  * then what the caller expects (ckpt_check, ckpt.h).
  *
- * Public (ckpt_format.c): ckpt_path, ckpt_config_name, ckpt_write_fd, ckpt_read_file,
- * ckpt_file_free.
+ * Public (ckpt_format.c): ckpt_path, ckpt_path_at, ckpt_config_name, ckpt_write_fd,
+ * ckpt_read_file, ckpt_file_free.
  */
 #ifndef HVDLAB_CKPT_FORMAT_H
 #define HVDLAB_CKPT_FORMAT_H
@@ -58,7 +70,8 @@
 #include "model/params.h" /* param_view: the view table's entries */
 
 #define CKPT_MAGIC "HVDLCKPT"
-#define CKPT_VERSION 1
+#define CKPT_VERSION 2
+#define CKPT_RESUME_BYTES 32 /* the resume block a version-2 writer stores */
 #define CKPT_HEADER_BYTES 128
 #define CKPT_VIEW_BYTES 104
 #define CKPT_NAME_LEN 32 /* the name field at offset 36 */
@@ -70,6 +83,12 @@ typedef struct {
     int width;
     float dropout;
 } ckpt_config;
+
+/* The resume block: the run's position and counters besides weights and optimizer state. */
+typedef struct {
+    uint64_t model_steps; /* param_set.steps: training batches run, keys dropout */
+    int batch;            /* batches of the current epoch already run (0: at an epoch's end) */
+} ckpt_resume;
 
 /* Everything a checkpoint holds. Arrays are borrowed: the writer reads them, the reader points
  * them into its file buffer (ckpt_file). */
@@ -90,6 +109,7 @@ typedef struct {
     size_t n_state;
     const float *opt_state;   /* (n_opt_state) */
     size_t n_opt_state;
+    ckpt_resume resume;       /* all 0 when read from a version-1 file */
 } ckpt_data;
 
 /* A checkpoint read into memory: d's arrays point into blob; views are decoded copies. */
@@ -98,12 +118,15 @@ typedef struct {
     char name[CKPT_NAME_LEN]; /* the "wrn-D-K" stored in the file */
     unsigned version;
     size_t file_bytes;
+    size_t resume_bytes;      /* 0 in a version-1 file */
     param_view *views_buf;    /* (nviews + n_state_views) */
     void *blob;               /* the whole file */
 } ckpt_file;
 
 /* "dir/checkpoint-{epoch}.ckpt" into buf; -1 if it does not fit. */
 int ckpt_path(char *buf, size_t len, const char *dir, int epoch);
+/* The same for batch 0; "dir/checkpoint-{epoch}.{batch}.ckpt" for a file saved mid-epoch. */
+int ckpt_path_at(char *buf, size_t len, const char *dir, int epoch, int batch);
 
 /* The name field a writer stores for c: "wrn-D-K". */
 void ckpt_config_name(const ckpt_config *c, char *buf, size_t len);

@@ -1,10 +1,12 @@
 /* ckpt_model.c — checkpoints of a model's param_set and its optimizer (the layer under the step
  * programs' ckpt_save_model / ckpt_load_model, which are inline in ckpt.h); the file format and
  * I/O are in ckpt_format.c, which works on plain buffers.
- * Public: ckpt_data_of, ckpt_expect_of, ckpt_save_params, ckpt_load_params.
+ * Public: ckpt_data_of, ckpt_expect_of, ckpt_save_params, ckpt_load_params, ckpt_set_target,
+ * ckpt_has_target, ckpt_save_target.
  */
 #include "ckpt/ckpt.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,6 +38,7 @@ ckpt_data ckpt_data_of(const wrn_config *cfg, const param_set *ps, const optimiz
         .n_state = ps->n_state,
         .opt_state = opt ? opt->state : NULL,
         .n_opt_state = opt ? opt->n_state : 0,
+        .resume = {.model_steps = ps->steps},
     };
     return d;
 }
@@ -99,6 +102,10 @@ int ckpt_load_params(const char *dir, int epoch, const wrn_config *cfg, param_se
     /* The counts were checked against ps and opt, so every copy fits. */
     params_from_host(ps->params, f.d.params, ps->n, ps->device);
     params_from_host(ps->state, f.d.state, ps->n_state, ps->device);
+    ps->steps = f.d.resume.model_steps;
+    if (!f.resume_bytes) /* version 1 kept no dropout counter */
+        fprintf(stderr, "hvdlab: warning: %s/checkpoint-%d.ckpt: format version 1 has no dropout "
+                "counter; the resumed run draws new dropout masks\n", dir, epoch);
     if (opt) {
         params_from_host(opt->state, f.d.opt_state, opt->n_state, opt->device);
         opt->iterations = f.d.iterations;
@@ -110,4 +117,33 @@ int ckpt_load_params(const char *dir, int epoch, const wrn_config *cfg, param_se
                 (unsigned long long)params_checksum(f.d.state, ps->n_state));
     ckpt_file_free(&f);
     return 0;
+}
+
+/* What a signal saves; the step program owns the objects, which outlive its training loop. */
+static struct {
+    char dir[4096];
+    const wrn_config *cfg;
+    const param_set *ps;
+    const optimizer *opt;
+} target;
+
+void ckpt_set_target(const char *dir, const wrn_config *cfg, const param_set *ps,
+                     const optimizer *opt)
+{
+    snprintf(target.dir, sizeof target.dir, "%s", dir ? dir : "");
+    target.cfg = cfg;
+    target.ps = ps;
+    target.opt = opt;
+}
+
+int ckpt_has_target(void) { return target.ps != NULL; }
+
+int ckpt_save_target(int epoch, int batch, char *path, size_t pathlen, char *err, size_t errlen)
+{
+    if (!target.ps)
+        return errmsg_set(err, errlen, NULL, "no checkpoint target");
+    ckpt_data d = ckpt_data_of(target.cfg, target.ps, target.opt, epoch);
+    d.resume.batch = batch;
+    ckpt_path_at(path, pathlen, target.dir, epoch, batch);
+    return ckpt_save(target.dir, &d, err, errlen);
 }

@@ -1,8 +1,9 @@
 /* loader.c — per-epoch shuffle, DistributedSampler-style shards, Keras-style augmentation and
  * featurewise standardisation, batch by batch into float. See loader.h for the exact semantics.
- * Public: loader_defaults, loader_init, loader_free, loader_set_epoch, loader_epoch_samples,
- *         loader_num_batches, loader_next, loader_next_cyclic, loader_get_batch, loader_shard,
- *         loader_permutation, loader_augment_params, loader_augment_image.
+ * Public: loader_defaults, loader_init, loader_free, loader_set_epoch, loader_seek_batch,
+ *         loader_epoch_samples, loader_num_batches, loader_next, loader_next_cyclic,
+ *         loader_get_batch, loader_shard, loader_permutation, loader_augment_params,
+ *         loader_augment_image.
  */
 #include "data/loader.h"
 
@@ -208,6 +209,12 @@ void loader_set_epoch(loader *L, int epoch)
         L->shard[k] = L->perm[(rank + k * size) % L->n];
     if (trace_enabled())
         trace_shard(L);
+}
+
+void loader_seek_batch(loader *L, size_t b)
+{
+    size_t at = b * L->opt.batch_size;
+    L->cursor = at < L->per_rank ? at : L->per_rank;
 }
 
 size_t loader_epoch_samples(const loader *L)

@@ -85,6 +85,9 @@ void loader_free(loader *L);
 /* Reshuffles and reshards for epoch (>= 0) and rewinds loader_next. */
 void loader_set_epoch(loader *L, int epoch);
 
+/* The next loader_next returns batch b of the current epoch (a run resumed mid-epoch). */
+void loader_seek_batch(loader *L, size_t b);
+
 size_t loader_epoch_samples(const loader *L); /* samples this rank draws per epoch */
 size_t loader_num_batches(const loader *L);   /* ceil(epoch_samples / batch_size) */
 

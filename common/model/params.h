@@ -45,6 +45,9 @@ typedef struct {
     param_view *state_views;  /* (n_state_views) */
     int n_state_views;
     int device;               /* 1: params, grads, state are device memory (the model's GPU) */
+    uint64_t steps;           /* training batches run (keys dropout); like PyTorch's
+                                 num_batches_tracked it is checkpointed and broadcast with the
+                                 parameters, so a resumed run draws the masks it would have */
 } param_set;
 
 /* 64-bit FNV-1a of the bytes: equal on two ranks iff the buffers are bitwise equal (w.h.p.). */

@@ -42,7 +42,7 @@ static pool_dims group_dims(const wrn_model *m, int g, int B)
 
 static uint64_t block_key(const wrn_model *m, int b)
 {
-    return dropout_key(m->seed, m->step, (uint32_t)b);
+    return dropout_key(m->seed, m->ps.steps, (uint32_t)b);
 }
 
 /* Logits for x (B, 1, 28, 28) in m->logits. */
@@ -189,7 +189,7 @@ wrn_result wrn_train_batch(wrn_model *m, const float *x, const int *y, size_t B,
     r.correct = correct_of(m, y, (int)B);
     backward(m, x, y, (int)B);
     LPROF("l2", r.loss += params_add_l2(&m->ps, wd));
-    m->step++;
+    m->ps.steps++;
     return r;
 }
 

@@ -19,7 +19,6 @@ struct wrn_model {
     wrn_config cfg;
     size_t max_batch;
     uint64_t seed;
-    uint64_t step;         /* training batches run: part of each dropout key */
     param_set ps;
 
     wrn_conv stem_conv;    /* 1 -> 16, 3x3 */

@@ -87,6 +87,7 @@ void hvd_broadcast_parameters(param_set *ps, int root)
     bind_stream(ps);
     hvd_broadcast(ps->params, ps->n, root, "broadcast.params");
     hvd_broadcast(ps->state, ps->n_state, root, "broadcast.state");
+    hvd_broadcast_bytes(&ps->steps, sizeof ps->steps, root, "broadcast.steps");
     if (trace_enabled())
         trace_event("params", "when=broadcast root=%d sum=%016llx state_sum=%016llx", root,
                     (unsigned long long)params_checksum_at(ps->params, ps->n, ps->device),

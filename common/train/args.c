@@ -10,12 +10,13 @@
 #include <string.h>
 
 #include "base/errmsg.h"
+#include "ckpt/ckpt.h"
 #include "coll/hvd.h"
 
 enum {
     A_EPOCHS = 256, A_BATCH, A_VAL_BATCH, A_LR, A_MOMENTUM, A_WD, A_WARMUP, A_MODEL, A_DROPOUT,
     A_DATA_DIR, A_TRAIN_SUBSET, A_TEST_SUBSET, A_CKPT, A_LOG_DIR, A_SEED, A_TARGET, A_PATIENCE,
-    A_OPTIMIZER, A_HELP = 'h'
+    A_OPTIMIZER, A_RESTART, A_HELP = 'h'
 };
 
 /* The table behind both getopt_long and the usage text, in usage order. */
@@ -43,6 +44,8 @@ static const struct flag {
                                 "(default off)",
      A_CKPT},
     {"log-dir", "DIR", "checkpoint directory (default ./logs)", A_LOG_DIR},
+    {"restart", NULL, "start afresh: move the checkpoints in --log-dir into a dated subfolder "
+                      "(nothing is deleted; default off)", A_RESTART},
     {"seed", "N", "data seed, the same on every rank; initial weights mix in the rank "
                   "(default 42)", A_SEED},
     {"target-accuracy", "X", "stop early when val_accuracy > X for --patience epochs in a row "
@@ -216,6 +219,9 @@ static int apply(args *a, int id, const char *val, char *err, size_t errlen)
     case A_CKPT:
         a->use_checkpointing = 1;
         return 0;
+    case A_RESTART:
+        a->restart = 1;
+        return 0;
     }
     return errmsg_set(err, errlen, flag, "not handled"); /* unreachable: every id is above */
 }
@@ -238,7 +244,8 @@ int args_parse(args *a, int argc, char **argv, char *err, size_t errlen)
     int rc = 0, c;
     while (rc == 0 && (c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
         const char *given = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
-        if (c == '?' && (optopt == A_HELP || optopt == A_CKPT) && strchr(given, '=')) {
+        if (c == '?' && (optopt == A_HELP || optopt == A_CKPT || optopt == A_RESTART) &&
+            strchr(given, '=')) {
             char name[64];
             snprintf(name, sizeof name, "%s", given);
             name[strcspn(name, "=")] = '\0';
@@ -268,6 +275,8 @@ int args_parse(args *a, int argc, char **argv, char *err, size_t errlen)
                                            "--help)", argv[optind]);
     opterr = saved_opterr;
     optind = 1;
+    /* The step programs hand the checkpoint layer only --log-dir; --restart goes to it here. */
+    ckpt_set_restart(rc == 0 && a->restart);
     return rc;
 }
 

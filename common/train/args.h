@@ -9,7 +9,7 @@
  * Flags (DESIGN.md §4, the lab's argparse flags; defaults sized for a 2-core laptop):
  *   --epochs N  --batch-size N  --val-batch-size N  --base-lr X  --momentum X  --wd X
  *   --warmup-epochs N  --model wrn-D-K  --dropout X  --data-dir DIR  --train-subset N
- *   --test-subset N  --use-checkpointing  --log-dir DIR  --seed N  --target-accuracy X
+ *   --test-subset N  --use-checkpointing  --log-dir DIR  --restart  --seed N  --target-accuracy X
  *   --patience N  --optimizer sgd|novograd  --help
  * `--flag=value` and `--flag value` both work. Positional arguments are an error.
  *
@@ -46,6 +46,7 @@ typedef struct {
     size_t test_subset;     /* --test-subset, 0 = all 10,000 (default 2,000) */
     int use_checkpointing;  /* --use-checkpointing (off) */
     char log_dir[ARGS_PATH_LEN];     /* --log-dir (./logs) */
+    int restart;            /* --restart: move --log-dir's checkpoints aside first (off) */
     uint64_t seed;          /* --seed (42): the data seed, the same on every rank */
     double target_accuracy; /* --target-accuracy, in [0, 1] (0.85) */
     int patience;           /* --patience, >= 1 (2) */

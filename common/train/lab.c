@@ -6,10 +6,12 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/errmsg.h"
 #include "base/fatal.h"
 #include "train/lab_agree.h"
+#include "train/resume.h"
 
 /* What the three loaders share: the data seed, the training set's standardisation, the shard. */
 static loader_options common_options(const args *a, const dataset *ds, lab_shard me)
@@ -23,8 +25,13 @@ static loader_options common_options(const args *a, const dataset *ds, lab_shard
     return o;
 }
 
-static loader make_loader(const dataset_split *s, const loader_options *o)
+static loader make_loader(const dataset_split *s, const loader_options *o, const char *which)
 {
+    /* A subset larger than the data is a mistake (a typo, or a smaller data set than meant):
+     * stopping says so; clamping would train on less than asked without a word. */
+    if (o->subset > s->n)
+        fatal_error("--%s-subset %zu: the data hold only %zu %s images (0 uses them all)", which,
+                    o->subset, s->n, strcmp(which, "train") ? "test" : "training");
     loader L;
     char err[ERRMSG_LEN];
     if (loader_init(&L, s->images, s->labels, s->n, o, err, sizeof err))
@@ -40,7 +47,7 @@ loader lab_train_loader(const args *a, const dataset *ds, lab_shard me)
     o.augment = 1;
     o.batch_size = (size_t)a->batch_size;
     o.subset = a->train_subset;
-    return make_loader(&ds->train, &o);
+    return make_loader(&ds->train, &o, "train");
 }
 
 loader lab_val_loader(const args *a, const dataset *ds, lab_shard me)
@@ -50,7 +57,7 @@ loader lab_val_loader(const args *a, const dataset *ds, lab_shard me)
     o.augment = 0;
     o.batch_size = (size_t)a->val_batch_size;
     o.subset = a->test_subset;
-    return make_loader(&ds->test, &o);
+    return make_loader(&ds->test, &o, "test");
 }
 
 loader lab_test_loader(const args *a, const dataset *ds)
@@ -60,13 +67,14 @@ loader lab_test_loader(const args *a, const dataset *ds)
     o.augment = 0;
     o.batch_size = (size_t)a->val_batch_size;
     o.subset = a->test_subset;
-    return make_loader(&ds->test, &o);
+    return make_loader(&ds->test, &o, "test");
 }
 
 metrics lab_evaluate(wrn_model *model, loader *L, int steps, float *x, int *y)
 {
     metrics m;
     metrics_reset(&m);
+    resume_validation(L, steps); /* a resumed run draws what the uninterrupted one would */
     for (int b = 0; b < steps; b++) {
         size_t n = loader_next_cyclic(L, x, y);
         wrn_result r = wrn_eval_batch(model, x, y, n, NULL);

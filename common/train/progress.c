@@ -14,6 +14,7 @@
 
 #include "base/timer.h"
 #include "base/trace.h"
+#include "train/stop.h"
 
 #define LINE_LEN 1024
 
@@ -116,6 +117,7 @@ void progress_init(progress *p, int verbose, int epochs, size_t total_images)
     p->epochs = epochs;
     p->total_images = total_images;
     p->t_train = p->clock();
+    stop_install(); /* from here a signal stops the training at a step's end (stop.h) */
 }
 
 void progress_set_early_stop(progress *p, double target, int patience)
@@ -216,6 +218,7 @@ static void redraw(progress *p, const char *line, size_t n)
 
 void progress_batch(progress *p, size_t step, double loss, double accuracy)
 {
+    stop_step(p->epoch, (int)step, (int)p->steps); /* every rank, at every step's end */
     if (!p->verbose || step == 0)
         return;
     if (step > p->steps)
@@ -281,6 +284,7 @@ int progress_epoch_end(progress *p, double loss, double accuracy, double val_los
 
 void progress_train_end(progress *p)
 {
+    stop_finish();
     if (p->stopped_epoch)
         progress_print(p, "Early stopping after epoch %d", p->stopped_epoch);
     progress_print(p, "Cumulative training time: %.2f", p->clock() - p->t_train);

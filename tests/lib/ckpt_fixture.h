@@ -1,11 +1,13 @@
 /* ckpt_fixture.h — shared by test_ckpt.c and test_ckpt_files.c: a small checkpoint whose values
- * tell positions apart (with -0, a denormal, a NaN payload and inf), file helpers, and stderr
- * capture. Everything is static inline so each test uses what it needs. */
+ * tell positions apart (with -0, a denormal and the largest finite floats; NaN and inf are never
+ * saved), file helpers, and stderr capture. Everything is static inline so each test uses what
+ * it needs. */
 #ifndef HVDLAB_CKPT_FIXTURE_H
 #define HVDLAB_CKPT_FIXTURE_H
 
 #include <check.h>
 #include <fcntl.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,17 +51,17 @@ static inline void make_fixture(fixture *f, int depth, int width, int epoch)
     }
     for (int i = 0; i < NS; i++)
         f->state[i] = (float)(i * i) + 0.5f;
-    /* bit patterns a lossy path would change: -0, a denormal, NaN with a payload, inf */
-    uint32_t nan = 0x7fc01234u;
+    /* bit patterns a lossy path would change: -0, a denormal, the largest finite floats */
     f->params[3] = -0.0f;
     f->params[4] = 1e-40f;
-    memcpy(&f->params[5], &nan, 4);
-    f->opt[6] = INFINITY;
+    f->params[5] = -FLT_MAX;
+    f->opt[6] = FLT_MAX;
     f->d = (ckpt_data){.cfg = {depth, width, 0.01f}, .epoch = epoch, .opt_kind = OPT_SGD,
                        .iterations = 1234567890123L, .last_lr = 0.0125f, .views = f->views,
                        .nviews = 3, .params = f->params, .n_params = NP, .state_views = f->sviews,
                        .n_state_views = 2, .state = f->state, .n_state = NS,
-                       .opt_state = f->opt, .n_opt_state = NO};
+                       .opt_state = f->opt, .n_opt_state = NO,
+                       .resume = {.model_steps = 9876543210ull, .batch = 0}};
 }
 
 static inline ckpt_expect expect_of(const fixture *f)
@@ -69,7 +71,8 @@ static inline ckpt_expect expect_of(const fixture *f)
                          .nviews = 3, .state_views = f->sviews, .n_state_views = 2};
 }
 
-#define FILE_BYTES (128 + 104 * 5 + 4 * (NP + NS + NO) + 4)
+#define FILE_BYTES (128 + 104 * 5 + 4 * (NP + NS + NO) + 32 + 4)
+#define RESUME_AT (DATA_AT + 4 * (NP + NS + NO))
 #define DATA_AT (128 + 104 * 5)
 
 static inline void save(const char *dir, const fixture *f)

@@ -19,14 +19,15 @@ import torch
 
 HEADER = struct.Struct("<8sIIQiif32siifqQQQIIII")  # the 128 bytes at offset 0, see ckpt.h
 VIEW = struct.Struct("<64sQQi4ii")                  # 104 bytes per view
+RESUME = struct.Struct("<Qi20x")                    # version 2: the 32-byte resume block
 
 
 def read_ckpt(path):
     blob = open(path, "rb").read()
     (magic, version, header_bytes, file_bytes, depth, width, dropout, name, epoch, opt_kind,
-     last_lr, iterations, n_params, n_state, n_opt, n_views, n_state_views, _, header_crc) = \
-        HEADER.unpack_from(blob, 0)
-    assert magic == b"HVDLCKPT" and version == 1, (magic, version)
+     last_lr, iterations, n_params, n_state, n_opt, n_views, n_state_views, resume_bytes,
+     header_crc) = HEADER.unpack_from(blob, 0)
+    assert magic == b"HVDLCKPT" and version in (1, 2), (magic, version)  # 1: no resume block
     assert header_crc == zlib.crc32(blob[:124]), "header CRC"
     assert len(blob) == file_bytes, ("truncated or trailing bytes", len(blob), file_bytes)
     assert struct.unpack_from("<I", blob, len(blob) - 4)[0] == zlib.crc32(blob[:-4]), "CRC"
@@ -35,6 +36,8 @@ def read_ckpt(path):
     data = header_bytes + VIEW.size * len(views)
     flat = np.frombuffer(blob, dtype="<f4", offset=data, count=n_params + n_state + n_opt)
     params, state = flat[:n_params], flat[n_params:n_params + n_state]
+    resume = (RESUME.unpack_from(blob, data + 4 * (n_params + n_state + n_opt))
+              if resume_bytes else (0, 0))
     tensors = {}
     for i, (vname, offset, count, ndim, s0, s1, s2, s3, decay) in enumerate(views):
         buf = params if i < n_views else state
@@ -44,7 +47,8 @@ def read_ckpt(path):
     meta = dict(name=name.rstrip(b"\0").decode(), depth=depth, width=width, dropout=dropout,
                 epoch=epoch, optimizer={0: "sgd", 1: "novograd"}.get(opt_kind, "none"),
                 iterations=iterations, last_lr=last_lr, n_params=n_params, n_state=n_state,
-                n_opt_state=n_opt, opt_state=flat[n_params + n_state:])
+                n_opt_state=n_opt, opt_state=flat[n_params + n_state:], version=version,
+                model_steps=resume[0], batch=resume[1])
     return meta, tensors
 
 
@@ -57,9 +61,11 @@ def main():
     missing = set(model.state_dict()) - {torch_name(k) for k in tensors}
     assert missing <= {k for k in model.state_dict() if k.endswith("num_batches_tracked")}, missing
     n_torch = sum(p.numel() for p in model.parameters())
-    print("%s: %s epoch %d, %s optimizer after %d iterations (last lr %g), %d named tensors, "
+    print("%s: version %d, %s epoch %d (+%d batches), %s optimizer after %d iterations "
+          "(last lr %g), %d named tensors, "
           "%d params (PyTorch model: %d), %d state, %d optimizer floats; CRCs ok"
-          % (sys.argv[1], meta["name"], meta["epoch"], meta["optimizer"], meta["iterations"],
+          % (sys.argv[1], meta["version"], meta["name"], meta["epoch"], meta["batch"],
+             meta["optimizer"], meta["iterations"],
              meta["last_lr"], len(tensors), meta["n_params"], n_torch, meta["n_state"],
              meta["n_opt_state"]))
     for k in ("stem.conv.w", "g1.b0.conv1.w", "fc.w", "fc.b", "stem.bn.mean"):

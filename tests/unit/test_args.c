@@ -242,13 +242,13 @@ START_TEST(help_lists_every_flag_with_its_default)
                            "--momentum X ", "--wd X ", "--warmup-epochs N ", "--model wrn-D-K ",
                            "--dropout X ", "--data-dir DIR ", "--train-subset N ",
                            "--test-subset N ", "--use-checkpointing ", "--log-dir DIR ",
-                           "--seed N ", "--target-accuracy X ", "--patience N ",
+                           "--restart ", "--seed N ", "--target-accuracy X ", "--patience N ",
                            "--optimizer NAME ", "--help "};
     const char *defaults[] = {"(default 3;", "(default 128)", "(default 256)", "(default 0.01)",
                               "(default 0.9)", "(default 5e-06)", "(default 5)",
                               "(default wrn-16-1)", "(default 0.01)", "(default: $HVDLAB_DATA",
                               "(default 12000)", "(default 2000)", "(default off)",
-                              "(default ./logs)", "(default 42)", "(default 0.85)",
+                              "(default ./logs)", "default off)", "(default 42)", "(default 0.85)",
                               "(default 2)", "(default sgd)", "exit"};
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
         char *line = strstr(out, flags[i]);

@@ -27,8 +27,9 @@ START_TEST(roundtrip_bit_exact_and_layout)
     uint8_t *b = slurp(tmp_path("logs/checkpoint-3.ckpt"), &len);
     ck_assert_uint_eq(len, FILE_BYTES);
     ck_assert_int_eq(memcmp(b, "HVDLCKPT", 8), 0);
-    ck_assert_uint_eq(le32(b + 8), 1);
+    ck_assert_uint_eq(le32(b + 8), 2);
     ck_assert_uint_eq(le32(b + 12), 128);
+    ck_assert_uint_eq(le32(b + 120), 32);
     ck_assert_uint_eq(le32(b + 16), FILE_BYTES);
     ck_assert_uint_eq(le32(b + 24), 16);
     ck_assert_uint_eq(le32(b + 28), 4);
@@ -47,6 +48,10 @@ START_TEST(roundtrip_bit_exact_and_layout)
     ck_assert_int_eq(memcmp(b + DATA_AT, f.params, sizeof f.params), 0);
     ck_assert_int_eq(memcmp(b + DATA_AT + 4 * NP, f.state, sizeof f.state), 0);
     ck_assert_int_eq(memcmp(b + DATA_AT + 4 * (NP + NS), f.opt, sizeof f.opt), 0);
+    ck_assert_uint_eq(le32(b + RESUME_AT) | (uint64_t)le32(b + RESUME_AT + 4) << 32, 9876543210ull);
+    ck_assert_uint_eq(le32(b + RESUME_AT + 8), 0); /* batch: written at the epoch's end */
+    for (int k = 12; k < 32; k += 4)
+        ck_assert_uint_eq(le32(b + RESUME_AT + k), 0); /* reserved */
     ck_assert_uint_eq(le32(b + len - 4), (uint32_t)crc32(0, b, (uInt)(len - 4)));
     free(b);
     /* the reader gives back every bit */
@@ -54,7 +59,8 @@ START_TEST(roundtrip_bit_exact_and_layout)
     ckpt_expect want = expect_of(&f);
     ck_assert_msg(ckpt_load(dir, 3, &want, &r, err, sizeof err) == 0, "%s", err);
     ck_assert_str_eq(r.name, "wrn-16-4");
-    ck_assert_uint_eq(r.version, 1);
+    ck_assert_uint_eq(r.version, 2);
+    ck_assert_int_eq(memcmp(&r.d.resume, &f.d.resume, sizeof f.d.resume), 0);
     ck_assert_int_eq(r.d.cfg.depth, 16);
     ck_assert_int_eq(r.d.cfg.width, 4);
     ck_assert_float_eq(r.d.cfg.dropout, 0.01f);
@@ -160,8 +166,10 @@ START_TEST(version_inconsistency_and_open_errors)
     char want[600];
     ckpt_file r;
     struct { size_t at; uint32_t val; const char *msg; } cases[] = {
-        {8, 2, "checkpoint format version 2, this hvdlab reads version 1"},
-        {112, 4, "inconsistent checkpoint: counts (6 views, 56 floats) do not add up to its 876 "
+        {8, 3, "checkpoint format version 3, this hvdlab reads versions 1 and 2"},
+        {112, 4, "inconsistent checkpoint: counts (6 views, 56 floats) do not add up to its 908 "
+                 "bytes"},
+        {120, 0, "inconsistent checkpoint: counts (5 views, 56 floats) do not add up to its 908 "
                  "bytes"},
         {128 + 64, 20, "inconsistent checkpoint: view stem.conv.w (offset 20, count 18) outside "
                        "its buffer of 26 or not its shape's size"},
@@ -169,7 +177,7 @@ START_TEST(version_inconsistency_and_open_errors)
                       "its buffer of 26 or not its shape's size"},
         {128 + 80, 5, "inconsistent checkpoint: view stem.conv.w has 5 dims"},
     };
-    ck_assert_int_eq(FILE_BYTES, 876);
+    ck_assert_int_eq(FILE_BYTES, 908);
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         uint32_t old = le32(b + cases[c].at);
         set_le32(b + cases[c].at, cases[c].val);
@@ -248,6 +256,62 @@ START_TEST(config_optimizer_and_view_mismatch)
 }
 END_TEST
 
+/* A version-1 file (no resume block) still loads, its resume fields 0; a version-2 header that
+ * claims no block does not. */
+START_TEST(version_1_still_loads)
+{
+    fixture f;
+    make_fixture(&f, 10, 1, 1);
+    save(tmp_dir, &f);
+    size_t len;
+    uint8_t *b = slurp(tmp_path("checkpoint-1.ckpt"), &len);
+    size_t v1 = len - 32;
+    memmove(b + RESUME_AT, b + RESUME_AT + 32, 4);
+    set_le32(b + 8, 1);
+    set_le32(b + 16, (uint32_t)v1);
+    set_le32(b + 120, 0);
+    reseal(b, v1);
+    spit(tmp_path("checkpoint-1.ckpt"), b, v1);
+    ckpt_file r;
+    ckpt_expect want = expect_of(&f);
+    ck_assert_msg(ckpt_load(tmp_dir, 1, &want, &r, err, sizeof err) == 0, "%s", err);
+    ck_assert_uint_eq(r.version, 1);
+    ck_assert_uint_eq(r.resume_bytes, 0);
+    ck_assert_uint_eq(r.d.resume.model_steps, 0);
+    ck_assert_int_eq(memcmp(r.d.opt_state, f.opt, sizeof f.opt), 0);
+    ckpt_file_free(&r);
+    free(b);
+}
+END_TEST
+
+/* No NaN or infinity is saved; a file holding one (written under the format layer) is refused
+ * by its name, and the scan skips it. */
+START_TEST(nonfinite_never_saved_nor_loaded)
+{
+    fixture f;
+    make_fixture(&f, 10, 1, 2);
+    f.params[9] = NAN;
+    ck_assert_int_eq(ckpt_save(tmp_dir, &f.d, err, sizeof err), -1);
+    char want[800];
+    snprintf(want, sizeof want, "%s/checkpoint-2.ckpt: not saved: parameter 9 is nan (the "
+             "training diverged; try a smaller --base-lr or more --warmup-epochs)", tmp_dir);
+    ck_assert_str_eq(err, want);
+    ck_assert_int_ne(access(tmp_path("checkpoint-2.ckpt"), F_OK), 0);
+    f.params[9] = 1.0f;
+    f.opt[3] = -INFINITY;
+    ck_assert_int_eq(ckpt_save(tmp_dir, &f.d, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "not saved: optimizer state 3 is -inf"));
+    int fd = open(tmp_path("checkpoint-2.ckpt"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ck_assert_int_eq(ckpt_write_fd(fd, &f.d, "x", err, sizeof err), 0);
+    close(fd);
+    ckpt_file r;
+    ck_assert_int_eq(ckpt_load(tmp_dir, 2, NULL, &r, err, sizeof err), -1);
+    snprintf(want, sizeof want, "%s/checkpoint-2.ckpt: checkpoint holds a non-finite value "
+             "(optimizer state 3 is -inf), refused", tmp_dir);
+    ck_assert_str_eq(err, want);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("ckpt");
@@ -260,6 +324,8 @@ static Suite *make_suite(void)
     tcase_add_test(tc, truncated_at_every_length_and_trailing_bytes);
     tcase_add_test(tc, version_inconsistency_and_open_errors);
     tcase_add_test(tc, config_optimizer_and_view_mismatch);
+    tcase_add_test(tc, version_1_still_loads);
+    tcase_add_test(tc, nonfinite_never_saved_nor_loaded);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -43,23 +43,37 @@ START_TEST(latest_skips_bad_files_with_one_warning_each)
     spit(tmp_path("run/checkpoint-3.ckpt"), b, len);
     spit(tmp_path("run/checkpoint-2.ckpt"), b, len - 100);
     free(b);
+    /* the newest, epoch 4, is another model's: the run would overwrite it, so it stops */
     int cap = capture_begin();
     int e = ckpt_latest_epoch(dir, &w, 10, err, sizeof err);
     char *out = capture_end(cap);
+    char want[4096], crcs[64];
+    ck_assert_int_eq(e, -1);
+    ck_assert_str_eq(out, "");
+    free(out);
+    snprintf(want, sizeof want, "%s/checkpoint-4.ckpt: checkpoint of model wrn-22-2 (depth 22, "
+             "width 2), but this run builds wrn-10-2 (depth 10, width 2); use another --log-dir, "
+             "or --restart which moves the old files aside into a dated subfolder; nothing is "
+             "deleted", dir);
+    ck_assert_str_eq(err, want);
+    /* below it (max_epoch 3): the damaged 3 and 2 are renamed aside, 1 is the newest valid */
+    cap = capture_begin();
+    e = ckpt_latest_epoch(dir, &w, 3, err, sizeof err);
+    out = capture_end(cap);
     ck_assert_msg(e == 1, "latest %d: %s / %s", e, err, out);
-    char want[2048], crcs[64];
     const char *c = strstr(out, "CRC32 ");
     ck_assert_ptr_nonnull(c);
     snprintf(crcs, sizeof crcs, "%.31s", c); /* "CRC32 xxxxxxxx stored, yyyyyyyy computed" */
     snprintf(want, sizeof want,
-             "hvdlab: warning: %s/checkpoint-4.ckpt: checkpoint of model wrn-22-2 (depth 22, "
-             "width 2), but this run builds wrn-10-2 (depth 10, width 2); skipped\n"
-             "hvdlab: warning: %s/checkpoint-3.ckpt: corrupt checkpoint: %s computed; skipped\n"
+             "hvdlab: warning: %s/checkpoint-3.ckpt: corrupt checkpoint: %s computed; renamed to "
+             "%s/checkpoint-3.ckpt.damaged, not overwritten\n"
              "hvdlab: warning: %s/checkpoint-2.ckpt: truncated checkpoint: %d bytes, its header "
-             "says %d; skipped\n",
-             dir, dir, crcs, dir, FILE_BYTES - 100, FILE_BYTES);
+             "says %d; renamed to %s/checkpoint-2.ckpt.damaged, not overwritten\n",
+             dir, crcs, dir, dir, FILE_BYTES - 100, FILE_BYTES, dir);
     ck_assert_str_eq(out, want);
     free(out);
+    ck_assert_int_eq(access(tmp_path("run/checkpoint-3.ckpt.damaged"), F_OK), 0);
+    ck_assert_int_eq(access(tmp_path("run/checkpoint-2.ckpt.damaged"), F_OK), 0);
     /* max_epoch bounds the scan (the lab scans from --epochs down); files above it are not read */
     cap = capture_begin();
     e = ckpt_latest_epoch(dir, &w, 1, err, sizeof err);
@@ -68,20 +82,73 @@ START_TEST(latest_skips_bad_files_with_one_warning_each)
     ck_assert_str_eq(out, "");
     free(out);
     /* without requirements the other model's epoch 4 is the newest valid file */
-    cap = capture_begin();
     ck_assert_int_eq(ckpt_latest_epoch(dir, NULL, 0, err, sizeof err), 4);
-    free(capture_end(cap));
-    /* nothing valid at all -> 0 */
+    /* nothing below 4 at all -> 0 */
     unlink(tmp_path("run/checkpoint-1.ckpt"));
+    ck_assert_int_eq(ckpt_latest_epoch(dir, &w, 3, err, sizeof err), 0);
+    /* every checkpoint damaged: renamed aside, and the run stops instead of starting afresh */
+    spit(tmp_path("run/checkpoint-1.ckpt"), "HVDLCKPT", 8);
     cap = capture_begin();
-    ck_assert_int_eq(ckpt_latest_epoch(dir, &w, 0, err, sizeof err), 0);
+    e = ckpt_latest_epoch(dir, &w, 3, err, sizeof err);
     free(capture_end(cap));
+    ck_assert_int_eq(e, -1);
+    snprintf(want, sizeof want, "%s: every checkpoint in it is damaged (renamed to *.damaged); "
+             "use another --log-dir, or --restart which moves the old files aside into a dated "
+             "subfolder; nothing is deleted", dir);
+    ck_assert_str_eq(err, want);
+    ck_assert_int_eq(access(tmp_path("run/checkpoint-1.ckpt.damaged"), F_OK), 0);
     /* a path that is not a directory is an error, not "no checkpoint" */
     ck_assert_int_eq(ckpt_latest_epoch(tmp_path("run/checkpoint-8.h5"), &w, 0, err, sizeof err),
                      -1);
     snprintf(want, sizeof want, "%s: cannot list checkpoint directory: Not a directory",
              tmp_path("run/checkpoint-8.h5"));
     ck_assert_str_eq(err, want);
+}
+END_TEST
+
+/* A file saved mid-epoch (on a signal) is checkpoint-E.B.ckpt: newer than checkpoint-E, older
+ * than checkpoint-(E+1); when the scan picks it, loading epoch E reads it. */
+START_TEST(mid_epoch_files_sort_between_epochs)
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s", tmp_path("mid"));
+    fixture f;
+    for (int e = 1; e <= 2; e++) {
+        make_fixture(&f, 10, 1, e);
+        save(dir, &f);
+    }
+    make_fixture(&f, 10, 1, 2);
+    f.d.resume.batch = 17;
+    f.params[0] = 42.0f;
+    save(dir, &f);
+    ck_assert_int_eq(access(tmp_path("mid/checkpoint-2.17.ckpt"), F_OK), 0);
+    spit(tmp_path("mid/checkpoint-2.017.ckpt"), "x", 1); /* not a name the kit writes */
+    ckpt_expect w = expect_of(&f);
+    ck_assert_int_eq(ckpt_latest_epoch(dir, &w, 5, err, sizeof err), 2);
+    ck_assert_int_eq(ckpt_found_batch(dir, 2), 17);
+    ck_assert_int_eq(ckpt_found_batch(NULL, 2), 17);
+    ck_assert_int_eq(ckpt_found_batch(dir, 1), 0);
+    ckpt_file r;
+    ck_assert_msg(ckpt_load(dir, 2, &w, &r, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(r.d.resume.batch, 17);
+    ck_assert_float_eq(r.d.params[0], 42.0f);
+    ckpt_file_free(&r);
+    /* a run of 2 epochs never resumes past its end: the mid-epoch file of epoch 3 is not its */
+    ck_assert_int_eq(ckpt_latest_epoch(dir, &w, 2, err, sizeof err), 2);
+    ck_assert_int_eq(ckpt_found_batch(dir, 2), 0);
+    /* a finished epoch 3 beats it */
+    make_fixture(&f, 10, 1, 3);
+    save(dir, &f);
+    ck_assert_int_eq(ckpt_latest_epoch(dir, &w, 5, err, sizeof err), 3);
+    ck_assert_int_eq(ckpt_found_batch(dir, 3), 0);
+    /* a file that holds another batch than its name says is damaged */
+    rename(tmp_path("mid/checkpoint-3.ckpt"), tmp_path("mid/checkpoint-3.4.ckpt"));
+    int cap = capture_begin();
+    ck_assert_int_eq(ckpt_latest_epoch(dir, &w, 5, err, sizeof err), 2);
+    char *out = capture_end(cap);
+    ck_assert_msg(strstr(out, "checkpoint holds epoch 3 batch 0, its name says epoch 3 batch 4; "
+                              "renamed to") != NULL, "%s", out);
+    free(out);
 }
 END_TEST
 
@@ -281,6 +348,7 @@ static Suite *make_suite(void)
     tcase_add_checked_fixture(tc, setup, tmp_test_teardown);
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, latest_skips_bad_files_with_one_warning_each);
+    tcase_add_test(tc, mid_epoch_files_sort_between_epochs);
     tcase_add_test(tc, killed_writer_leaves_previous_checkpoint);
     tcase_add_test(tc, creates_log_dir_or_names_it);
     tcase_add_test(tc, param_set_layer_and_trace);

@@ -1,0 +1,38 @@
+/* stop.h — a signal saves the work. On SIGTERM, SIGINT or SIGUSR1 (a batch system's time limit,
+ * Ctrl-C, Slurm's --signal) the ranks agree to stop at the end of a training step, the ranks
+ * that write checkpoints save that exact point mid-epoch (checkpoint-{epoch}.{batch}.ckpt, from
+ * which --use-checkpointing resumes exactly), every rank prints one line and exits with 128 + the
+ * signal number. A second signal exits at once.
+ *
+ * The step programs need not call any of it: progress_init installs the handlers, progress_batch
+ * (every rank, at the end of every step) votes, progress_train_end settles the last vote. The
+ * vote (coll/vote.h) is started at one step and read at the next, so it never waits; the ranks
+ * stop one step after the first of them saw the signal, all at the same step.
+ * A mid-epoch save needs a program that can resume mid-epoch (resume_batch, resume.h, says it
+ * can); any other stops without saving, its newest checkpoint being the last epoch's.
+ *
+ * Lines (stderr, one per rank; E 1-based as printed, B batches of its S done):
+ *   hvdlab: stopped by SIGTERM in epoch E after batch B/S: saved DIR/checkpoint-{E-1}.B.ckpt;
+ *           run again with --use-checkpointing to go on from there        (rank 0, one line)
+ *   hvdlab: stopped by SIGTERM in epoch E after batch B/S (rank 0 saves the checkpoint)
+ *   hvdlab: stopped by SIGTERM in epoch E after batch B/S: nothing saved (<why>)
+ *   hvdlab: second signal (SIGINT): exiting at once
+ * Trace (HVDLAB_TRACE): "stop signal=N epoch=E batch=B" on every rank before its line.
+ *
+ * Public: stop_install, stop_step, stop_allow_mid_epoch, stop_finish.
+ */
+#ifndef HVDLAB_STOP_H
+#define HVDLAB_STOP_H
+
+/* Installs the handlers (once; later calls do nothing). */
+void stop_install(void);
+/* After batch `done` (1-based) of `steps` in epoch `epoch` (0-based), on every rank: votes, and
+ * when the ranks agreed to stop, saves, prints and exits (does not return). */
+void stop_step(int epoch, int done, int steps);
+/* The program resumes mid-epoch (resume_batch): a signal may save mid-epoch. */
+void stop_allow_mid_epoch(void);
+/* After the training loop, on every rank: settles a pending vote (a signal in the last step
+ * ends the run normally: everything is saved). */
+void stop_finish(void);
+
+#endif

@@ -1,0 +1,70 @@
+#!/bin/sh
+# signals.sh — a signal saves the work, for real under mpirun -n 2: SIGTERM and SIGUSR1 to
+# mpirun (Open MPI forwards SIGUSR1 and answers SIGTERM by sending it to the ranks), SIGINT to
+# rank 1 and SIGTERM to rank 0. Each run must exit non-zero with one "stopped by" line per rank,
+# leave a mid-epoch checkpoint, and a run resumed from it must end with the uninterrupted run's
+# checkpoint bytes. A second signal must end the rank at once.
+# Usage: signals.sh PROGRAM (from the repository root). Env: MPIRUN. Exit 0 when all hold.
+set -u
+prog=${1:-./solution10}
+mpirun=${MPIRUN:-mpirun --oversubscribe --allow-run-as-root}
+work=$(mktemp -d /tmp/hvdlab-signals-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+bad=0
+fail() { echo "signals: $*"; bad=1; }
+flags="--epochs 3 --train-subset 4096 --test-subset 256 --batch-size 32 --model wrn-10-1
+       --dropout 0.3 --target-accuracy 1 --use-checkpointing"
+start() { # log dir, optimizer: starts a run in the background, waits for its first checkpoint
+    OMP_NUM_THREADS=1 $mpirun -n 2 "$prog" $flags --log-dir "$1" --optimizer "$2" \
+        >"$1.out" 2>&1 &
+    mpi=$!
+    i=0
+    while [ ! -e "$1/checkpoint-1.ckpt" ] && [ $i -lt 600 ] && kill -0 $mpi 2>/dev/null; do
+        sleep 0.05; i=$((i + 1))
+    done
+    sleep "$(awk 'BEGIN { srand(); printf "%.2f", 0.05 + 0.3 * rand() }')"
+}
+# watchdog: a run that does not stop within 60 s is killed (the test then fails)
+finish() { ( sleep 60; kill -9 $mpi 2>/dev/null ) & dog=$!; wait $mpi; rc=$?; kill $dog 2>/dev/null; }
+for opt in sgd novograd; do
+    OMP_NUM_THREADS=1 timeout 120 $mpirun -n 2 "$prog" $flags --log-dir "$work/whole-$opt" \
+        --optimizer "$opt" >"$work/whole-$opt.out" 2>&1 || fail "$opt: the uninterrupted run failed"
+done
+n=0
+for case in "TERM mpirun sgd" "USR1 mpirun novograd" "INT rank1 sgd" "TERM rank0 novograd"; do
+    set -- $case
+    sig=$1 to=$2 opt=$3 dir="$work/$1-$2"
+    start "$dir" "$opt"
+    ranks=$(pgrep -P $mpi)
+    case $to in
+    mpirun) kill -$sig $mpi ;;
+    rank0) kill -$sig $(echo "$ranks" | head -1) ;;
+    rank1) kill -$sig $(echo "$ranks" | tail -1) ;;
+    esac
+    finish
+    lines=$(grep -c "^hvdlab: stopped by SIG$sig in epoch [0-9]* after batch" "$dir.out")
+    mid=$(ls "$dir" | grep -E '^checkpoint-[0-9]+\.[0-9]+\.ckpt$' | head -1)
+    if [ "$rc" -eq 0 ] || [ "$lines" -ne 2 ] || [ -z "$mid" ] ||
+       ! grep -q "saved $dir/$mid; run again with --use-checkpointing" "$dir.out"; then
+        fail "SIG$sig to $to: exit $rc, $lines stop line(s), mid-epoch checkpoint '${mid:-none}':"
+        grep hvdlab "$dir.out" | head -4 | sed 's/^/    /'
+        continue
+    fi
+    OMP_NUM_THREADS=1 timeout 120 $mpirun -n 2 "$prog" $flags --log-dir "$dir" --optimizer "$opt" \
+        >"$dir.resumed" 2>&1 || { fail "SIG$sig to $to: the resumed run failed"; continue; }
+    for f in "$work/whole-$opt"/checkpoint-*.ckpt; do
+        cmp -s "$f" "$dir/$(basename "$f")" ||
+            fail "SIG$sig to $to: $(basename "$f") differs after stopping at $mid and resuming"
+    done
+    n=$((n + 1))
+done
+# a second signal: the rank exits at once, saying so (two kinds: the same signal twice may merge)
+start "$work/twice" sgd
+r1=$(pgrep -P $mpi | tail -1)
+kill -TERM $r1; kill -INT $r1
+finish
+if [ "$rc" -eq 0 ] || ! grep -q "^hvdlab: second signal: exiting at once" "$work/twice.out"; then
+    fail "a second signal: exit $rc, no 'second signal' line"
+else n=$((n + 1)); fi
+[ "$bad" -eq 0 ] && echo "signals: $n signal cases stop with a line on every rank; the mid-epoch checkpoints resume to the uninterrupted runs' bytes"
+exit $bad
