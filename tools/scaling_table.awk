@@ -1,0 +1,34 @@
+# scaling_table.awk — raw.csv of tools/scaling.sh to scaling.csv (file csv) and a terminal table:
+# per mode and W the median over rounds of each time, the fastest step of all rounds, and
+# speedup and efficiency against the same mode's W = 1 (images/s ratio; efficiency = speedup/W).
+function median(key,    n, i, j, t, a) {
+    n = split(vals[key], a, " ")
+    for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] + 0 > t + 0; j--) a[j + 1] = a[j]; a[j + 1] = t }
+    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+}
+NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+{
+    k = $col["mode"] SUBSEP $col["ranks"]
+    if (!(k in seen)) { seen[k] = 1; order[++nk] = k }
+    info[k] = $col["threads"] "," $col["oversubscribed"] "," $col["batch_per_rank"] "," $col["global_batch"] "," $col["steps"]
+    split("step_median_s compute_s comm_s comm_max_s comm_clock_s images_per_s", f, " ")
+    for (i in f) vals[k SUBSEP f[i]] = vals[k SUBSEP f[i]] " " $col[f[i]]
+    if (!(k in smin) || $col["step_min_s"] + 0 < smin[k]) smin[k] = $col["step_min_s"] + 0
+    rounds[k]++
+}
+END {
+    print "mode,ranks,threads,oversubscribed,batch_per_rank,global_batch,steps,rounds,step_min_s,step_median_s,compute_s,comm_s,comm_max_s,comm_clock_s,images_per_s,speedup,efficiency" > csv
+    printf "%-6s %3s %4s %5s %6s %8s %8s %8s %8s %9s %7s %6s\n", "mode", "W", "thr", "batch", "global", "step s", "min s", "G/W s", "C(W) s", "images/s", "speedup", "eff."
+    for (n = 1; n <= nk; n++) {
+        k = order[n]; split(k, km, SUBSEP); split(info[k], in_, ",")
+        ips = median(k SUBSEP "images_per_s")
+        base = km[1] SUBSEP 1
+        ips1 = (base in seen) ? median(base SUBSEP "images_per_s") : 0
+        sp = ips1 > 0 ? ips / ips1 : 0
+        eff = sp / km[2]
+        printf "%s,%s,%s,%s,%s,%s,%s,%d,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.2f,%.4f,%.4f\n", km[1], km[2], in_[1], in_[2], in_[3], in_[4], in_[5], rounds[k], smin[k], median(k SUBSEP "step_median_s"), median(k SUBSEP "compute_s"), median(k SUBSEP "comm_s"), median(k SUBSEP "comm_max_s"), median(k SUBSEP "comm_clock_s"), ips, sp, eff > csv
+        printf "%-6s %3s %4s %5s %6s %8.4f %8.4f %8.4f %8.4f %9.1f %7.2f %6.3f%s\n", km[1], km[2], in_[1], in_[3], in_[4], median(k SUBSEP "step_median_s"), smin[k], median(k SUBSEP "compute_s"), median(k SUBSEP "comm_s"), ips, sp, eff, in_[2] == "yes" ? "  oversubscribed" : ""
+    }
+    print "(medians over rounds; min s: the fastest step of all rounds; G/W: compute per step per rank; C(W): time in hvd_allreduce per step from HVD_PROFILE)"
+    print "written: " csv
+}
