@@ -73,5 +73,6 @@ while [ $r -le "$rounds" ]; do
     done
     r=$((r + 1))
 done
-# Medians over rounds; speedup = images/s at W over images/s at 1 rank, efficiency = speedup/W.
-awk -F, -f tools/scaling_table.awk -v csv="$out/scaling.csv" "$raw"
+# Medians over rounds; speedup = images/s at W over images/s at 1 rank; efficiency = speedup over
+# the ideal, the ratio of cores in use (1 when W ranks share the cores one rank had).
+awk -F, -f tools/scaling_table.awk -v csv="$out/scaling.csv" -v cores="$cores" "$raw"
