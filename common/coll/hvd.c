@@ -21,6 +21,7 @@
 #include "coll/coll_check.h"
 #include "coll/fusion.h"
 #include "coll/gpu_ops.h"
+#include "coll/profile.h"
 #include "coll/stall.h"
 #include "coll/timeline.h"
 #ifdef HVDLAB_CUDA
@@ -146,7 +147,7 @@ static void read_settings(void)
  * speaks when), so the ranks must agree on them; HVD_TIMELINE is rank 0's alone. */
 static void agree_on_settings(void)
 {
-    agree_setting v[7];
+    agree_setting v[8];
     memset(v, 0, sizeof v); /* exchanged as bytes */
     snprintf(v[0].name, sizeof v[0].name, "HVD_CHECK_COLLECTIVES");
     snprintf(v[0].value, sizeof v[0].value, "%d", S.check);
@@ -163,7 +164,9 @@ static void agree_on_settings(void)
     snprintf(v[5].value, sizeof v[5].value, "%g", S.stall_shutdown_s);
     snprintf(v[6].name, sizeof v[6].name, "HVD_GPU_OPERATIONS"); /* which wire device tensors use */
     snprintf(v[6].value, sizeof v[6].value, "%s", gpu_ops_request_name(S.gpu_ops));
-    agree_settings(S.comm, v, 7);
+    snprintf(v[7].name, sizeof v[7].name, "HVD_PROFILE"); /* its report at shutdown is collective */
+    snprintf(v[7].value, sizeof v[7].value, "%d", profile_enabled());
+    agree_settings(S.comm, v, 8);
 }
 
 /* Collectives run in the order they were called: queued allreduces go before anything else. */
@@ -178,6 +181,7 @@ void hvd_start_timeline(const char *path)
     flush_queue(); /* what was queued before belongs before the timeline */
     if (hvd_rank() != 0)
         return;
+    profile_note_timeline(path); /* the profile's CSV goes beside it */
     char err[512];
     if (timeline_open(path, err, sizeof err) != 0)
         fatal_error("%s", err);
@@ -215,6 +219,7 @@ int hvd_init(int *argc, char ***argv)
     trace_reopen(S.rank, S.size); /* events from here on go to rank-R.log */
     trace_event("init", "local_rank=%d local_size=%d", S.local_rank, S.local_size); /* + size */
     read_settings();
+    profile_init();
     agree_on_settings();
     stall_init(&S.stall, S.comm, S.stall_warn_s, S.stall_shutdown_s, S.check);
     gpu_ops_config g = {.comm = S.comm, .rank = S.rank, .size = S.size,
@@ -246,6 +251,7 @@ void hvd_shutdown(void)
     flush_queue(); /* nothing queued is lost */
     coll_desc d = coll_describe(COLL_SHUTDOWN, "", 0, -1);
     enter_call(&d);
+    profile_report(S.comm); /* every rank is here: the stall handshake above saw them all */
     fusion_free(&S.queue);
     gpu_ops_shutdown();
     stall_free(&S.stall);
@@ -304,8 +310,10 @@ void hvd_barrier(void)
 {
     if (!S.initialized)
         return;
+    double t = profile_begin();
     check_call(COLL_BARRIER, "", 0, -1, 0);
     MPI_Barrier(S.comm);
+    profile_end(PROFILE_BARRIER, 0, t);
 }
 
 static int resolve_compression(int compression)
@@ -329,6 +337,7 @@ void hvd_allreduce_async(float *buf, size_t n, hvd_op op, const char *name, int 
     trace_collective("allreduce", name, n, -1, op == HVD_SUM ? "sum" : "average", fp16);
     if (!S.initialized)
         return; /* world of one: the sum and the average are the tensor itself */
+    profile_add(PROFILE_ALLREDUCE, 1, (double)n * sizeof *buf, 0); /* its time: synchronize's */
     fusion_enqueue(&S.queue, buf, n, op, fp16, tensor_way(buf, n), name);
 }
 
@@ -336,8 +345,10 @@ void hvd_synchronize(void)
 {
     if (!S.initialized)
         return;
+    double t = profile_begin();
     fusion_flush(&S.queue, S.comm, S.fusion_threshold,
                  S.stall_check || S.check ? enter_call : NULL);
+    profile_add(PROFILE_ALLREDUCE, 0, 0, profile_since(t));
 }
 
 void hvd_allreduce_ex(float *buf, size_t n, hvd_op op, const char *name, int compression)
@@ -364,6 +375,7 @@ static void broadcast(void *buf, size_t count, size_t esize, int root, const cha
     if (!S.initialized)
         return;
     flush_queue();
+    double t = profile_begin();
     int way = tensor_way(buf, count);
     check_call(COLL_BROADCAST, name, count, root, way == FUSION_NCCL);
     if (timeline_enabled())
@@ -384,6 +396,7 @@ static void broadcast(void *buf, size_t count, size_t esize, int root, const cha
     }
     if (timeline_enabled())
         timeline_event(name, "BROADCAST", 'E');
+    profile_end(PROFILE_BROADCAST, (double)nbytes, t);
 }
 
 void hvd_broadcast_bytes(void *buf, size_t nbytes, int root, const char *name)
@@ -401,11 +414,13 @@ float *hvd_allgather(const float *buf, size_t n, size_t *total, size_t *counts, 
     int size = hvd_size();
     long long mine = (long long)n;
     long long *all = malloc((size_t)size * sizeof *all);
+    double t = 0;
     if (!all)
         fatal_error("allgather \"%s\": out of memory", name ? name : "");
     trace_collective("allgather", name, n, -1, NULL, 0);
     if (S.initialized) {
         flush_queue();
+        t = profile_begin();
         check_call(COLL_ALLGATHER, name, n, -1, 0); /* the device way is agreed below */
         if (timeline_enabled())
             timeline_event(name, "ALLGATHER", 'B');
@@ -465,6 +480,7 @@ float *hvd_allgather(const float *buf, size_t n, size_t *total, size_t *counts, 
     } else if (n) {
         memcpy(out, buf, n * sizeof *out);
     }
+    profile_end(PROFILE_ALLGATHER, (double)n * sizeof *buf, t);
     free(all);
     free(cnt);
     free(disp);

@@ -19,6 +19,8 @@
  *   HVD_STALL_SHUTDOWN_TIME_SECONDS  stop every rank after this long (default 0: never)
  *   HVD_GPU_OPERATIONS     CUDA build: nccl or mpi (host-staged) for device tensors; unset: NCCL
  *                          when every rank has a GPU of its own (gpu_ops.h)
+ *   HVD_PROFILE            1: at hvd_shutdown rank 0 prints where the communication time went
+ *                          (profile.h), and writes it as CSV beside the timeline
  * Every rank must have the same values of all but HVD_TIMELINE: hvd_init compares them.
  *
  * Device tensors (CUDA build): hvd_allreduce*, hvd_broadcast* and hvd_allgather take device
