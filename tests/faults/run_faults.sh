@@ -19,7 +19,7 @@ if [ -z "${MPIRUN:-}" ]; then
     MPIRUN="mpirun --oversubscribe"
     [ "$(id -u)" = 0 ] && MPIRUN="$MPIRUN --allow-run-as-root"
 fi
-REQUIRE=${FAULTS_REQUIRE:-3 4 6 8 9}
+REQUIRE=${FAULTS_REQUIRE:-1 2 3 4 6 7a 7b 8 9 10}
 PROG=$(pwd)/$BUILD/solutions/step10
 OPS=$(pwd)/$BUILD/tests/progs/prog_fault_ops
 quick=0 write_doc=0 only=""
@@ -136,7 +136,7 @@ f1() {
     run f1a 60 -n 2 "$PROG" $SMALL --epochs 2 --use-checkpointing --log-dir "$d"
     before=$(sums "$d")
     run f1 60 -n 2 "$PROG" $SMALL --epochs 3 --use-checkpointing --log-dir "$d" --optimizer novograd
-    after_old=$(cd "$d" && sha256sum checkpoint-1.ckpt checkpoint-2.ckpt 2>/dev/null | sort)
+    after_old=$(cd "$d" && sha256sum ./checkpoint-1.ckpt ./checkpoint-2.ckpt 2>/dev/null | sort)
     intact=0
     [ -n "$before" ] && [ "$(echo "$before" | grep -E 'checkpoint-[12]\.ckpt')" = "$after_old" ] && intact=1
     if stopped_with_line f1; then does="stops: $(err_line f1)"
