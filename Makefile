@@ -6,10 +6,15 @@ CUDA ?= 0
 SANITIZE ?= 0
 CUDA_HOME ?= /usr/local/cuda
 NVCC ?= $(CUDA_HOME)/bin/nvcc
-# cuDNN: in the CUDA prefix unless told otherwise (a pip install of PyTorch ships it under
-# site-packages/nvidia/cudnn, with lib/ rather than lib64/). CUDA_ARCH: sm_90 is the H100.
-CUDNN_HOME ?= $(CUDA_HOME)
+# cuDNN and NCCL: in the CUDA prefix when it has them, else the ones a pip install of PyTorch
+# ships under site-packages/nvidia/{cudnn,nccl} (lib/ rather than lib64/, versioned .so files
+# only, hence -l:libcudnn.so.9 below). CUDA_ARCH: sm_90 is the H100.
+PY_NVIDIA = $(shell python3 -c 'import nvidia, os; print(os.path.dirname(nvidia.__path__[0]))' \
+                    2>/dev/null)/nvidia
+CUDNN_HOME ?= $(if $(wildcard $(CUDA_HOME)/include/cudnn.h),$(CUDA_HOME),$(PY_NVIDIA)/cudnn)
+NCCL_HOME ?= $(if $(wildcard $(CUDA_HOME)/include/nccl.h),$(CUDA_HOME),$(PY_NVIDIA)/nccl)
 CUDNN_LIB = $(firstword $(wildcard $(CUDNN_HOME)/lib64 $(CUDNN_HOME)/lib) $(CUDNN_HOME)/lib64)
+NCCL_LIB = $(firstword $(wildcard $(NCCL_HOME)/lib64 $(NCCL_HOME)/lib) $(NCCL_HOME)/lib64)
 CUDA_ARCH ?= sm_90
 
 ifeq ($(CUDA),1)
@@ -42,12 +47,13 @@ endif
 COMMON_SRC := $(wildcard common/*/*.c)
 COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/%.o)
 ifeq ($(CUDA),1)
-CPPFLAGS += -DHVDLAB_CUDA=1 -I$(CUDA_HOME)/include -I$(CUDNN_HOME)/include
+CPPFLAGS += -DHVDLAB_CUDA=1 -I$(CUDA_HOME)/include -I$(CUDNN_HOME)/include -I$(NCCL_HOME)/include
 COMMON_CU := $(wildcard common/*/*.cu)
 COMMON_OBJ += $(COMMON_CU:%.cu=$(BUILD)/%.o)
 # libcudnn is a stub that loads libcudnn_cnn/_ops from its own directory at run time: rpath it.
-LDLIBS += -L$(CUDNN_LIB) -Wl,-rpath,$(CUDNN_LIB) -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 \
-          -lnccl -lcudnn -lcublas -lcudart -lstdc++
+LDLIBS += -L$(CUDNN_LIB) -Wl,-rpath,$(CUDNN_LIB) -L$(NCCL_LIB) -Wl,-rpath,$(NCCL_LIB) \
+          -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 \
+          -l:libnccl.so.2 -l:libcudnn.so.9 -lcublas -lcudart -lstdc++
 endif
 
 # Threads: the layers' loops use OpenMP (the same runtime oneDNN uses, so one pool serves both).
@@ -118,6 +124,7 @@ $(O3_OBJ:%=$(BUILD)/common/%.o): CFLAGS += -O3
 $(BUILD)/%.o: %.cu
 	@mkdir -p $(@D)
 	$(NVCC) -O2 -arch=$(CUDA_ARCH) --fmad=false -Werror all-warnings -Icommon -I$(CUDNN_HOME)/include \
+	  -I$(NCCL_HOME)/include \
 	  -DHVDLAB_CUDA=1 -Xcompiler -Wall,-Wextra,-Werror -MMD -MP -c $< -o $@
 
 # Top-level programs are copied out of the current flavour's build dir.
