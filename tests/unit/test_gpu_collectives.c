@@ -9,11 +9,12 @@
  * and 384 MiB allreduced once per path. With two GPUs or more, a device tensor on one rank and a
  * host tensor on another (NCCL) is caught by the collective check.
  *
- * Needs a CUDA build and a GPU. Without one it prints "skipped: no GPU (reason)" and exits 77
- * (tests/run_unit.sh counts it as skipped): only when there truly is none (cudaErrorNoDevice, or
- * a driver error while /dev/nvidia0 does not exist). Any other CUDA error fails. */
+ * Needs a CUDA build and a GPU; when it skips (exit 77) or fails before it starts follows the one
+ * rule of tests/lib/gpu_skip.h. */
 #include <stdio.h>
 #include <stdlib.h>
+
+#include "lib/gpu_skip.h"
 
 #ifdef HVDLAB_CUDA
 
@@ -100,33 +101,13 @@ static void passing(const char *env, int np, const char *want_path, int with_tim
     free(t);
 }
 
-/* Skip only when there is no GPU at all; a GPU that fails to answer is a failure. */
-static int no_gpu(int *ngpu, char *why, size_t len)
-{
-    cudaError_t e = cudaGetDeviceCount(ngpu);
-    if (e == cudaSuccess && *ngpu > 0)
-        return 0;
-    int driver = e == cudaErrorInsufficientDriver || e == cudaErrorInitializationError ||
-                 e == cudaErrorSystemDriverMismatch || e == cudaErrorSystemNotReady;
-    if (e == cudaSuccess || e == cudaErrorNoDevice ||
-        (driver && access("/dev/nvidia0", F_OK) != 0)) {
-        snprintf(why, len, "%s", e == cudaSuccess ? "0 devices" : cudaGetErrorString(e));
-        return 1;
-    }
-    printf("test_gpu_collectives: a GPU is there (/dev/nvidia0) but CUDA fails: %s (%d)\n",
-           cudaGetErrorString(e), (int)e);
-    exit(EXIT_FAILURE);
-}
-
 int main(int argc, char **argv)
 {
     (void)argc;
     int ngpu = 0;
-    char why[256];
-    if (no_gpu(&ngpu, why, sizeof why)) {
-        printf("skipped: no GPU (%s)\n", why);
-        return 77;
-    }
+    const int rc = gpu_skip_status(&ngpu);
+    if (rc != 0)
+        return rc;
     char self[1024];
     snprintf(self, sizeof self, "%s", argv[0]);
     snprintf(prog, sizeof prog, "%s/../progs/prog_gpu_coll", dirname(self));
@@ -160,10 +141,6 @@ int main(int argc, char **argv)
 
 #else
 
-int main(void)
-{
-    printf("skipped: no GPU (a CPU build: HVDLAB_CUDA is not defined)\n");
-    return 77;
-}
+int main(void) { return gpu_skip_status(NULL); }
 
 #endif

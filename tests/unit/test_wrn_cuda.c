@@ -18,10 +18,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "lib/gpu_skip.h"
+
 #ifdef HVDLAB_CUDA
 
 #include <cuda_runtime_api.h>
-#include <glob.h>
 #include <math.h>
 #include <string.h>
 #include <unistd.h>
@@ -265,43 +266,9 @@ static Suite *suite(void)
     return s;
 }
 
-/* Whether the NVIDIA kernel driver is here (test_twins_cuda.c's rule). */
-static int nvidia_device_node(void)
-{
-    if (access("/dev/nvidiactl", F_OK) == 0)
-        return 1;
-    glob_t gl;
-    if (glob("/dev/nvidia[0-9]*", 0, NULL, &gl) != 0)
-        return 0;
-    const int found = gl.gl_pathc > 0;
-    globfree(&gl);
-    return found;
-}
-
-static int gpu_usable(void)
-{
-    int n = 0;
-    const cudaError_t e = cudaGetDeviceCount(&n);
-    if (e == cudaSuccess && n > 0)
-        return 0;
-    char why[256];
-    if (e == cudaSuccess)
-        snprintf(why, sizeof why, "cudaGetDeviceCount found 0 devices");
-    else
-        snprintf(why, sizeof why, "cudaGetDeviceCount: %s (%d)", cudaGetErrorString(e), (int)e);
-    const int node = nvidia_device_node();
-    const int no_driver = e == cudaErrorInsufficientDriver || e == cudaErrorStubLibrary;
-    if (e == cudaErrorNoDevice || ((e == cudaSuccess || no_driver) && !node)) {
-        printf("skipped: no GPU (%s%s)\n", why, node ? "" : "; no /dev/nvidia* device node");
-        return 77;
-    }
-    printf("FAILED: a GPU is present but CUDA cannot use it (%s)\n", why);
-    return 1;
-}
-
 int main(int argc, char **argv)
 {
-    const int rc = gpu_usable();
+    const int rc = gpu_skip_status(NULL);
     if (rc != 0)
         return rc;
     setenv("CK_FORK", "no", 1); /* CUDA does not survive a fork */
@@ -315,10 +282,6 @@ int main(int argc, char **argv)
 
 #else
 
-int main(void)
-{
-    printf("skipped: no GPU (a CPU build: HVDLAB_CUDA is not defined)\n");
-    return 77;
-}
+int main(void) { return gpu_skip_status(NULL); }
 
 #endif
