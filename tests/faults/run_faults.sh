@@ -307,7 +307,10 @@ f10() {
         sleep 0.3
         before=$(sums "$d")
         t0=$(now)
-        kill -TERM "$(cat "$W/f10.job")"
+        # To mpirun itself, once: a signal to timeout would also reach mpirun through timeout's
+        # process group, and a second SIGTERM makes mpirun abort at once, before the ranks speak.
+        mpi=$(pgrep -P "$(cat "$W/f10.job")" | head -1)
+        kill -TERM "${mpi:-$(cat "$W/f10.job")}"
         finish f10 "$t0"
         after=$(sums "$d")
         lines=$(grep -c 'hvdlab:' "$W/f10.out")
