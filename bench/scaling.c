@@ -69,18 +69,10 @@ int main(int argc, char **argv)
     dataset ds;
     if (dataset_load(a.data_dir, &ds, err, sizeof err) != 0)
         fatal_error("%s", err);
-    loader train;
-    loader_options o = loader_defaults();
-    o.rank = hvd_rank();
-    o.size = hvd_size();
-    o.seed = a.seed;
-    o.mean = ds.mean;
-    o.std = ds.std;
-    o.batch_size = (size_t)a.batch_size;
-    o.subset = a.train_subset;
-    if (loader_init(&train, ds.train.images, ds.train.labels, ds.train.n, &o, err, sizeof err))
-        fatal_error("%s", err);
-    wrn_model *model = wrn_create(&a.model, o.batch_size, args_init_seed(&a, hvd_rank()), err,
+    lab_shard me = {hvd_rank(), hvd_size()};
+    loader train = lab_train_loader(&a, &ds, me); /* the lab's training batches, sharded */
+    size_t batch = (size_t)a.batch_size;
+    wrn_model *model = wrn_create(&a.model, batch, args_init_seed(&a, hvd_rank()), err,
                                   sizeof err);
     if (!model)
         fatal_error("%s", err);
@@ -89,10 +81,10 @@ int main(int argc, char **argv)
     hvd_broadcast_parameters(ps, 0);
     hvd_broadcast_optimizer_state(opt, 0);
 
-    float *x = malloc(o.batch_size * LOADER_PIXELS * sizeof *x);
-    int *y = malloc(o.batch_size * sizeof *y);
+    float *x = lab_batch_images(batch);
+    int *y = lab_batch_labels(batch);
     double *wall = malloc((size_t)steps * sizeof *wall);
-    if (!x || !y || !wall)
+    if (!wall)
         fatal_error("out of memory");
     double t_compute = 0, t_comm_clock = 0;
     for (int b = 0; b < warmup + steps; b++) {
