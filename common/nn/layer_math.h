@@ -11,6 +11,7 @@
  *   lm_bn_apply                  gamma·(x-mean)·invstd + beta
  *   lm_bn_grad                   dx of batch norm from per-channel sums (see bn.c)
  *   lm_running                   Keras-convention running average m·running + (1-m)·batch
+ *   lm_softmax_row               one row's softmax probabilities and log-sum-exp
  */
 #ifndef HVDLAB_LAYER_MATH_H
 #define HVDLAB_LAYER_MATH_H
@@ -84,6 +85,24 @@ static inline HVD_HOST_DEVICE float lm_bn_grad(float dy, float x, float mean, fl
 static inline HVD_HOST_DEVICE float lm_running(float running, float batch, float momentum)
 {
     return momentum * running + (1.0f - momentum) * batch;
+}
+
+/* Softmax of one row of k logits into p; returns its log-sum-exp (the row's loss is lse − z[y]).
+ * The maximum in float, the sums, exp and log in double: every row the same operations on CPU
+ * and GPU, so both give the same probabilities. */
+static inline HVD_HOST_DEVICE double lm_softmax_row(float *p, const float *z, int k)
+{
+    float m = z[0];
+    for (int j = 1; j < k; j++)
+        if (z[j] > m)
+            m = z[j];
+    double s = 0.0;
+    for (int j = 0; j < k; j++)
+        s += exp((double)z[j] - m);
+    const double lse = m + log(s);
+    for (int j = 0; j < k; j++)
+        p[j] = (float)exp((double)z[j] - lse);
+    return lse;
 }
 
 #endif

@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "base/fatal.h"
+#include "nn/layer_math.h"
 
 double xent_forward(float *probs, const float *logits, const int *labels, int n, int k)
 {
@@ -15,16 +16,7 @@ double xent_forward(float *probs, const float *logits, const int *labels, int n,
         float *p = probs + (size_t)i * k;
         if (labels[i] < 0 || labels[i] >= k)
             fatal_error("xent_forward: label %d of row %d is outside 0..%d", labels[i], i, k - 1);
-        float m = z[0];
-        for (int j = 1; j < k; j++)
-            if (z[j] > m)
-                m = z[j];
-        double s = 0.0;
-        for (int j = 0; j < k; j++)
-            s += exp((double)z[j] - m);
-        const double lse = m + log(s);
-        for (int j = 0; j < k; j++)
-            p[j] = (float)exp((double)z[j] - lse);
+        const double lse = lm_softmax_row(p, z, k);
         total += lse - z[labels[i]];
     }
     return n > 0 ? total / n : 0.0;

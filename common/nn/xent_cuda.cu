@@ -12,6 +12,7 @@
 
 #include "base/cuda_check.h"
 #include "nn/gpu_context.h"
+#include "nn/layer_math.h"
 
 extern "C" {
 #include "nn/xent.h"
@@ -44,16 +45,7 @@ static __global__ void __launch_bounds__(XENT_THREADS)
         }
         const float *z = logits + (size_t)i * k;
         float *p = probs + (size_t)i * k;
-        float m = z[0];
-        for (int j = 1; j < k; j++)
-            if (z[j] > m)
-                m = z[j];
-        double s = 0.0;
-        for (int j = 0; j < k; j++)
-            s += exp((double)z[j] - m);
-        const double lse = m + log(s);
-        for (int j = 0; j < k; j++)
-            p[j] = (float)exp((double)z[j] - lse);
+        const double lse = lm_softmax_row(p, z, k);
         total += lse - z[y];
     }
     part[tid] = total;
