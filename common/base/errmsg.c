@@ -1,9 +1,10 @@
 /* errmsg.c — one-line error messages for recoverable failures. See errmsg.h.
- * Public: errmsg_set. */
+ * Public: errmsg_set, errmsg_append. */
 #include "base/errmsg.h"
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 int errmsg_set(char *err, size_t errlen, const char *prefix, const char *fmt, ...)
 {
@@ -17,4 +18,15 @@ int errmsg_set(char *err, size_t errlen, const char *prefix, const char *fmt, ..
         va_end(ap);
     }
     return -1;
+}
+
+void errmsg_append(char *buf, size_t len, const char *fmt, ...)
+{
+    size_t used = strnlen(buf, len);
+    if (used + 1 >= len)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + used, len - used, fmt, ap);
+    va_end(ap);
 }

@@ -16,4 +16,9 @@
 int errmsg_set(char *err, size_t errlen, const char *prefix, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* Appends the formatted text to buf (NUL-terminated, len bytes), cut silently when full: for
+ * messages built up piece by piece. */
+void errmsg_append(char *buf, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 #endif

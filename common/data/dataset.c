@@ -8,7 +8,6 @@
 
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,20 +17,6 @@ static const char *const PREFIXES[2] = {"train", "t10k"};
 static const char *const KINDS[2] = {"images", "labels"};
 
 #define set_err(err, errlen, ...) errmsg_set(err, errlen, NULL, __VA_ARGS__)
-
-/* Appends to buf (NUL-terminated, len bytes), truncating silently. */
-static void append(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void append(char *buf, size_t len, const char *fmt, ...)
-{
-    size_t used = strnlen(buf, len);
-    if (used + 1 >= len)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf + used, len - used, fmt, ap);
-    va_end(ap);
-}
 
 static int is_file(const char *path)
 {
@@ -72,14 +57,14 @@ int dataset_locate_in(const char *const *places, const char *const *origins, siz
         if (!p || !*p)
             continue;
         const char *origin = origins && origins[i] ? origins[i] : "dir";
-        append(tried, sizeof tried, "%s%s [%s]: ", ntried++ ? "; " : "", p, origin);
+        errmsg_append(tried, sizeof tried, "%s%s [%s]: ", ntried++ ? "; " : "", p, origin);
         struct stat st;
         if (stat(p, &st) != 0) {
-            append(tried, sizeof tried, "%s", strerror(errno));
+            errmsg_append(tried, sizeof tried, "%s", strerror(errno));
             continue;
         }
         if (!S_ISDIR(st.st_mode)) {
-            append(tried, sizeof tried, "not a directory");
+            errmsg_append(tried, sizeof tried, "not a directory");
             continue;
         }
         int missing = 0;
@@ -89,7 +74,7 @@ int dataset_locate_in(const char *const *places, const char *const *origins, siz
                 if (dataset_file_path(p, PREFIXES[s], KINDS[k], path, sizeof path) == 0)
                     continue;
                 base_name(PREFIXES[s], KINDS[k], name, sizeof name);
-                append(tried, sizeof tried, "%s%s[.gz]", missing++ ? ", " : "missing ", name);
+                errmsg_append(tried, sizeof tried, "%s%s[.gz]", missing++ ? ", " : "missing ", name);
             }
         if (!missing) {
             if (strlen(p) + 1 > dirlen)

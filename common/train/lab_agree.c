@@ -3,7 +3,6 @@
  */
 #include "train/lab_agree.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,38 +62,24 @@ static record describe(const args *a, const dataset *ds)
     return r;
 }
 
-static void append(char *buf, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void append(char *buf, size_t len, const char *fmt, ...)
-{
-    size_t used = strnlen(buf, len);
-    if (used + 1 >= len)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf + used, len - used, fmt, ap);
-    va_end(ap);
-}
-
 /* "rank 1" or "ranks 0, 2, 3": the ranks whose item `it` equals rank `like`'s. */
 static void ranks_like(char *buf, size_t len, const record *all, int size, int it, int like)
 {
     int count = 0;
     for (int r = 0; r < size; r++)
         count += all[r].v[it] == all[like].v[it];
-    append(buf, len, "%s", count > 1 ? "ranks " : "rank ");
+    errmsg_append(buf, len, "%s", count > 1 ? "ranks " : "rank ");
     for (int r = 0, k = 0; r < size; r++)
         if (all[r].v[it] == all[like].v[it])
-            append(buf, len, "%s%d", k++ ? ", " : "", r);
+            errmsg_append(buf, len, "%s%d", k++ ? ", " : "", r);
 }
 
 static void value(char *buf, size_t len, const record *rec, int it)
 {
     if (ITEMS[it].hex)
-        append(buf, len, "%016llx", rec->v[it]);
+        errmsg_append(buf, len, "%016llx", rec->v[it]);
     else
-        append(buf, len, "%llu", rec->v[it]);
+        errmsg_append(buf, len, "%llu", rec->v[it]);
 }
 
 /* One line: the item, each distinct value with its ranks, where each rank read its data. */
@@ -108,18 +93,18 @@ static void describe_difference(char *msg, size_t len, const record *all, int si
             first &= all[q].v[it] != all[r].v[it];
         if (!first)
             continue;
-        append(msg, len, "%s", groups++ ? " but " : "");
+        errmsg_append(msg, len, "%s", groups++ ? " but " : "");
         value(msg, len, &all[r], it);
-        append(msg, len, " on ");
+        errmsg_append(msg, len, " on ");
         ranks_like(msg, len, all, size, it, r);
     }
     if (ITEMS[it].from_dir) {
-        append(msg, len, " (data from");
+        errmsg_append(msg, len, " (data from");
         for (int r = 0; r < size; r++)
-            append(msg, len, "%s %s on rank %d", r ? "," : "", all[r].dir, r);
-        append(msg, len, "); every rank must read the same four files");
+            errmsg_append(msg, len, "%s %s on rank %d", r ? "," : "", all[r].dir, r);
+        errmsg_append(msg, len, "); every rank must read the same four files");
     } else {
-        append(msg, len, "; every rank must be given the same %s", ITEMS[it].name);
+        errmsg_append(msg, len, "; every rank must be given the same %s", ITEMS[it].name);
     }
 }
 
