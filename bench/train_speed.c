@@ -11,7 +11,10 @@
  * FLOPs (analytic, per image): each conv 2·H·W·Cout·Cin·k² forward, ×3 for training (forward,
  * backward-data, backward-weights) except the stem, ×2 (no gradient for the input image); the
  * dense layer 2·C·10, ×3. Batch norm, ReLU, dropout, pools, loss and the optimizer are not
- * counted. Peak: an FMA loop (AVX2, 10 independent chains) on 1 and 2 threads, measured here.
+ * counted. GFLOP/s = these nominal FLOPs / time: "effective" figures, since a library may do the
+ * work in fewer FLOPs (Winograd, FFT); the kit asks oneDNN for direct convolution, and the
+ * implementation oneDNN picked per layer is printed (ONEDNN_VERBOSE). Peak: the faster of an
+ * AVX2 and an AVX-512 FMA loop on 1 and 2 threads, measured in this run (bench/fma_peak.h).
  * The kit's per-layer breakdown (layer_prof.h) comes from extra profiled steps after the timed
  * ones, so the hooks never touch the timed figure.
  *
@@ -23,8 +26,6 @@
  * 7-25 s there, so one step is already a long average; min = median then).
  */
 #include <errno.h>
-#include <immintrin.h>
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fma_peak.h"
 #include "base/threads.h"
 #include "base/timer.h"
 #include "model/params.h"
@@ -64,47 +66,6 @@ static double train_flops_per_image(int depth, int k)
             hw /= 2;
     }
     return f + 3 * 2.0 * cin * 10; /* dense */
-}
-
-/* ---- peak: FMA loop ------------------------------------------------------------------------ */
-
-#define FMA(x) x = _mm256_fmadd_ps(x, m, c)
-__attribute__((target("avx2,fma"))) static float fma_loop(long n)
-{
-    const __m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
-    __m256 a0 = _mm256_set1_ps(0), a1 = _mm256_set1_ps(1), a2 = _mm256_set1_ps(2),
-           a3 = _mm256_set1_ps(3), a4 = _mm256_set1_ps(4), a5 = _mm256_set1_ps(5),
-           a6 = _mm256_set1_ps(6), a7 = _mm256_set1_ps(7), a8 = _mm256_set1_ps(8),
-           a9 = _mm256_set1_ps(9);
-    for (long i = 0; i < n; i++) {
-        FMA(a0); FMA(a1); FMA(a2); FMA(a3); FMA(a4);
-        FMA(a5); FMA(a6); FMA(a7); FMA(a8); FMA(a9);
-    }
-    __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
-                             _mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(a6, a7)));
-    s = _mm256_add_ps(s, _mm256_add_ps(a8, a9));
-    float o[8];
-    _mm256_storeu_ps(o, s);
-    return o[0];
-}
-
-/* Best of 3 runs of ~0.15 s: 16 flops per FMA (8 lanes × multiply-add). */
-static double peak_gflops(int threads)
-{
-    const long n = 40000000;
-    double best = 0;
-    for (int r = 0; r < 3; r++) {
-        float sink = 0;
-        const double t0 = timer_seconds();
-#pragma omp parallel num_threads(threads) reduction(+ : sink)
-        sink += fma_loop(n);
-        const double g = threads * (double)n * 10 * 16 / (timer_seconds() - t0) / 1e9;
-        if (g > best)
-            best = g;
-        if (sink == 12345.0f)
-            printf(" "); /* keep the loop */
-    }
-    return best;
 }
 
 /* ---- child: one configuration -------------------------------------------------------------- */
@@ -279,6 +240,61 @@ static void split_list(const char *s, char out[][32], int *n, int max)
     }
 }
 
+/* Which implementation oneDNN picked for each convolution of `model` (one untimed child step run
+ * with ONEDNN_VERBOSE=1): a line per implementation and pass with the layer shapes it ran. The
+ * kit asks for direct convolution (nn/conv2d_dnnl.c), so its nominal FLOP count is the work done;
+ * PyTorch's choice is not reported, which is why both GFLOP/s columns are "effective". */
+static void report_dnnl_impls(const char *self, const char *model, const char *threads)
+{
+    char *argv[] = {(char *)self, "--child", "--model", (char *)model, "--threads",
+                    (char *)threads, "--iters", "1", "--warmup", "0", NULL};
+    double rss;
+    setenv("ONEDNN_VERBOSE", "1", 1);
+    char *out = run_capture(argv, &rss);
+    unsetenv("ONEDNN_VERBOSE");
+    if (!out)
+        return;
+    enum { MAXI = 32 };
+    char key[MAXI][96], shapes[MAXI][512];
+    int n = 0;
+    for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+        if (strncmp(line, "onednn_verbose,exec,cpu,convolution,", 36) != 0)
+            continue;
+        char *f[16];
+        int nf = 0;
+        for (char *p = line; nf < 16; p++) { /* split on ',' in place */
+            f[nf++] = p;
+            p = strchr(p, ',');
+            if (!p)
+                break;
+            *p = 0;
+        }
+        if (nf < 11)
+            continue;
+        char k[96], shape[64];
+        snprintf(k, sizeof k, "%s %s", f[4], f[5]); /* implementation, pass */
+        const char *ic = strstr(f[nf - 2], "_ic"), *kh = strstr(f[nf - 2], "kh");
+        snprintf(shape, sizeof shape, "%.*s", ic && kh ? (int)(kh - ic - 1) : 0, ic ? ic + 1 : "");
+        int i = 0;
+        while (i < n && strcmp(key[i], k) != 0)
+            i++;
+        if (i == n) {
+            if (n == MAXI)
+                continue;
+            snprintf(key[n], sizeof key[n], "%s", k);
+            shapes[n++][0] = 0;
+        }
+        if (!strstr(shapes[i], shape) && strlen(shapes[i]) + strlen(shape) + 2 < sizeof shapes[i])
+            strcat(strcat(shapes[i], " "), shape);
+    }
+    printf("# %s: oneDNN convolution implementations (ONEDNN_VERBOSE, %s thread(s)):\n", model,
+           threads);
+    for (int i = 0; i < n; i++)
+        printf("#   %-40s%s\n", key[i], shapes[i]);
+    fflush(stdout);
+    free(out);
+}
+
 /* Default schedule per model: rounds, timed steps, warm-up steps. */
 static void schedule(int k, int *rounds, int *iters, int *warmup)
 {
@@ -326,11 +342,17 @@ int main(int argc, char **argv)
         no_torch = 1;
     }
     double peak[MAXT + 1] = {0};
-    printf("# peak fp32 (FMA loop):");
+    printf("# peak fp32, measured now (FMA loops, bench/fma_peak.h):");
     for (int t = 0; t < nt; t++) {
         const int T = atoi(tl[t]);
-        peak[t] = peak_gflops(T);
-        printf(" %d thread%s %.1f GFLOP/s;", T, T > 1 ? "s" : "", peak[t]);
+        const char *isa;
+        double p2, p512;
+        peak[t] = fma_peak_gflops(T, &isa, &p2, &p512);
+        char w512[32] = "absent";
+        if (p512 > 0)
+            snprintf(w512, sizeof w512, "%.1f", p512);
+        printf(" %d thread%s %.1f GFLOP/s (%s; avx2 %.1f, avx512 %s);", T, T > 1 ? "s" : "",
+               peak[t], isa, p2, w512);
     }
     printf("\n");
     fflush(stdout);
@@ -364,6 +386,7 @@ int main(int argc, char **argv)
         printf("# %s: %d round(s) x (kit, torch) per thread count, %d warm-up + %d timed step(s) "
                "of batch %d each\n", ml[mi], rounds, warmup, iters, batch);
         fflush(stdout);
+        report_dnnl_impls(self, ml[mi], tl[0]);
         for (int r = 0; r < rounds; r++)
             for (int t = 0; t < nt; t++) {
                 char sb[16], si[16], sw[16], sp[16];
@@ -424,8 +447,8 @@ int main(int argc, char **argv)
 
     /* ---- table ---- */
     printf("\n%-10s %3s | %-24s | %-24s | %5s | %6s %5s | %6s %5s | %7s %7s\n", "model", "thr",
-           "kit images/s med (range)", "torch images/s med (rng)", "ratio", "kit GF", "%pk",
-           "tch GF", "%pk", "kit MiB", "tch MiB");
+           "kit images/s med (range)", "torch images/s med (rng)", "ratio", "kit eGF", "%pk",
+           "tch eGF", "%pk", "kit MiB", "tch MiB");
     char lines[MAXM * MAXT * 12][160];
     int nl = 0;
     for (int mi = 0; mi < nm; mi++)
@@ -463,7 +486,8 @@ int main(int argc, char **argv)
             LINE("train.%s.t%s.torch.peak_rss %.0f MiB", tag, th, trss);
             LINE("train.%s.t%s.rss_ratio %.3f x", tag, th, trss > 0 ? krss / trss : 0);
         }
-    printf("\nFLOPs per training image (analytic, see the header):");
+    printf("\neGF: effective GFLOP/s, nominal direct-convolution FLOPs per second; FLOPs per "
+           "training image (analytic, see the header):");
     for (int mi = 0; mi < nm; mi++)
         printf(" %s %.3f GFLOP;", ml[mi], flops[mi] / 1e9);
     printf("\n");
