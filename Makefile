@@ -79,6 +79,10 @@ BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
 TOOLS := hvdlab-info
+# make demo's recipe: all 60,000 images, 1 warmup epoch instead of the lab's 5 (with 5 the LR is
+# still ramping when 0.85 is reachable), stop at the first epoch above the lab's 0.85, at most 4.
+# Measured: notebooks-md/README.md, "make demo". DEMO_FLAGS adds to it (later flags win).
+DEMO_RECIPE := --train-subset 0 --test-subset 0 --warmup-epochs 1 --epochs 4 --patience 1
 DEMO_FLAGS ?=
 
 # mpirun flags: several ranks on 2 cores, and root in CI containers.
@@ -204,9 +208,9 @@ cuda-check:  ## check that CUDA=1 compiles and links, run the GPU suites (they s
 	    { echo "cuda-check: FAILED, the GPU collectives' suite exited $$rc"; exit 1; }; }; \
 	else echo "cuda-check: skipped, no nvcc at $(NVCC)"; fi
 
-demo: setup  ## train solution 10 on real Fashion-MNIST with 2 ranks (about a minute)
+demo: setup  ## train solution 10 on all of Fashion-MNIST with 2 ranks until test accuracy 0.85 (about 2-3 minutes)
 	@$(MAKE) --no-print-directory solution10
-	$(MPIRUN) $(MPIRUN_FLAGS) -n 2 ./solution10 $(DEMO_FLAGS)
+	@MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" sh tools/demo.sh $(DEMO_RECIPE) $(DEMO_FLAGS)
 
 progress-demo: $(BUILD)/tests/unit/test_progress  ## Keras-style progress output of a fake run (4 s)
 	@$(BUILD)/tests/unit/test_progress --demo

@@ -1,7 +1,7 @@
 # mk/bench.mk — the benchmarks under bench/: each prints its figures beside a peer measured in
 # the same run. Included by the Makefile; uses $(BUILD), $(LIB), $(MPIRUN), $(MPIRUN_FLAGS).
 
-.PHONY: bench-allreduce bench-epoch bench-train bench-conv bench-loader
+.PHONY: bench-allreduce bench-epoch bench-train bench-conv bench-loader bench-tta
 
 bench-allreduce: $(BUILD)/bench/allreduce  ## hvd_allreduce vs MPI_Allreduce, 4 KiB..256 MiB, 2 ranks
 	$(MPIRUN) $(MPIRUN_FLAGS) -n 2 $(BUILD)/bench/allreduce
@@ -12,6 +12,15 @@ bench-epoch: $(BUILD)/bench/train  ## one epoch of real Fashion-MNIST on 2 ranks
 bench-train: $(BUILD)/bench/train_speed  ## WRN training images/s, GFLOP/s, peak memory: kit vs PyTorch, 1 and 2 threads (~5 min)
 	@sh tools/setup.sh python3-torch
 	$(BUILD)/bench/train_speed
+
+# Time to accuracy: the kit and PyTorch DDP (bench/peer_ddp.py), the same recipe, seed by seed.
+TTA_SEEDS ?= 1 2 3
+TTA_EPOCHS ?= 3
+TTA_FLAGS ?= --warmup-epochs 1
+bench-tta:  ## time to val_accuracy 0.85: kit vs PyTorch DDP, 2 ranks x 1 thread, full data, per-epoch accuracy over seeds (~25 min)
+	@sh tools/setup.sh python3-torch
+	@$(MAKE) --no-print-directory solution10
+	MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" sh tools/tta.sh "$(TTA_SEEDS)" $(TTA_EPOCHS) 2 -- $(TTA_FLAGS)
 
 bench-conv: $(BUILD)/bench/conv_micro  ## conv shapes of wrn-16-1/4: im2col+sgemm vs oneDNN, 1 and 2 threads
 	$(BUILD)/bench/conv_micro --model 16-1,16-4 --threads 1,2
