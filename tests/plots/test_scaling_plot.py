@@ -114,7 +114,7 @@ def test_split(tmp):
         return
     s = series(root)
     for r in rows_of(os.path.join(FIX, "scaling.csv")):
-        for part, col in (("compute", "compute_s"), ("comm", "comm_s")):
+        for part in ("compute", "comm"):
             gid = f"series-{r['mode']}-{part}-{r['ranks']}"
             check(gid in s, f"split: bar {gid}")
     # Within a panel, bars share a scale: heights in the CSV's proportions.
