@@ -160,6 +160,7 @@ test: setup  ## install if needed, build, check the CUDA build, the layers, unit
 	@$(MAKE) --no-print-directory lab-test
 	@$(MAKE) --no-print-directory test-ckpt-faults
 	@$(MAKE) --no-print-directory check-docs
+	@$(MAKE) --no-print-directory test-scaling-plots
 	@$(MAKE) --no-print-directory test-faults-quick
 
 # Real runs of solution 10 under mpirun (tests/resume/): log-dir faults; kill, signals, exact resume.
