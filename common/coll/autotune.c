@@ -70,7 +70,7 @@ void autotune_init(MPI_Comm comm, int rank, size_t *threshold, int explicit_thre
         return;
     if (explicit_threshold) {
         if (rank == 0)
-            fprintf(stderr, "hvd: autotune: HVD_FUSION_THRESHOLD=%zu is set and stays: nothing "
+            fprintf(stderr, "hvdlab: autotune: HVD_FUSION_THRESHOLD=%zu is set and stays: nothing "
                     "to tune (unset it to let autotune choose)\n", *threshold);
         return;
     }
@@ -125,7 +125,7 @@ static void write_log(const double *cand_ms, const double *trial_ms, int best)
 {
     FILE *f = fopen(A.log, "w");
     if (!f) {
-        fprintf(stderr, "hvd: autotune: %s: cannot write the trials: %s\n", A.log,
+        fprintf(stderr, "hvdlab: autotune: %s: cannot write the trials: %s\n", A.log,
                 strerror(errno));
         return;
     }
@@ -136,7 +136,7 @@ static void write_log(const double *cand_ms, const double *trial_ms, int best)
                 AUTOTUNE_CANDIDATES[c], A.per_trial, trial_ms[t], cand_ms[c], c == best);
     }
     if (fclose(f) != 0)
-        fprintf(stderr, "hvd: autotune: %s: cannot write the trials: %s\n", A.log,
+        fprintf(stderr, "hvdlab: autotune: %s: cannot write the trials: %s\n", A.log,
                 strerror(errno));
 }
 
@@ -165,7 +165,7 @@ static void choose(void)
                 dflt = c;
         if (A.log)
             write_log(cand_ms, trial_ms, best);
-        fprintf(stderr, "hvd: autotune: fusion threshold %zu bytes chosen at step %ld (median step "
+        fprintf(stderr, "hvdlab: autotune: fusion threshold %zu bytes chosen at step %ld (median step "
                 "%.2f ms; the worst, %zu bytes, %.2f ms; the default, %zu bytes, %.2f ms)%s%s\n",
                 AUTOTUNE_CANDIDATES[best], A.sync, cand_ms[best], AUTOTUNE_CANDIDATES[worst],
                 cand_ms[worst], AUTOTUNE_CANDIDATES[dflt], cand_ms[dflt],

@@ -26,8 +26,10 @@
  * CSV: "trial,round,fusion_threshold_bytes,measured_steps,median_step_ms,score_ms,chosen", one
  * row per trial; score_ms is the candidate's median over both rounds, chosen is 1 on the rows of
  * the candidate adopted (whose score_ms is the lowest).
- * Line (rank 0, stderr): "hvd: autotune: fusion threshold T bytes chosen at step N (median
- * step X ms; the worst, T' bytes, Y ms; the default, 64 MiB, Z ms); trials in FILE".
+ * Line (rank 0, stderr): "hvdlab: autotune: fusion threshold T bytes chosen at step N (median
+ * step X ms; the worst, T' bytes, Y ms; the default, 67108864 bytes, Z ms); trials in FILE".
+ * A run that ends before the last trial chooses nothing: it keeps the threshold of the trial it
+ * was in, and writes no CSV (2·6·(W+S) steps are needed: 72 with the defaults).
  * Trace (HVDLAB_TRACE, every rank): "autotune trial=I threshold=T sync=N" as each trial starts,
  * "autotune chosen threshold=T sync=N score_ms=X" when the choice is adopted.
  *

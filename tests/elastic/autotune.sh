@@ -38,14 +38,14 @@ check=$(awk -F, -v want="${c0% *}" 'NR == 1 { next }
 if [ "$rows" -ne $((2 * NCAND)) ] || [ -n "$check" ]; then
     fail "$csv: $rows trial rows ($((2 * NCAND)) due); $check"
 fi
-line=$(grep "^hvd: autotune: fusion threshold ${c0% *} bytes chosen at step $due " "$work/out")
-[ -n "$line" ] || fail "no 'hvd: autotune: fusion threshold ${c0% *} bytes chosen' line on rank 0"
+line=$(grep "^hvdlab: autotune: fusion threshold ${c0% *} bytes chosen at step $due " "$work/out")
+[ -n "$line" ] || fail "no 'hvdlab: autotune: fusion threshold ${c0% *} bytes chosen' line on rank 0"
 [ "$bad" -eq 0 ] && echo "autotune: both ranks adopted ${c0% *} bytes at step $due, the lowest median of the $rows trials in the CSV"
 
 # an explicit HVD_FUSION_THRESHOLD stays
 HVD_AUTOTUNE=1 HVD_FUSION_THRESHOLD=1M HVDLAB_TRACE="$work/fixed" timeout 120 ./hvdrun -n 2 \
     "$prog" $flags --epochs 1 >"$work/fixed.out" 2>&1 || fail "the run with a fixed threshold failed"
-if ! grep -q "^hvd: autotune: HVD_FUSION_THRESHOLD=1048576 is set and stays" "$work/fixed.out" ||
+if ! grep -q "^hvdlab: autotune: HVD_FUSION_THRESHOLD=1048576 is set and stays" "$work/fixed.out" ||
    grep -qs "event=autotune" "$work/fixed"/rank-*.log; then
     fail "HVD_FUSION_THRESHOLD=1M with HVD_AUTOTUNE=1: no 'is set and stays' line, or trials ran"
 fi
