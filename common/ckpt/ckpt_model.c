@@ -3,7 +3,7 @@
  * I/O are in ckpt_format.c, which works on plain buffers.
  * Public: ckpt_data_of, ckpt_expect_of, ckpt_save_params, ckpt_load_params, ckpt_set_target,
  * ckpt_has_target, ckpt_save_target, ckpt_set_world_size, ckpt_loaded_world_size,
- * ckpt_target_iterations.
+ * ckpt_target_iterations, ckpt_target_checksum.
  */
 #include "ckpt/ckpt.h"
 
@@ -147,6 +147,11 @@ void ckpt_set_target(const char *dir, const wrn_config *cfg, const param_set *ps
 int ckpt_has_target(void) { return target.ps != NULL; }
 
 long ckpt_target_iterations(void) { return target.opt ? target.opt->iterations : 0; }
+
+uint64_t ckpt_target_checksum(void)
+{
+    return target.ps ? params_checksum_at(target.ps->params, target.ps->n, target.ps->device) : 0;
+}
 
 int ckpt_save_target(int epoch, int batch, char *path, size_t pathlen, char *err, size_t errlen)
 {

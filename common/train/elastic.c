@@ -56,8 +56,9 @@ static void commit(int epoch, int done)
     if (ckpt_save_target(epoch, done, path, sizeof path, err, sizeof err) != 0)
         fatal_error("elastic commit: %s", err);
     double ms = 1e3 * (timer_seconds() - t);
-    trace_event("commit", "epoch=%d batch=%d iter=%ld ms=%.2f path=%s", epoch, done,
-                ckpt_target_iterations(), ms, trace_quote(path, q, sizeof q));
+    trace_event("commit", "epoch=%d batch=%d iter=%ld ms=%.2f sum=%016llx path=%s", epoch, done,
+                ckpt_target_iterations(), ms, (unsigned long long)ckpt_target_checksum(),
+                trace_quote(path, q, sizeof q));
     if (E.last[0] && strcmp(E.last, path) != 0)
         unlink(E.last); /* the new commit is durable (fsynced, renamed, dir fsynced) */
     snprintf(E.last, sizeof E.last, "%s", path);

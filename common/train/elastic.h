@@ -23,8 +23,9 @@
  * is written.
  * Lines: "hvdlab: elastic: more slots announced: stopping after the commit at epoch E batch
  * B/S" (rank 0, stderr).
- * Trace (HVDLAB_TRACE): "commit epoch=E batch=B iter=I ms=T path=P" (rank 0, after the rename;
- * E 0-based, I the optimizer steps applied), "elastic_stop epoch=E batch=B" (every rank).
+ * Trace (HVDLAB_TRACE): "commit epoch=E batch=B iter=I ms=T sum=S path=P" (rank 0, after the
+ * rename; E 0-based, I the optimizer steps applied, T the milliseconds the commit took, S the
+ * params_checksum of the weights committed), "elastic_stop epoch=E batch=B" (every rank).
  *
  * Public: elastic_on, elastic_step, ELASTIC_EXIT_RESIZE.
  */

@@ -4,10 +4,11 @@
 #      must finish with 2 ranks, every rank printing its "resumed at" line; the trace must show
 #      that the 2-rank run went on from the last commit (its batch mapped onto 2 ranks), that
 #      the optimizer steps of the finished model's history are 1, 2, ... with none applied twice
-#      and none skipped, that at most K steps were lost; and the final accuracy must be within
+#      and none skipped, that at most K steps were lost, that every rank of the 2-rank run
+#      started from the committed weights (checksums); and the final accuracy must be within
 #      TOL of an uninterrupted 2-rank run.
 #   2. grow: the discovery script reports a third slot: the job stops at its next commit and
-#      goes on with 3 ranks from exactly that commit (no step lost).
+#      goes on with 3 ranks from exactly that commit (no step lost, the committed weights).
 #   3. below --min-np: a kill leaves fewer slots than --min-np: one line, exit 1.
 #   4. a program that fails with an exit status (a bad flag) is not restarted.
 # TOL: the final test accuracy of this configuration (wrn-10-1, 2 epochs, 2048 training and
@@ -39,6 +40,16 @@ iters() { grep "^event=step rank=0 size=$2 " "$1" | sed 's/.* iter=\([0-9]*\).*/
 # contiguous FIRST: stdin is FIRST, FIRST+1, ... (prints the first break, returns 1)
 contiguous() { awk -v n="$1" '$1 != n { print "iter " $1 " where " n " was due"; bad = 1; exit }
                               { n++ } END { exit bad }'; }
+# same_weights TRACEDIR SIZE SUM: every rank of the run of that size started from weights SUM
+same_weights() {
+    r=0
+    while [ $r -lt "$2" ]; do
+        got=$(sed -n "s/^event=params rank=$r size=$2 .* when=broadcast .* sum=\([0-9a-f]*\) .*/\1/p" \
+              "$1/rank-$r.log" | head -1)
+        [ "$got" = "$3" ] || { echo "rank $r started from weights '$got'"; return 1; }
+        r=$((r + 1))
+    done
+}
 run_bg() { # dir, launcher args...: starts an elastic run in the background with a trace
     d=$1; shift
     mkdir -p "$d/trace"
@@ -78,6 +89,9 @@ else
     [ "$sb" = "$cb" ] && [ "$rb" = "$((cb * 3 / 2))" ] ||
         fail "kill: the 2-rank run resumed at batch '$rb' from saved batch '$sb'; the last commit was batch $cb of 3 ranks (due: batch $((cb * 3 / 2)) of 2)"
     why=$(iters "$t0" 3 | contiguous 1) || fail "kill: the 3-rank run's steps: $why"
+    cs=$(echo "$commit" | sed 's/.* sum=\([0-9a-f]*\) .*/\1/')
+    why=$(same_weights "$d/trace" 2 "$cs") ||
+        fail "kill: the commit at step $ci held weights $cs, but in the 2-rank run $why"
     why=$(iters "$t0" 2 | contiguous $((ci + 1))) ||
         fail "kill: after the commit at step $ci the 2-rank run's steps: $why"
     [ "$last3" -ge "$ci" ] && [ $((last3 - ci)) -le $K ] ||
@@ -110,7 +124,8 @@ if [ "$rc" -ne 0 ] || [ "$resumed" -ne 3 ] || [ -z "$stop" ] ||
     fail "grow: exit $rc, $resumed 'with 3 ranks (was 2)' line(s) (3 due), stopped at '$stop', last commit '$commit'"
     tr '\r' '\n' <"$d/out" | grep "hvdrun\|hvdlab" | head -6 | sed 's/^/    /'
 elif ! why=$(iters "$t0" 2 | contiguous 1) || [ "$(iters "$t0" 2 | tail -1)" != "$ci" ] ||
-     ! why=$(iters "$t0" 3 | contiguous $((ci + 1))); then
+     ! why=$(iters "$t0" 3 | contiguous $((ci + 1))) ||
+     ! why=$(same_weights "$d/trace" 3 "$(echo "$commit" | sed 's/.* sum=\([0-9a-f]*\) .*/\1/')"); then
     fail "grow: the 2-rank run's steps end at $(iters "$t0" 2 | tail -1), its commit at $ci; $why"
 else
     echo "elastic: grow: 2 ranks -> 3 at the commit at step $ci, no step lost or repeated"
