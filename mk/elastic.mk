@@ -1,5 +1,5 @@
 # mk/elastic.mk — Horovod's two advanced features the tutorials name, for real under mpirun
-# (notebooks-md/12-elastic-and-autotune.md):
+# (notebooks-md/07b-elastic-and-autotune.md):
 #   make test-elastic   ./hvdrun --elastic: a rank of 3 killed and the job finished on 2 from
 #                       its last commit; a slot added by the discovery script joined at the
 #                       next commit; below --min-np, one line (tests/elastic/elastic.sh, ~1 min);
