@@ -67,7 +67,7 @@ base=$(acc "$work/whole.out")
 d=$work/kill
 run_bg "$d" --min-np 2 --max-np 3 --commit-every $K
 wait_for "$d/trace/rank-0.log" "^event=commit .* batch=$((2 * K)) "
-sleep 0.3 # a step or two past the commit: work that is lost
+sleep 0.1 # a step or so past the commit: work that is lost (the epoch has 21 batches)
 r1=$(pid_of "$d/trace" 1 3)
 [ -n "$r1" ] && kill -9 "$r1"
 wait $job
