@@ -11,6 +11,7 @@
 #      goes on with 3 ranks from exactly that commit (no step lost, the committed weights).
 #   3. below --min-np: a kill leaves fewer slots than --min-np: one line, exit 1.
 #   4. a program that fails with an exit status (a bad flag) is not restarted.
+#   5. bad launcher input stops with one line naming it, before any job starts.
 # TOL: the final test accuracy of this configuration (wrn-10-1, 2 epochs, 2048 training and
 # 1000 test images, 2 ranks) spreads with the seed: seeds 1-8 gave 0.565 0.593 0.611 0.596
 # 0.621 0.559 0.640 0.573 (mean 0.595, sd 0.028), so two runs differ by sd 0.040 and 0.08 is
@@ -156,4 +157,27 @@ if [ "$rc" -eq 0 ] || [ "$starts" -ne 1 ] || ! grep -q "not restarting" "$work/b
 else
     echo "elastic: a program failing with an exit status is not restarted (exit $rc)"
 fi
+# ---- 5. bad launcher input: one line naming the argument, exit non-zero, no job started
+printf '#!/bin/sh\necho localhost:abc\n' >"$work/baddisc.sh"
+chmod +x "$work/baddisc.sh"
+n=0
+for case in "--max-np 3|--min-np is required" "--min-np 2|--max-np is required" \
+    "--min-np x --max-np 3|--min-np x: expected a whole number" \
+    "--min-np 3 --max-np 2|--max-np 2 is less than --min-np 3" \
+    "--min-np 2 --max-np 3 --bogus|--bogus: not an elastic launcher option" \
+    "--min-np 1 --max-np 2 --host-discovery-script $work/baddisc.sh|printed 'localhost:abc': expected host or host:slots"; do
+    args=${case%%|*} want=${case#*|}
+    ./hvdrun --elastic $args "$prog" --use-checkpointing --log-dir "$work/bad" >"$work/bad.out" 2>&1
+    rc=$?
+    if [ "$rc" -eq 0 ] || [ "$(wc -l <"$work/bad.out")" -ne 1 ] ||
+       ! grep -q "^hvdrun: elastic: .*$want" "$work/bad.out"; then
+        fail "launcher $args: exit $rc, due one line with '$want', got: $(head -3 "$work/bad.out")"
+    else n=$((n + 1)); fi
+done
+./hvdrun --elastic --min-np 1 --max-np 2 "$prog" --epochs 1 --train-subset 512 --test-subset 256 \
+    --batch-size 32 --model wrn-10-1 --log-dir "$work/bad" >"$work/bad.out" 2>&1 &&
+    fail "a program without --use-checkpointing was started"
+if grep -q "^hvdrun: elastic: .* needs --use-checkpointing" "$work/bad.out"; then n=$((n + 1))
+else fail "a program without --use-checkpointing: no line saying it needs it"; fi
+[ "$n" -eq 7 ] && echo "elastic: 7 kinds of bad launcher input stop with one line naming it"
 exit $bad
