@@ -162,6 +162,7 @@ test: setup  ## install if needed, build, check the CUDA build, the layers, unit
 	@$(MAKE) --no-print-directory check-docs
 	@$(MAKE) --no-print-directory test-scaling-plots
 	@$(MAKE) --no-print-directory test-faults-quick
+	@$(MAKE) --no-print-directory test-elastic
 
 # Real runs of solution 10 under mpirun (tests/resume/): log-dir faults; kill, signals, exact resume.
 test-ckpt-faults: solution10  ## log dirs a run must not or cannot use; kills and signals, resumed and compared byte for byte

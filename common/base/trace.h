@@ -24,6 +24,11 @@
  *   metrics       when=local|averaged name loss accuracy [count] (hvd_metric_average);
  *                 when=epoch epoch loss accuracy val_loss val_accuracy (progress_epoch_end)
  *   progress      text="<the line printed, quoted>"
+ *   resume        epoch batch saved_batch world was: where a resumed run starts (the batch mapped
+ *                 from saved_batch of `was` ranks onto `world`)                (resume_batch)
+ *   commit        epoch batch iter ms sum path: an elastic commit (rank 0)    (train/elastic.h)
+ *   elastic_stop  epoch batch: the ranks stop after a commit to grow          (train/elastic.h)
+ *   autotune      trial threshold sync | chosen threshold sync score_ms      (coll/autotune.h)
  */
 #ifndef HVDLAB_TRACE_H
 #define HVDLAB_TRACE_H

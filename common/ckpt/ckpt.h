@@ -47,7 +47,9 @@
  *   ckpt_dir.c (the log dir)    ckpt_set_restart, ckpt_prepare_dir, ckpt_expect_bytes
  * Public (ckpt_model.c, on a param_set and an optimizer):
  *   ckpt_data_of, ckpt_expect_of, ckpt_save_params, ckpt_load_params, ckpt_set_target,
- *   ckpt_has_target, ckpt_save_target
+ *   ckpt_has_target, ckpt_save_target, ckpt_target_iterations, ckpt_target_checksum,
+ *   ckpt_set_world_size,
+ *   ckpt_loaded_world_size
  * Public (inline here, on a wrn_model): ckpt_save_model, ckpt_load_model, ckpt_latest_model
  */
 #ifndef HVDLAB_CKPT_H
@@ -175,6 +177,16 @@ int ckpt_has_target(void);
 /* Saves the target as checkpoint-{epoch}.{batch}.ckpt (batch batches of epoch `epoch`, 0-based,
  * done; epoch = finished epochs); its path into path. 0, or -1 and one line in err. */
 int ckpt_save_target(int epoch, int batch, char *path, size_t pathlen, char *err, size_t errlen);
+/* The target optimizer's step count (0 without one): what a commit's trace line records. */
+long ckpt_target_iterations(void);
+/* params_checksum of the target's weights (0 without a target): what a commit's trace line
+ * records, to be compared with the "params when=broadcast" line of the run resumed from it. */
+uint64_t ckpt_target_checksum(void);
+/* The world size every file written from now on records in its resume block (n <= 0: none);
+ * train/resume.c sets it, so that a run resumed with another size can map the batch. */
+void ckpt_set_world_size(int n);
+/* The world size recorded in the file the last ckpt_load_params read; 0 when none was. */
+int ckpt_loaded_world_size(void);
 
 /* ckpt_prepare_dir, then ckpt_latest_epoch with the requirements of (m, opt): config, optimizer
  * kind, counts, views; (m, opt) become the signal's target. A file saved mid-epoch in the

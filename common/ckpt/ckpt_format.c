@@ -160,12 +160,14 @@ static void encode_resume(uint8_t *b, const ckpt_resume *r)
     memset(b, 0, CKPT_RESUME_BYTES);
     put_u64(b, r->model_steps);
     put_u32(b + 8, (uint32_t)r->batch);
+    put_u32(b + 12, (uint32_t)r->world_size);
 }
 
 static void decode_resume(const uint8_t *b, ckpt_resume *r)
 {
     r->model_steps = get_u64(b);
     r->batch = (int)get_u32(b + 8);
+    r->world_size = (int)get_u32(b + 12);
 }
 
 int ckpt_write_fd(int fd, const ckpt_data *d, const char *path, char *err, size_t errlen)

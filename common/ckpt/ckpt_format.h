@@ -38,7 +38,10 @@
  *                  +0 u64 model_steps: training batches the model has run (keys its dropout masks)
  *                  +8 i32 batch: batches of epoch `epoch` (0-based) already run; 0 for the file
  *                     written at an epoch's end, > 0 for one written mid-epoch (on a signal)
- *                 +12 20 bytes reserved = 0
+ *                 +12 i32 world_size: ranks that ran those batches (elastic training resumes
+ *                     with another count and maps `batch` onto it, train/resume.h); 0 = not
+ *                     recorded (files written before it, or by programs outside the lab loop)
+ *                 +16 16 bytes reserved = 0
  *                A reader takes the first 32 bytes and skips any more (a later version's fields).
  *                The data order, augmentation and learning rate follow from (epoch, batch) alone;
  *                the optimizer's step count and state are in the header and the arrays above.
@@ -88,6 +91,7 @@ typedef struct {
 typedef struct {
     uint64_t model_steps; /* param_set.steps: training batches run, keys dropout */
     int batch;            /* batches of the current epoch already run (0: at an epoch's end) */
+    int world_size;       /* ranks that ran them; 0: not recorded */
 } ckpt_resume;
 
 /* Everything a checkpoint holds. Arrays are borrowed: the writer reads them, the reader points

@@ -2,7 +2,8 @@
  * programs' ckpt_save_model / ckpt_load_model, which are inline in ckpt.h); the file format and
  * I/O are in ckpt_format.c, which works on plain buffers.
  * Public: ckpt_data_of, ckpt_expect_of, ckpt_save_params, ckpt_load_params, ckpt_set_target,
- * ckpt_has_target, ckpt_save_target.
+ * ckpt_has_target, ckpt_save_target, ckpt_set_world_size, ckpt_loaded_world_size,
+ * ckpt_target_iterations, ckpt_target_checksum.
  */
 #include "ckpt/ckpt.h"
 
@@ -18,6 +19,12 @@ static ckpt_config stored_config(const wrn_config *c)
 {
     return (ckpt_config){.depth = c->depth, .width = c->width, .dropout = c->dropout};
 }
+
+static int world_size;   /* stored in every file written from now on (ckpt_set_world_size) */
+static int loaded_world; /* the last file ckpt_load_params read */
+
+void ckpt_set_world_size(int n) { world_size = n > 0 ? n : 0; }
+int ckpt_loaded_world_size(void) { return loaded_world; }
 
 ckpt_data ckpt_data_of(const wrn_config *cfg, const param_set *ps, const optimizer *opt,
                        int epoch)
@@ -38,7 +45,7 @@ ckpt_data ckpt_data_of(const wrn_config *cfg, const param_set *ps, const optimiz
         .n_state = ps->n_state,
         .opt_state = opt ? opt->state : NULL,
         .n_opt_state = opt ? opt->n_state : 0,
-        .resume = {.model_steps = ps->steps},
+        .resume = {.model_steps = ps->steps, .world_size = world_size},
     };
     return d;
 }
@@ -103,6 +110,7 @@ int ckpt_load_params(const char *dir, int epoch, const wrn_config *cfg, param_se
     params_from_host(ps->params, f.d.params, ps->n, ps->device);
     params_from_host(ps->state, f.d.state, ps->n_state, ps->device);
     ps->steps = f.d.resume.model_steps;
+    loaded_world = f.d.resume.world_size > 0 ? f.d.resume.world_size : 0;
     if (!f.resume_bytes) /* version 1 kept no dropout counter */
         fprintf(stderr, "hvdlab: warning: %s/checkpoint-%d.ckpt: format version 1 has no dropout "
                 "counter; the resumed run draws new dropout masks\n", dir, epoch);
@@ -137,6 +145,13 @@ void ckpt_set_target(const char *dir, const wrn_config *cfg, const param_set *ps
 }
 
 int ckpt_has_target(void) { return target.ps != NULL; }
+
+long ckpt_target_iterations(void) { return target.opt ? target.opt->iterations : 0; }
+
+uint64_t ckpt_target_checksum(void)
+{
+    return target.ps ? params_checksum_at(target.ps->params, target.ps->n, target.ps->device) : 0;
+}
 
 int ckpt_save_target(int epoch, int batch, char *path, size_t pathlen, char *err, size_t errlen)
 {

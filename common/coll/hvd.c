@@ -18,6 +18,7 @@
 #include "base/fatal.h"
 #include "base/trace.h"
 #include "coll/agree.h"
+#include "coll/autotune.h"
 #include "coll/coll_check.h"
 #include "coll/fusion.h"
 #include "coll/gpu_ops.h"
@@ -221,6 +222,8 @@ int hvd_init(int *argc, char ***argv)
     read_settings();
     profile_init();
     agree_on_settings();
+    const char *ft = getenv("HVD_FUSION_THRESHOLD");
+    autotune_init(S.comm, S.rank, &S.fusion_threshold, ft && *ft); /* HVD_AUTOTUNE */
     stall_init(&S.stall, S.comm, S.stall_warn_s, S.stall_shutdown_s, S.check);
     gpu_ops_config g = {.comm = S.comm, .rank = S.rank, .size = S.size,
                         .local_rank = S.local_rank, .request = S.gpu_ops,
@@ -345,6 +348,7 @@ void hvd_synchronize(void)
 {
     if (!S.initialized)
         return;
+    autotune_sync(S.queue.len); /* HVD_AUTOTUNE: may set the threshold for this flush */
     double t = profile_begin();
     fusion_flush(&S.queue, S.comm, S.fusion_threshold,
                  S.stall_check || S.check ? enter_call : NULL);

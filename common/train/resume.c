@@ -4,23 +4,50 @@
  */
 #include "train/resume.h"
 
+#include <stdio.h>
+
+#include "base/trace.h"
 #include "ckpt/ckpt.h"
 #include "coll/hvd.h"
 #include "coll/vote.h"
+#include "train/elastic.h"
 #include "train/stop.h"
 
 static int first_epoch = -1, first_batch; /* decided at the first call */
 
+/* A batch saved by `was` ranks, as a batch of this run's `now` ranks. Rank r draws positions
+ * r, r+size, ... of the epoch's permutation (loader.h), so `batch` batches of B on `was` ranks
+ * are exactly the first batch*B*was positions; the new run starts where its own batches reach
+ * no further, so at most now*B - 1 positions of that epoch are drawn a second time, none skipped. */
+static int map_batch(int batch, int was, int now)
+{
+    if (batch <= 0 || was <= 0 || was == now)
+        return batch;
+    return (int)((long long)batch * was / now);
+}
+
 int resume_batch(loader *train, int epoch)
 {
     if (first_epoch < 0) {
-        /* The ranks that loaded the checkpoint know the batch, the others learn it: every
-         * rank is here, and the largest of {its batch, 0, ...} is that batch. */
+        /* The ranks that loaded the checkpoint know the batch and the world size it was saved
+         * with, the others learn them: every rank is here, and the largest of {its value, 0,
+         * ...} is the loader's. Two votes, once per run. */
         int mine = ckpt_found_batch(NULL, epoch);
         vote_start(mine);
-        first_batch = vote_finish();
+        int saved = vote_finish();
+        vote_start(ckpt_loaded_world_size());
+        int was = vote_finish();
+        first_batch = map_batch(saved, was, hvd_size());
         first_epoch = epoch;
         stop_allow_mid_epoch();
+        ckpt_set_world_size(hvd_size()); /* what the files of this run record */
+        if (epoch > 0 || saved > 0) {
+            trace_event("resume", "epoch=%d batch=%d saved_batch=%d world=%d was=%d", epoch,
+                        first_batch, saved, hvd_size(), was);
+            if (elastic_on()) /* the launcher restarted the job: every rank says so */
+                fprintf(stderr, "hvdlab: resumed at epoch %d step %d with %d ranks (was %d)\n",
+                        epoch + 1, first_batch, hvd_size(), was > 0 ? was : hvd_size());
+        }
     }
     if (epoch != first_epoch || first_batch <= 0)
         return 0;

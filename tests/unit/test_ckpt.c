@@ -50,7 +50,8 @@ START_TEST(roundtrip_bit_exact_and_layout)
     ck_assert_int_eq(memcmp(b + DATA_AT + 4 * (NP + NS), f.opt, sizeof f.opt), 0);
     ck_assert_uint_eq(le32(b + RESUME_AT) | (uint64_t)le32(b + RESUME_AT + 4) << 32, 9876543210ull);
     ck_assert_uint_eq(le32(b + RESUME_AT + 8), 0); /* batch: written at the epoch's end */
-    for (int k = 12; k < 32; k += 4)
+    ck_assert_uint_eq(le32(b + RESUME_AT + 12), 3); /* world_size: the ranks that wrote it */
+    for (int k = 16; k < 32; k += 4)
         ck_assert_uint_eq(le32(b + RESUME_AT + k), 0); /* reserved */
     ck_assert_uint_eq(le32(b + len - 4), (uint32_t)crc32(0, b, (uInt)(len - 4)));
     free(b);

@@ -1,0 +1,201 @@
+/* autotune.c — the fusion threshold searched on the first steps (autotune.h).
+ * Public: autotune_init, autotune_sync, autotune_active.
+ */
+#include "coll/autotune.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/fatal.h"
+#include "base/trace.h"
+#include "coll/agree.h"
+#include "coll/hvd.h"
+
+/* Bytes: fusion off, then buckets from a few layers' worth to the whole of a wide model. */
+static const size_t AUTOTUNE_CANDIDATES[] = {0, 16u << 10, 128u << 10, 1u << 20, 8u << 20,
+                                             64u << 20};
+#define NCAND (sizeof AUTOTUNE_CANDIDATES / sizeof AUTOTUNE_CANDIDATES[0])
+#define NTRIALS (2 * NCAND) /* forward, then backward */
+
+static struct {
+    int active;
+    MPI_Comm comm;
+    int rank;
+    size_t *threshold;
+    int per_trial, warmup; /* S, W */
+    const char *log;
+    long sync;             /* gradient synchronisations seen */
+    double last;           /* MPI_Wtime at the previous one */
+    double *samples;       /* (NTRIALS, per_trial) step seconds, rank 0 */
+} A;
+
+int autotune_active(void) { return A.active; }
+
+static int candidate_of(int trial)
+{
+    return trial < (int)NCAND ? trial : (int)NTRIALS - 1 - trial;
+}
+
+static int env_count(const char *var, int dflt, int lo)
+{
+    const char *v = getenv(var);
+    if (!v || !*v)
+        return dflt;
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (*end || errno || x < lo || x > 1000)
+        fatal_error("%s=%s: expected a whole number from %d to 1000", var, v, lo);
+    return (int)x;
+}
+
+void autotune_init(MPI_Comm comm, int rank, size_t *threshold, int explicit_threshold)
+{
+    const char *v = getenv("HVD_AUTOTUNE");
+    int on = v && *v && strcmp(v, "0") != 0;
+    A.per_trial = env_count("HVD_AUTOTUNE_STEPS_PER_SAMPLE", 5, 1);
+    A.warmup = env_count("HVD_AUTOTUNE_WARMUP_SAMPLES", 1, 0);
+    agree_setting s[3];
+    memset(s, 0, sizeof s);
+    snprintf(s[0].name, sizeof s[0].name, "HVD_AUTOTUNE");
+    snprintf(s[0].value, sizeof s[0].value, "%d", on);
+    snprintf(s[1].name, sizeof s[1].name, "HVD_AUTOTUNE_STEPS_PER_SAMPLE");
+    snprintf(s[1].value, sizeof s[1].value, "%d", A.per_trial);
+    snprintf(s[2].name, sizeof s[2].name, "HVD_AUTOTUNE_WARMUP_SAMPLES");
+    snprintf(s[2].value, sizeof s[2].value, "%d", A.warmup);
+    agree_settings(comm, s, 3);
+    if (!on)
+        return;
+    if (explicit_threshold) {
+        if (rank == 0)
+            fprintf(stderr, "hvdlab: autotune: HVD_FUSION_THRESHOLD=%zu is set and stays: nothing "
+                    "to tune (unset it to let autotune choose)\n", *threshold);
+        return;
+    }
+    A.samples = calloc(NTRIALS * (size_t)A.per_trial, sizeof *A.samples);
+    if (!A.samples)
+        fatal_error("autotune: out of memory");
+    v = getenv("HVD_AUTOTUNE_LOG");
+    A.log = v && *v ? v : NULL;
+    A.comm = comm;
+    A.rank = rank;
+    A.threshold = threshold;
+    A.sync = 0;
+    A.active = 1;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Rank 0: every candidate's score (median over both rounds) and each trial's own median. */
+static void score(double *cand_ms, double *trial_ms)
+{
+    const int s = A.per_trial;
+    double *pool = malloc(2 * (size_t)s * sizeof *pool), *one = malloc((size_t)s * sizeof *one);
+    if (!pool || !one)
+        fatal_error("autotune: out of memory");
+    for (int c = 0; c < (int)NCAND; c++) {
+        int n = 0;
+        for (int t = 0; t < (int)NTRIALS; t++) {
+            if (candidate_of(t) != c)
+                continue;
+            memcpy(one, A.samples + (size_t)t * s, (size_t)s * sizeof *one);
+            memcpy(pool + n, one, (size_t)s * sizeof *one);
+            n += s;
+            trial_ms[t] = 1e3 * median(one, s);
+        }
+        cand_ms[c] = 1e3 * median(pool, n);
+    }
+    free(pool);
+    free(one);
+}
+
+static void write_log(const double *cand_ms, const double *trial_ms, int best)
+{
+    FILE *f = fopen(A.log, "w");
+    if (!f) {
+        fprintf(stderr, "hvdlab: autotune: %s: cannot write the trials: %s\n", A.log,
+                strerror(errno));
+        return;
+    }
+    fprintf(f, "trial,round,fusion_threshold_bytes,measured_steps,median_step_ms,score_ms,chosen\n");
+    for (int t = 0; t < (int)NTRIALS; t++) {
+        int c = candidate_of(t);
+        fprintf(f, "%d,%d,%zu,%d,%.3f,%.3f,%d\n", t, t < (int)NCAND ? 1 : 2,
+                AUTOTUNE_CANDIDATES[c], A.per_trial, trial_ms[t], cand_ms[c], c == best);
+    }
+    if (fclose(f) != 0)
+        fprintf(stderr, "hvdlab: autotune: %s: cannot write the trials: %s\n", A.log,
+                strerror(errno));
+}
+
+/* After the last trial, on every rank: rank 0 picks, everyone adopts. */
+static void choose(void)
+{
+    int best = 0, worst = 0, dflt = 0;
+    double cand_ms[NCAND] = {0}, trial_ms[NTRIALS] = {0};
+    if (A.rank == 0) {
+        score(cand_ms, trial_ms);
+        for (int c = 1; c < (int)NCAND; c++) {
+            if (cand_ms[c] < cand_ms[best])
+                best = c;
+            if (cand_ms[c] > cand_ms[worst])
+                worst = c;
+        }
+    }
+    MPI_Bcast(&best, 1, MPI_INT, 0, A.comm);
+    *A.threshold = AUTOTUNE_CANDIDATES[best];
+    A.active = 0;
+    trace_event("autotune", "chosen threshold=%zu sync=%ld score_ms=%.3f", *A.threshold, A.sync,
+                A.rank == 0 ? cand_ms[best] : 0.0);
+    if (A.rank == 0) {
+        for (int c = 0; c < (int)NCAND; c++)
+            if (AUTOTUNE_CANDIDATES[c] == HVD_DEFAULT_FUSION_THRESHOLD)
+                dflt = c;
+        if (A.log)
+            write_log(cand_ms, trial_ms, best);
+        fprintf(stderr, "hvdlab: autotune: fusion threshold %zu bytes chosen at step %ld (median step "
+                "%.2f ms; the worst, %zu bytes, %.2f ms; the default, %zu bytes, %.2f ms)%s%s\n",
+                AUTOTUNE_CANDIDATES[best], A.sync, cand_ms[best], AUTOTUNE_CANDIDATES[worst],
+                cand_ms[worst], AUTOTUNE_CANDIDATES[dflt], cand_ms[dflt],
+                A.log ? "; trials in " : "", A.log ? A.log : "");
+    }
+    free(A.samples);
+    A.samples = NULL;
+}
+
+void autotune_sync(size_t queued)
+{
+    if (!A.active || queued < 2)
+        return;
+    const int per = A.warmup + A.per_trial; /* steps per trial */
+    double now = MPI_Wtime();
+    if (A.sync > 0 && A.rank == 0) { /* the step since the last sync ran under trial (sync-1) */
+        long k = A.sync - 1;
+        int t = (int)(k / per), pos = (int)(k % per) - A.warmup;
+        if (pos >= 0)
+            A.samples[(size_t)t * A.per_trial + pos] = now - A.last;
+    }
+    A.last = now;
+    if (A.sync == (long)NTRIALS * per) {
+        choose();
+        return;
+    }
+    if (A.sync % per == 0) { /* a trial starts with this flush */
+        int t = (int)(A.sync / per);
+        *A.threshold = AUTOTUNE_CANDIDATES[candidate_of(t)];
+        trace_event("autotune", "trial=%d threshold=%zu sync=%ld", t, *A.threshold, A.sync);
+    }
+    A.sync++;
+}

@@ -1,0 +1,90 @@
+/* elastic.c — commits every K batches and the stop to grow at a commit (elastic.h).
+ * Public: elastic_on, elastic_step.
+ */
+#include "train/elastic.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/errmsg.h"
+#include "base/fatal.h"
+#include "base/timer.h"
+#include "base/trace.h"
+#include "ckpt/ckpt.h"
+#include "coll/hvd.h"
+#include "train/stop.h"
+
+static struct {
+    int read;             /* the environment was read */
+    int on;               /* HVDLAB_ELASTIC */
+    int every;            /* HVDLAB_ELASTIC_COMMIT_STEPS */
+    const char *notify;   /* HVDLAB_ELASTIC_NOTIFY */
+    char last[4200];      /* the previous commit this process wrote ("" none) */
+} E;
+
+static void read_env(void)
+{
+    if (E.read)
+        return;
+    E.read = 1;
+    const char *v = getenv("HVDLAB_ELASTIC");
+    E.on = v && *v && strcmp(v, "0") != 0;
+    v = getenv("HVDLAB_ELASTIC_COMMIT_STEPS");
+    if (v && *v) {
+        char *end;
+        long k = strtol(v, &end, 10);
+        if (*end || k < 0 || k > 1000000000L)
+            fatal_error("HVDLAB_ELASTIC_COMMIT_STEPS=%s: expected a number of batches >= 0", v);
+        E.every = (int)k;
+    }
+    v = getenv("HVDLAB_ELASTIC_NOTIFY");
+    E.notify = v && *v ? v : NULL;
+}
+
+int elastic_on(void)
+{
+    read_env();
+    return E.on;
+}
+
+/* Rank 0 (the checkpoint target): writes the commit, then drops the one before it. */
+static void commit(int epoch, int done)
+{
+    char path[sizeof E.last], err[ERRMSG_LEN], q[sizeof path + 16];
+    double t = timer_seconds();
+    if (ckpt_save_target(epoch, done, path, sizeof path, err, sizeof err) != 0)
+        fatal_error("elastic commit: %s", err);
+    double ms = 1e3 * (timer_seconds() - t);
+    trace_event("commit", "epoch=%d batch=%d iter=%ld ms=%.2f sum=%016llx path=%s", epoch, done,
+                ckpt_target_iterations(), ms, (unsigned long long)ckpt_target_checksum(),
+                trace_quote(path, q, sizeof q));
+    if (E.last[0] && strcmp(E.last, path) != 0)
+        unlink(E.last); /* the new commit is durable (fsynced, renamed, dir fsynced) */
+    snprintf(E.last, sizeof E.last, "%s", path);
+}
+
+void elastic_step(int epoch, int done, int steps)
+{
+    read_env();
+    if (E.every <= 0 || done % E.every != 0 || done >= steps)
+        return; /* an epoch's last batch: the program's own end-of-epoch checkpoint commits it */
+    if (ckpt_has_target())
+        commit(epoch, done);
+    if (!E.notify)
+        return;
+    int grow = hvd_rank() == 0 && access(E.notify, F_OK) == 0;
+    hvd_broadcast_bytes(&grow, sizeof grow, 0, "elastic.notify");
+    if (!grow)
+        return;
+    trace_event("elastic_stop", "epoch=%d batch=%d", epoch, done);
+    if (hvd_rank() == 0)
+        fprintf(stderr, "hvdlab: elastic: more slots announced: stopping after the commit at "
+                "epoch %d batch %d/%d\n", epoch + 1, done, steps);
+    fflush(stdout);
+    fflush(stderr);
+    stop_finish();  /* the stop vote started at this step: no request may outlive MPI */
+    hvd_shutdown(); /* every rank is here, at the same batch */
+    exit(ELASTIC_EXIT_RESIZE);
+}

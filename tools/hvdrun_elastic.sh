@@ -1,0 +1,142 @@
+#!/bin/sh
+# hvdrun_elastic.sh — the elastic launcher behind `./hvdrun --elastic` (Horovod's horovodrun
+# --min-np/--max-np/--host-discovery-script, done the restart way).
+#
+#   ./hvdrun --elastic --min-np M --max-np N [-n NP] [--host-discovery-script S]
+#            [--commit-every K] [--reset-limit R] [--discovery-interval SEC]
+#            PROGRAM --use-checkpointing [--log-dir DIR] [flags]
+#
+# Open MPI 4.1 cannot shrink or grow a running communicator (no ULFM in Debian's build), so this
+# is restart-based elasticity, as torchrun's elastic agent does it, not Horovod's in-process Gloo
+# rendezvous: the launcher watches mpirun; when a rank dies (mpirun aborts the job and reports
+# "process rank R ... exited on signal"), it starts the job again on the slots still there, and
+# the program goes on from its last commit (common/train/elastic.h: rank 0 writes a checkpoint
+# every K batches; a crash loses at most K batches). When the discovery script reports more
+# slots, it asks the job to stop at its next commit (a notify file the ranks look for there) and
+# starts it again with up to N ranks.
+# Slots: with S, the sum of the `host[:slots]` lines S prints (slots 1 when left out); without,
+# NP (default N) minus one for each rank that died. Fewer than M: one line, exit 1.
+# Only a rank lost to a signal (killed, crashed) restarts the job; a program that fails with an
+# exit status (bad flags, bad data) would fail again, so its status is passed on. At most R
+# restarts after failures (default 3); restarts to grow are not counted.
+# Lines (stderr): "hvdrun: elastic: ..." for each decision. The program's own: elastic.h, resume.h.
+set -u
+me="hvdrun: elastic"
+die() { echo "$me: $*" >&2; exit 2; }
+here=$(cd "$(dirname "$0")/.." && pwd)
+
+min='' max='' np='' script='' every=10 limit=3 interval=1
+need() { [ $# -ge 2 ] || die "$1 needs a value"; }
+int() { case $2 in '' | *[!0-9]*) die "$1 $2: expected a whole number";; esac; }
+while [ $# -gt 0 ]; do
+    case $1 in
+    --elastic) shift ;;
+    --min-np) need "$@"; int "$1" "$2"; min=$2; shift 2 ;;
+    --max-np) need "$@"; int "$1" "$2"; max=$2; shift 2 ;;
+    -n | -np | --np) need "$@"; int "$1" "$2"; np=$2; shift 2 ;;
+    --host-discovery-script) need "$@"; script=$2; shift 2 ;;
+    --commit-every) need "$@"; int "$1" "$2"; every=$2; shift 2 ;;
+    --reset-limit) need "$@"; int "$1" "$2"; limit=$2; shift 2 ;;
+    --discovery-interval) need "$@"; int "$1" "$2"; interval=$2; shift 2 ;;
+    -*) die "$1: not an elastic launcher option (see tools/hvdrun_elastic.sh)" ;;
+    *) break ;;
+    esac
+done
+[ $# -ge 1 ] || die "no program to run"
+[ -n "$min" ] || die "--min-np is required"
+[ -n "$max" ] || max=${np:-}
+[ -n "$max" ] || die "--max-np is required"
+[ "$min" -ge 1 ] || die "--min-np $min: expected at least 1"
+[ "$max" -ge "$min" ] || die "--max-np $max is less than --min-np $min"
+[ "$every" -ge 1 ] || die "--commit-every $every: expected at least 1"
+case " $* " in
+*" --use-checkpointing "*) ;;
+*) die "$1 needs --use-checkpointing: a restarted job goes on from its commits in --log-dir" ;;
+esac
+[ -z "$script" ] || [ -x "$script" ] || die "--host-discovery-script $script: not an executable file"
+
+tmp=$(mktemp -d /tmp/hvdrun-elastic-XXXXXX) || die "cannot create a temporary directory"
+pid='' teepid=''
+trap 'rm -rf "$tmp"' EXIT
+# SIGTERM/SIGINT: mpirun passes them on, the ranks save (train/stop.h); no restart after that.
+stopping=0
+trap 'stopping=1; [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null' TERM INT
+
+# discover: sets hosts (h1:s1,h2:s2) and slots (their sum); 1 when the script fails.
+discover() {
+    out=$("$script" 2>"$tmp/discovery.err") || {
+        echo "$me: $script failed (exit $?): $(head -1 "$tmp/discovery.err")" >&2; return 1; }
+    hosts='' slots=0
+    for line in $out; do
+        h=${line%%:*} s=1
+        [ "$h" = "$line" ] || s=${line#*:}
+        case $s in '' | *[!0-9]* | 0)
+            echo "$me: $script printed '$line': expected host or host:slots" >&2; return 1;; esac
+        [ -n "$h" ] || { echo "$me: $script printed '$line': no host name" >&2; return 1; }
+        hosts=${hosts:+$hosts,}$h:$s
+        slots=$((slots + s))
+    done
+}
+
+dead=0 failures=0 attempt=0 was=
+base=${np:-$max}
+while :; do
+    if [ -n "$script" ]; then
+        discover || exit 1
+    else
+        hosts='' slots=$((base - dead))
+    fi
+    if [ "$slots" -lt "$min" ]; then
+        echo "$me: $slots slot(s) left, fewer than --min-np $min: stopping (the last commit is" \
+             "in --log-dir; run again to go on from it)" >&2
+        exit 1
+    fi
+    n=$slots
+    [ "$n" -le "$max" ] || n=$max
+    attempt=$((attempt + 1))
+    echo "$me: starting $n rank(s)${hosts:+ on $hosts} (start $attempt${was:+, was $was})" >&2
+    rm -f "$tmp/notify" "$tmp/err.log" "$tmp/err"
+    mkfifo "$tmp/err"
+    tee "$tmp/err.log" <"$tmp/err" >&2 &
+    teepid=$!
+    HVDLAB_ELASTIC=1 HVDLAB_ELASTIC_COMMIT_STEPS=$every HVDLAB_ELASTIC_NOTIFY=$tmp/notify \
+        "$here/hvdrun" -x HVDLAB_ELASTIC -x HVDLAB_ELASTIC_COMMIT_STEPS -x HVDLAB_ELASTIC_NOTIFY \
+        ${hosts:+--host "$hosts"} -n "$n" "$@" 2>"$tmp/err" &
+    pid=$!
+    while kill -0 "$pid" 2>/dev/null; do
+        sleep "$interval"
+        [ -n "$script" ] && [ "$n" -lt "$max" ] && [ ! -e "$tmp/notify" ] || continue
+        old_hosts=$hosts old_slots=$slots
+        if discover && [ "$slots" -gt "$n" ]; then
+            echo "$me: $script reports $slots slot(s): the job grows at its next commit" >&2
+            : >"$tmp/notify"
+        fi
+        hosts=$old_hosts slots=$old_slots
+    done
+    wait "$pid"
+    rc=$?
+    while kill -0 "$pid" 2>/dev/null; do # a trapped signal ended the wait, not mpirun
+        wait "$pid"; rc=$?
+    done
+    wait "$teepid"
+    pid='' was=$n
+    [ "$stopping" = 1 ] && exit "$rc"
+    [ "$rc" -eq 0 ] && exit 0
+    if [ "$rc" -eq 75 ]; then # ELASTIC_EXIT_RESIZE: stopped at a commit to grow
+        continue
+    fi
+    lost=$(grep -c "mpirun noticed that process rank [0-9]* with PID [0-9]* on node .* exited on signal" \
+           "$tmp/err.log")
+    if [ "$lost" -eq 0 ]; then
+        echo "$me: the job failed with exit status $rc and no rank was lost to a signal:" \
+             "not restarting (it would fail the same way)" >&2
+        exit "$rc"
+    fi
+    failures=$((failures + 1))
+    if [ "$failures" -gt "$limit" ]; then
+        echo "$me: the job lost ranks $failures times, more than --reset-limit $limit: stopping" >&2
+        exit "$rc"
+    fi
+    dead=$((dead + lost))
+    echo "$me: lost $lost rank(s) (mpirun exit $rc): restarting from the last commit" >&2
+done
