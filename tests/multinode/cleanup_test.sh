@@ -19,8 +19,9 @@ left_behind() { # -> prints what is left of the run recorded in $rec
     nss=$(sed -n 2p "$rec")
     pids=$(sed -n 3p "$rec")
     [ -n "$state" ] && [ -n "$nss" ] && [ -n "$pids" ] || { echo "nothing was recorded"; return; }
+    id=$(basename "$state")
+    ip netns list | grep "^$id-" | sed 's/^/namespace /' # the switch's too
     for ns in $nss; do
-        ip netns list | grep -q "^$ns\\b" && echo "namespace $ns"
         [ -e "/etc/netns/$ns" ] && echo "/etc/netns/$ns"
     done
     for p in $pids; do
