@@ -83,11 +83,16 @@ train="./solution10 --model wrn-10-1 --train-subset 512 --test-subset 256 --batc
        --val-batch-size 128 --warmup-epochs 1 --optimizer novograd --use-checkpointing"
 d1=$HOSTS_STATE/disk/h1
 d2=$HOSTS_STATE/disk/h2
+#    The 2-host run must also end with the very bytes of the same 4 ranks on one host: the ring
+#    sums in rank order wherever the ranks are (with the same environment on every rank, which
+#    hvdrun's forwarding of OPENBLAS_* and the like gives).
+timeout 120 "$PWD/hvdrun" -n 4 $train --epochs 2 --log-dir "$HOSTS_LOCAL/onehost" >"$out" 2>&1
 if timeout 120 $MPIRUN --map-by node -n 4 $train --epochs 2 --log-dir "$HOSTS_LOCAL/whole" \
-    >"$out" 2>&1 && grep -q '^Test accuracy' "$out" && [ -f "$d1/whole/checkpoint-2.ckpt" ]; then
-    ok solution10 "2 hosts x 2 ranks, 2 epochs: $(grep '^Test accuracy' "$out")"
+    >"$out" 2>&1 && grep -q '^Test accuracy' "$out" &&
+    cmp -s "$d1/whole/checkpoint-2.ckpt" "$d1/onehost/checkpoint-2.ckpt"; then
+    ok solution10 "2 hosts x 2 ranks, 2 epochs: $(grep '^Test accuracy' "$out"), checkpoint-2.ckpt identical to 4 ranks on one host's"
 else
-    bad solution10 "exit $?, or no test accuracy or no checkpoint-2.ckpt on h1"
+    bad solution10 "the run failed, or checkpoint-2.ckpt differs from one host's: $(cmp "$d1/whole/checkpoint-2.ckpt" "$d1/onehost/checkpoint-2.ckpt" 2>&1)"
 fi
 timeout 120 $MPIRUN --map-by node -n 4 $train --epochs 1 --log-dir "$HOSTS_LOCAL/ckpt" \
     >"$out" 2>&1 &&
