@@ -153,7 +153,7 @@ benches: $(BENCH_BIN)  ## build the benchmarks without running them
 $(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB)
 	$(CC) $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
 
-test: setup  ## install if needed, build, check the CUDA build, the layers, unit tests, the lab's graders, the lab text's commands, the quick faults
+test: setup  ## install if needed, build, check the CUDA build, the layers, unit tests, the lab's graders, the lab text's commands, the quick faults, across 2 hosts
 	@$(MAKE) --no-print-directory cuda-check
 	@$(MAKE) --no-print-directory check-layers
 	@$(MAKE) --no-print-directory unit-tests
@@ -163,6 +163,7 @@ test: setup  ## install if needed, build, check the CUDA build, the layers, unit
 	@$(MAKE) --no-print-directory test-scaling-plots
 	@$(MAKE) --no-print-directory test-faults-quick
 	@$(MAKE) --no-print-directory test-elastic
+	@$(MAKE) --no-print-directory test-multinode
 
 # Real runs of solution 10 under mpirun (tests/resume/): log-dir faults; kill, signals, exact resume.
 test-ckpt-faults: solution10  ## log dirs a run must not or cannot use; kills and signals, resumed and compared byte for byte

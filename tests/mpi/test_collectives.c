@@ -5,11 +5,16 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <mpi.h>
 
 #include "coll/device.h"
 #include "coll/hvd.h"
 #include "coll/ring.h"
 #include "lib/ck_mpi.h"
+
+enum { HOST_NAME_LEN = 256 };
 
 static float val(size_t i, int rank) { return (float)(i % 1021) * 0.25f + (float)(rank * 7 + 1); }
 
@@ -219,9 +224,22 @@ START_TEST(world_queries)
               hvd_local_size());
     CK_EXPECT(hvd_local_rank() >= 0 && hvd_local_rank() < hvd_local_size(), "local rank %d",
               hvd_local_rank());
-    /* All ranks of this test run on one node, so local == world here. */
-    CK_EXPECT(hvd_local_size() == size, "one node: local size %d != size %d", hvd_local_size(),
-              size);
+    /* The ranks of my node are those with my host name (one node under plain mpirun, several
+     * under tests/multinode/): local size = how many, local rank = my place among them. */
+    char name[HOST_NAME_LEN] = {0}, *names = calloc((size_t)size, HOST_NAME_LEN);
+    gethostname(name, sizeof name - 1);
+    MPI_Allgather(name, HOST_NAME_LEN, MPI_CHAR, names, HOST_NAME_LEN, MPI_CHAR, MPI_COMM_WORLD);
+    int same = 0, before = 0;
+    for (int r = 0; r < size; r++)
+        if (strcmp(names + (size_t)r * HOST_NAME_LEN, name) == 0) {
+            same++;
+            before += r < rank;
+        }
+    free(names);
+    CK_EXPECT(hvd_local_size() == same, "rank %d on %s: local size %d, but %d ranks run there",
+              rank, name, hvd_local_size(), same);
+    CK_EXPECT(hvd_local_rank() == before, "rank %d on %s: local rank %d, want %d", rank, name,
+              hvd_local_rank(), before);
     float r = (float)rank;
     hvd_allreduce(&r, 1, HVD_SUM, "ranks");
     CK_EXPECT(r == (float)(size * (size - 1) / 2), "ranks are not 0..size-1 (sum %g)", r);
