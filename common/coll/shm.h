@@ -1,14 +1,17 @@
 /* shm.h — allreduce, reduce and broadcast among the ranks of one host through shared memory.
  *
  * The ranks of a host share one MPI-3 window (MPI_Win_allocate_shared, allocated at the first
- * call that needs it, freed by shm_node_free). A buffer goes through it in pieces: every rank
- * copies its piece into its own slot, then each rank reduces its slice of the piece across all
- * slots (rank 0's slot first, then 1, 2, ...: the ring's kernels, ring.h) into slot 0, then
- * every rank copies the finished piece out. No message passes through MPI; the ranks meet at
- * a barrier of their own in the window (spin, then yield: the ranks may share cores). Two sets
- * of slots alternate, piece after piece and call after call, so a piece needs only two
- * barriers: a slot is written again only after every rank has passed the barrier that follows
- * its last reader.
+ * call that needs it, freed by shm_node_free). A buffer goes through it in pieces, each cut
+ * into one slice per rank (ring_chunk_begin): every rank copies its piece, all but its own
+ * slice, into its own slot; each rank then sums its slice over the ranks (rank 0's values
+ * first, then 1, 2, ...: the ring's kernels, ring.h), reading the others' slots and its own
+ * buffer, and writes the sum to its buffer and to its slot; every rank then copies the other
+ * slices' sums out of their owners' slots. Like the ring, a rank copies 2(L-1)/L of the buffer
+ * and adds (L-1)/L of it, but with plain loads and stores: no MPI message, no system call.
+ * The ranks meet at a barrier of their own in the window (spin, then yield: the ranks may
+ * share cores). Two sets of slots alternate, piece after piece and call after call, so a piece
+ * needs only two barriers: a slot is written again only after every rank has passed the
+ * barrier that follows its last reader.
  *
  * Every element is summed on one rank only, in local-rank order, so every rank ends with the
  * same bits. With 2 ranks that is also the ring's result bit for bit (a + b == b + a); with more
