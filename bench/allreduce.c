@@ -4,7 +4,8 @@
  * in-place float buffer with SUM: hvd_allreduce on the path it picks for that size and layout
  * (coll/allreduce.h: shm when every rank is on one host, hierarchical with
  * HVD_HIERARCHICAL_ALLREDUCE=1 on several hosts, else the ring), MPI_Allreduce, and
- * hvd_allreduce forced onto the ring (the "ring" columns: the flat ring across all ranks). They alternate A B B A A B … over many passes so that the
+ * hvd_allreduce forced onto the ring (the "ring" columns: the flat ring across all ranks).
+ * They alternate A B B A A B … over many passes so that the
  * VM's fast and slow regimes hit both alike; each pass's time is the slowest rank's, and the
  * table shows min and median per call. busbw = algbw · 2(n-1)/n (nccl-tests). The memcpy
  * column is one rank copying a buffer of that size while the others wait: the ceiling.
@@ -157,7 +158,8 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--plain-malloc") == 0)
             plain = 1;
         else if (i + 1 < argc && strcmp(argv[i], "--pieces") == 0) {
-            for (char *tok = strtok(argv[++i], ","); tok && nimpl < MAXIMPL; tok = strtok(NULL, ","))
+            for (char *tok = strtok(argv[++i], ","); tok && nimpl < MAXIMPL;
+                 tok = strtok(NULL, ","))
                 var_piece[nimpl++] = parse_size("--pieces", tok);
         }
         else if (i + 1 < argc && strcmp(argv[i], "--variants") == 0) {

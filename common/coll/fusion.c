@@ -1,4 +1,5 @@
-/* fusion.c — tensor fusion over the allreduce (allreduce.h: ring, shm or hierarchical). See fusion.h.
+/* fusion.c — tensor fusion over the allreduce (allreduce.h: ring, shm, hierarchical).
+ * See fusion.h.
  * Public: fusion_enqueue, fusion_flush, fusion_free. */
 #include "coll/fusion.h"
 

@@ -74,7 +74,10 @@ static size_t lengths(size_t *out)
     return k;
 }
 
-static float exact_val(size_t i, int rank) { return (float)(i % 1021) * 0.25f + (float)(rank * 7 + 1); }
+static float exact_val(size_t i, int rank)
+{
+    return (float)(i % 1021) * 0.25f + (float)(rank * 7 + 1);
+}
 
 static float exact_sum(size_t i, int size)
 {

@@ -79,7 +79,8 @@ START_TEST(trace_is_valid_and_complete)
         CK_EXPECT(count(t, "ALLREDUCE") == 5, "ALLREDUCE x%zu", count(t, "ALLREDUCE"));
         /* the pass itself: the ring's MPI_ALLREDUCE, or SHM_ALLREDUCE where every rank shares
          * one host (coll/allreduce.h); these tensors are small, one path for all */
-        const char *pass = allreduce_choice(64) == ALLREDUCE_SHM ? "SHM_ALLREDUCE" : "MPI_ALLREDUCE";
+        const char *pass =
+            allreduce_choice(64) == ALLREDUCE_SHM ? "SHM_ALLREDUCE" : "MPI_ALLREDUCE";
         CK_EXPECT(count(t, pass) == 5, "%s x%zu", pass, count(t, pass));
         CK_EXPECT(count(t, "MEMCPY_IN_FUSION_BUFFER") == 2 &&
                       count(t, "MEMCPY_OUT_FUSION_BUFFER") == 2,
