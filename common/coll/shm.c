@@ -17,9 +17,12 @@
  * MiB costs little next to the copies (measured with bench/allreduce --variants). */
 #define DEFAULT_PIECE ((size_t)1 << 20)
 #define HEADER ((size_t)4096) /* the barrier, on a page of its own */
-/* Polls (~10-20 us) before a rank waiting at the barrier sleeps on a futex instead: on a loaded
- * or oversubscribed machine a spinning rank takes the core from the rank it waits for. */
-#define SPINS 4096
+/* Polls before a rank waiting at the barrier sleeps on a futex. With a core per rank, ~1 ms
+ * (a woken rank waits for the scheduler, which on a busy machine costs more than the poll: the
+ * medians of bench/allreduce under load said so); with more ranks on the host than cores, a few
+ * microseconds (a polling rank would hold the core the awaited rank needs). */
+#define SPINS_OWN_CORE (1 << 17)
+#define SPINS_SHARED_CORE 256
 
 static size_t piece_bytes = DEFAULT_PIECE;
 static int windows_open;
@@ -41,6 +44,8 @@ void shm_node_init(shm_node *s, MPI_Comm comm)
     s->win = MPI_WIN_NULL;
     MPI_Comm_rank(comm, &s->rank);
     MPI_Comm_size(comm, &s->size);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    s->spins = cores > 0 && s->size > cores ? SPINS_SHARED_CORE : SPINS_OWN_CORE;
 }
 
 void shm_node_free(shm_node *s)
@@ -108,7 +113,7 @@ static void futex_wake_all(atomic_uint *word)
  * A waiter first polls, then sleeps; sleepers and gen are sequentially consistent, so either
  * the opener sees a sleeper and wakes it, or the sleeper sees the new generation (and
  * FUTEX_WAIT returns at once when gen has moved on). */
-static void node_barrier(const shm_node *s)
+static void node_barrier(const shm_node *s, int spins)
 {
     barrier_header *h = (barrier_header *)s->base;
     unsigned g = atomic_load_explicit(&h->gen, memory_order_acquire);
@@ -119,7 +124,7 @@ static void node_barrier(const shm_node *s)
             futex_wake_all(&h->gen);
         return;
     }
-    for (int spin = 0; spin < SPINS; spin++) {
+    for (int spin = 0; spin < spins; spin++) {
         if (atomic_load_explicit(&h->gen, memory_order_acquire) != g)
             return;
         cpu_relax();
@@ -184,9 +189,9 @@ static void reduce_pieces(shm_node *s, char *buf, size_t n, shm_elem t, float sc
         size_t b = ring_chunk_begin(m, L, me), e = ring_chunk_begin(m, L, me + 1);
         memcpy(mine, piece, b * es); /* before and after my slice */
         memcpy(mine + e * es, piece + e * es, (m - e) * es);
-        node_barrier(s);
+        node_barrier(s, s->spins);
         reduce_slice(s, s->seq, b, e, piece, all || me == 0 ? piece : NULL, t, scale);
-        node_barrier(s);
+        node_barrier(s, s->spins);
         if (!all && me != 0)
             continue;
         for (int r = 0; r < L; r++) {
@@ -219,7 +224,10 @@ void shm_broadcast_from_root(shm_node *s, void *buf_, size_t n, shm_elem t)
         size_t m = n - off < per ? n - off : per;
         if (s->rank == 0)
             memcpy(slot(s, s->seq, 0), buf + off * es, m * es);
-        node_barrier(s); /* the piece is in; the next write to this set waits for the next one */
+        /* the piece is in; the next write to this set waits for the next barrier. The first
+         * piece's wait spans the leaders' ring across hosts: the others sleep soon, leaving
+         * the cores to it (namespace hosts share them) */
+        node_barrier(s, off == 0 ? SPINS_SHARED_CORE : s->spins);
         if (s->rank != 0)
             memcpy(buf + off * es, slot(s, s->seq, 0), m * es);
     }

@@ -32,6 +32,7 @@ typedef struct {
     char *base;    /* the window: barrier header, then 2 sets of size slots of piece bytes */
     size_t piece;  /* bytes of one slot */
     unsigned long seq; /* pieces moved so far: picks the set, the same on every rank */
+    int spins;     /* barrier polls before sleeping (shm.c) */
 } shm_node;
 
 /* Records comm (every rank of it on this host); allocates nothing yet. */
