@@ -67,12 +67,17 @@ allreduce_path allreduce_choice(size_t bytes)
         return ALLREDUCE_RING; /* the ring of one only scales */
     allreduce_path p = A.forced;
     if (p == ALLREDUCE_AUTO) {
-        /* One host: the shared window at every size. Measured with bench/allreduce (2 and 4
-         * ranks on the 2-core VM, interleaved with the ring and MPI_Allreduce): from 4 KiB to
-         * 4 MiB it takes about half the ring's and MPI_Allreduce's time (no MPI message, no
-         * system call, no page-table walk per copy; the ring pays these per segment); above,
-         * where all three are bound by memory bandwidth (each rank copies 2(L-1)/L of the
-         * buffer), it is level with the ring or ahead. So no size is left to the ring here. */
+        /* One host: the shared window at every size. Measured with bench/allreduce on the
+         * 2-core VM under other jobs' load (min times, interleaved with the ring and
+         * MPI_Allreduce): with 2 ranks from 64 KiB to 2 MiB it takes 0.5-0.7x the ring's and
+         * MPI_Allreduce's time (no MPI message, no system call, no page-table walk per copy;
+         * the ring pays these per segment); with plain malloc buffers 0.3-0.7x at every size
+         * (the kernel's cross-process copy under the ring walks 4 KiB pages). From 4 to 16 MiB
+         * on huge-page buffers the ring's min was as often below it as above (by up to 40 %),
+         * and with 4 ranks on 2 cores below 4 MiB the three were within noise: all are bound
+         * by memory bandwidth or scheduling there (each rank copies 2(L-1)/L of the buffer).
+         * One path for every size keeps a model's fused buffers on one code path; the ring
+         * stays one allreduce_force_path away for comparison. */
         if (A.topo.nhosts == 1)
             p = ALLREDUCE_SHM;
         else
