@@ -71,7 +71,7 @@ allreduce_path allreduce_choice(size_t bytes)
          * 2-core VM under other jobs' load (min times, interleaved with the ring and
          * MPI_Allreduce): with 2 ranks from 64 KiB to 2 MiB it takes 0.5-0.7x the ring's and
          * MPI_Allreduce's time (no MPI message, no system call, no page-table walk per copy;
-         * the ring pays these per segment); with plain malloc buffers 0.3-0.7x at every size
+         * the ring pays these per segment); with plain malloc buffers 0.1-0.7x at most sizes
          * (the kernel's cross-process copy under the ring walks 4 KiB pages). From 4 to 16 MiB
          * on huge-page buffers the ring's min was as often below it as above (by up to 40 %),
          * and with 4 ranks on 2 cores below 4 MiB the three were within noise: all are bound
