@@ -3,8 +3,8 @@
  *
  * - RING (ring.h): MPI point-to-point around all ranks. Any layout.
  * - SHM (shm.h): every rank of the job on one host: the ranks reduce through one shared window,
- *   no MPI message at all. Chosen by default when every rank is on one host (bench/allreduce:
- *   it beats both the ring and MPI_Allreduce there, see allreduce.c).
+ *   no MPI message at all. Chosen by default when every rank is on one host, at every size
+ *   (allreduce.c says what bench/allreduce measured).
  * - HIERARCHICAL (hier.h): reduce within each host, ring across the hosts' leaders, broadcast
  *   within each host. Chosen when HVD_HIERARCHICAL_ALLREDUCE=1 and there are several hosts
  *   (with one host the SHM path is the same thing minus a copy).
