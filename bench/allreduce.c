@@ -1,7 +1,11 @@
 /* bench/allreduce.c — hvd_allreduce against Open MPI's MPI_Allreduce, nccl-tests style.
  *
- * For each size from --min-bytes to --max-bytes (×2), both implementations reduce the same
- * in-place float buffer with SUM. They alternate A B B A A B … over many passes so that the
+ * For each size from --min-bytes to --max-bytes (×2), the implementations reduce the same
+ * in-place float buffer with SUM: hvd_allreduce on the path it picks for that size and layout
+ * (coll/allreduce.h: shm when every rank is on one host, hierarchical with
+ * HVD_HIERARCHICAL_ALLREDUCE=1 on several hosts, else the ring), MPI_Allreduce, and
+ * hvd_allreduce forced onto the ring (the "ring" columns: the flat ring across all ranks).
+ * They alternate A B B A A B … over many passes so that the
  * VM's fast and slow regimes hit both alike; each pass's time is the slowest rank's, and the
  * table shows min and median per call. busbw = algbw · 2(n-1)/n (nccl-tests). The memcpy
  * column is one rank copying a buffer of that size while the others wait: the ceiling.
@@ -11,6 +15,7 @@
  *
  *   mpirun -n 2 build/bench/allreduce [--min-bytes 4K] [--max-bytes 256M] [--passes N]
  *                                     [--plain-malloc] [--variants SEG:BLOCK,…]
+ *                                     [--pieces BYTES,…]
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -20,17 +25,21 @@
 
 #include "base/fatal.h"
 #include "base/timer.h"
+#include "coll/allreduce.h"
 #include "coll/hvd.h"
 #include "coll/ring.h"
+#include "coll/shm.h"
 
 /* Implementations timed: 0 hvd_allreduce, 1 MPI_Allreduce, 2 hvd_allreduce with the stall
- * inspector off, 3.. hvd_allreduce with other ring tuning (--variants SEG:BLOCK,…, for tuning
- * on a new machine). */
-#define MAXIMPL 8
+ * inspector off, 3 hvd_allreduce on the ring, 4.. hvd_allreduce with other ring tuning
+ * (--variants SEG:BLOCK,…) or other shared-memory piece sizes (--pieces, forced onto shm),
+ * for tuning on a new machine. */
+#define MAXIMPL 12
 #define STALL_OFF 2
-#define FIRST_VARIANT 3
+#define RING_ONLY 3
+#define FIRST_VARIANT 4
 static int nimpl = FIRST_VARIANT;
-static size_t var_seg[MAXIMPL], var_block[MAXIMPL];
+static size_t var_seg[MAXIMPL], var_block[MAXIMPL], var_piece[MAXIMPL]; /* piece: shm variant */
 static int profile_hvd;
 
 static size_t parse_size(const char *flag, const char *s)
@@ -77,8 +86,17 @@ static stat2 stats(double *v, int n)
 /* Seconds per call for `iters` calls, the slowest rank's. */
 static double timed(int which, float *buf, size_t n, int iters)
 {
-    if (which >= FIRST_VARIANT)
+    if (which >= FIRST_VARIANT && var_piece[which]) {
+        shm_set_piece_bytes(var_piece[which]);
+        allreduce_new_window(); /* collective; allocated (untimed) by the warm-up call below */
+        allreduce_force_path(ALLREDUCE_SHM);
+    } else if (which >= FIRST_VARIANT) {
         ring_set_tuning(var_seg[which], var_block[which]);
+    }
+    if (which == RING_ONLY)
+        allreduce_force_path(ALLREDUCE_RING);
+    if (which >= FIRST_VARIANT && var_piece[which] && iters > 0)
+        hvd_allreduce(buf, n, HVD_SUM, "bench"); /* the window's allocation is not timed */
     int stall_was = hvd_stall_check();
     if (which == STALL_OFF)
         hvd_set_stall_check(0); /* every rank switches here, between calls */
@@ -92,6 +110,12 @@ static double timed(int which, float *buf, size_t n, int iters)
     }
     double t = (timer_seconds() - t0) / iters, tmax;
     ring_set_tuning(0, 0);
+    allreduce_force_path(ALLREDUCE_AUTO);
+    if (which >= FIRST_VARIANT && var_piece[which]) {
+        shm_set_piece_bytes(0);
+        allreduce_new_window();
+        hvd_allreduce(buf, n, HVD_SUM, "bench"); /* the default window again, untimed */
+    }
     hvd_set_stall_check(stall_was);
     MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     return tmax;
@@ -133,6 +157,11 @@ int main(int argc, char **argv)
             profile_hvd = 1; /* time hvd_allreduce only (for perf record) */
         else if (strcmp(argv[i], "--plain-malloc") == 0)
             plain = 1;
+        else if (i + 1 < argc && strcmp(argv[i], "--pieces") == 0) {
+            for (char *tok = strtok(argv[++i], ","); tok && nimpl < MAXIMPL;
+                 tok = strtok(NULL, ","))
+                var_piece[nimpl++] = parse_size("--pieces", tok);
+        }
         else if (i + 1 < argc && strcmp(argv[i], "--variants") == 0) {
             for (char *tok = strtok(argv[++i], ","); tok && nimpl < MAXIMPL; tok = strtok(NULL, ",")) {
                 char *colon = strchr(tok, ':');
@@ -145,7 +174,8 @@ int main(int argc, char **argv)
             }
         }
         else
-            fatal_error("unknown argument %s (use --min-bytes, --max-bytes, --passes)", argv[i]);
+            fatal_error("unknown argument %s (use --min-bytes, --max-bytes, --passes, "
+                        "--plain-malloc, --variants, --pieces)", argv[i]);
     }
     int rank = hvd_rank(), size = hvd_size();
     double worst_ratio = 1e30, at64[2] = {0, 0}; /* median busbw: hvd, MPI */
@@ -153,11 +183,15 @@ int main(int argc, char **argv)
     size_t worst_at = 0;
     double bus = size > 1 ? 2.0 * (size - 1) / size : 1.0;
     if (rank == 0) {
-        printf("# hvd_allreduce (ring, %d ranks) vs MPI_Allreduce, in place, float SUM; "
-               "times per call, min/median over interleaved passes\n", size);
-        printf("# %9s %11s | %21s %15s | %21s %15s | %12s | %7s\n", "size", "count",
-               "hvd time(us) min/med", "busbw GB/s m/m", "MPI time(us) min/med",
-               "busbw GB/s m/m", "ratio (med)", "memcpy");
+        printf("# hvd_allreduce (%d ranks, %d host(s)%s, %s buffers) vs MPI_Allreduce and the "
+               "ring alone, in place, float SUM; times per call, min/median over interleaved "
+               "passes\n", size, allreduce_hosts(),
+               getenv("HVD_HIERARCHICAL_ALLREDUCE") ? ", HVD_HIERARCHICAL_ALLREDUCE set" : "",
+               plain ? "malloc" : "hvd_alloc (memory_alloc)");
+        printf("# %9s %11s | %-12s %21s %15s | %21s %15s | %21s | %6s %6s | %7s\n", "size",
+               "count", "hvd path", "hvd time(us) min/med", "busbw GB/s m/m",
+               "MPI time(us) min/med", "busbw GB/s m/m", "ring time(us) min/med", "MPI/hvd",
+               "MPI/ring", "memcpy");
     }
     /* The same kind of buffer the kit's model uses for its flat gradients (memory_alloc), for
      * both implementations; --plain-malloc for buffers of the C library instead. */
@@ -204,10 +238,12 @@ int main(int argc, char **argv)
             fmt_size(bytes, sz, sizeof sz);
             double hb_min = bus * bytes / h.med / 1e9, hb_max = bus * bytes / h.min / 1e9;
             double mb_min = bus * bytes / m.med / 1e9, mb_max = bus * bytes / m.min / 1e9;
-            printf("  %9s %11zu | %10.1f %10.1f %7.2f %7.2f | %10.1f %10.1f %7.2f %7.2f | "
-                   "%12.2f | %7.2f\n",
-                   sz, n, h.min * 1e6, h.med * 1e6, hb_max, hb_min, m.min * 1e6, m.med * 1e6,
-                   mb_max, mb_min, m.med / h.med, mc);
+            stat2 rg = stats(t[RING_ONLY], passes);
+            printf("  %9s %11zu | %-12s %10.1f %10.1f %7.2f %7.2f | %10.1f %10.1f %7.2f %7.2f | "
+                   "%10.1f %10.1f | %7.2f %8.2f | %7.2f\n", sz, n,
+                   allreduce_path_name(allreduce_choice(bytes)), h.min * 1e6, h.med * 1e6,
+                   hb_max, hb_min, m.min * 1e6, m.med * 1e6, mb_max, mb_min, rg.min * 1e6,
+                   rg.med * 1e6, m.med / h.med, m.med / rg.med, mc);
             if (bytes >= (64u << 10) && m.med / h.med < worst_ratio) {
                 worst_ratio = m.med / h.med;
                 worst_at = bytes;
@@ -227,6 +263,11 @@ int main(int argc, char **argv)
             }
             for (int k = FIRST_VARIANT; k < nimpl; k++) {
                 stat2 v = stats(t[k], passes);
+                if (var_piece[k]) {
+                    printf("  %9s   variant shm piece %zuK: %10.1f %10.1f us, ratio %.2f\n", "",
+                           var_piece[k] >> 10, v.min * 1e6, v.med * 1e6, m.med / v.med);
+                    continue;
+                }
                 printf("  %9s   variant seg %zuK block %zuK: %10.1f %10.1f us, ratio %.2f\n", "",
                        var_seg[k] >> 10, var_block[k] >> 10, v.min * 1e6, v.med * 1e6,
                        m.med / v.med);
@@ -237,8 +278,9 @@ int main(int argc, char **argv)
             free(t[k]);
     }
     if (rank == 0) {
-        printf("# busbw m/m = from the min time / from the median time; ratio = MPI median time "
-               "/ hvd median time (> 1: hvd faster); memcpy = GB/s of one rank's memcpy\n");
+        printf("# busbw m/m = from the min time / from the median time; MPI/hvd, MPI/ring = MPI "
+               "median time / hvd's, the ring's (> 1: faster than MPI); memcpy = GB/s of one "
+               "rank's memcpy\n");
         if (at64[0] > 0)
             printf("hvd_allreduce_busbw_64M %.2f GB/s\nmpi_allreduce_busbw_64M %.2f GB/s\n"
                    "ratio_64M %.2f x\n", at64[0], at64[1], at64[0] / at64[1]);

@@ -3,8 +3,16 @@
 
 .PHONY: bench-allreduce bench-epoch bench-train bench-conv bench-loader bench-tta
 
-bench-allreduce: $(BUILD)/bench/allreduce  ## hvd_allreduce vs MPI_Allreduce, 4 KiB..256 MiB, 2 ranks
-	$(MPIRUN) $(MPIRUN_FLAGS) -n 2 $(BUILD)/bench/allreduce
+# One host: hvd_allreduce (its default path: the shared window) vs MPI_Allreduce vs the ring
+# alone, 2 and 4 ranks, the kit's huge-page buffers and plain malloc ones. Then 2 namespace hosts
+# of 2 ranks: the hierarchical path vs the flat ring, with the link unlimited, 10 and 1 Gbit/s.
+ALLREDUCE_FLAGS ?= --min-bytes 64K --max-bytes 256M
+bench-allreduce: $(BUILD)/bench/allreduce  ## hvd_allreduce vs MPI_Allreduce vs the ring, 64 KiB..256 MiB, 2 and 4 ranks; hierarchical vs flat across 2 hosts
+	$(MPIRUN) $(MPIRUN_FLAGS) -n 2 $(BUILD)/bench/allreduce $(ALLREDUCE_FLAGS)
+	$(MPIRUN) $(MPIRUN_FLAGS) -n 2 $(BUILD)/bench/allreduce $(ALLREDUCE_FLAGS) --plain-malloc
+	$(MPIRUN) $(MPIRUN_FLAGS) -n 4 $(BUILD)/bench/allreduce $(ALLREDUCE_FLAGS)
+	$(MPIRUN) $(MPIRUN_FLAGS) -n 4 $(BUILD)/bench/allreduce $(ALLREDUCE_FLAGS) --plain-malloc
+	sh bench/allreduce_hosts.sh $(BUILD)
 
 bench-epoch: $(BUILD)/bench/train  ## one epoch of real Fashion-MNIST on 2 ranks, time split into compute and allreduce
 	$(MPIRUN) $(MPIRUN_FLAGS) -n 2 $(BUILD)/bench/train --train-subset 0 $(EPOCH_FLAGS)

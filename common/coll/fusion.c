@@ -1,4 +1,5 @@
-/* fusion.c — tensor fusion over the ring allreduce. See fusion.h.
+/* fusion.c — tensor fusion over the allreduce (allreduce.h: ring, shm, hierarchical).
+ * See fusion.h.
  * Public: fusion_enqueue, fusion_flush, fusion_free. */
 #include "coll/fusion.h"
 
@@ -9,6 +10,7 @@
 #include "base/fatal.h"
 #include "base/half.h"
 #include "base/memory.h"
+#include "coll/allreduce.h"
 #include "coll/timeline.h"
 #ifdef HVDLAB_CUDA
 #include "coll/fusion_gpu.h"
@@ -88,21 +90,14 @@ static void reduce_group(fusion_queue *q, MPI_Comm comm, const fusion_entry *e, 
 #endif
     fusion_mark(e, len, "ALLREDUCE", 'B');
     if (!fp16 && fusion_contiguous(e, len)) { /* reduced where it lies: no copy */
-        fusion_mark(e, len, "MPI_ALLREDUCE", 'B');
-        ring_allreduce_f32(comm, e[0].buf, total, scale, &q->ws);
-        fusion_mark(e, len, "MPI_ALLREDUCE", 'E');
+        allreduce_run(comm, e[0].buf, total, 0, scale, &q->ws, e, len); /* ring, shm or hier */
     } else {
         void *fused = fp16 ? (void *)(q->hbuf = grow(q->hbuf, &q->hbuf_n, total, sizeof(uint16_t)))
                            : (void *)(q->fbuf = grow(q->fbuf, &q->fbuf_n, total, sizeof(float)));
         fusion_mark(e, len, "MEMCPY_IN_FUSION_BUFFER", 'B');
         pack(e, len, fused);
         fusion_mark(e, len, "MEMCPY_IN_FUSION_BUFFER", 'E');
-        fusion_mark(e, len, "MPI_ALLREDUCE", 'B');
-        if (fp16)
-            ring_allreduce_f16(comm, fused, total, scale, &q->ws);
-        else
-            ring_allreduce_f32(comm, fused, total, scale, &q->ws);
-        fusion_mark(e, len, "MPI_ALLREDUCE", 'E');
+        allreduce_run(comm, fused, total, fp16, scale, &q->ws, e, len);
         fusion_mark(e, len, "MEMCPY_OUT_FUSION_BUFFER", 'B');
         unpack(e, len, fused);
         fusion_mark(e, len, "MEMCPY_OUT_FUSION_BUFFER", 'E');

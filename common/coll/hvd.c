@@ -18,6 +18,7 @@
 #include "base/fatal.h"
 #include "base/trace.h"
 #include "coll/agree.h"
+#include "coll/allreduce.h"
 #include "coll/autotune.h"
 #include "coll/coll_check.h"
 #include "coll/fusion.h"
@@ -47,6 +48,8 @@ static struct {
     int stall_check;                 /* the stall inspector's entry handshake is on */
     double stall_warn_s, stall_shutdown_s;
     gpu_ops_request gpu_ops;         /* HVD_GPU_OPERATIONS */
+    int hierarchical;                /* HVD_HIERARCHICAL_ALLREDUCE */
+    int host_group_size;             /* HVD_HOST_GROUP_SIZE (tests): 0 = real hosts */
     stall_inspector stall;
     fusion_queue queue;
 } S = {.size = 1, .local_size = 1, .fusion_threshold = HVD_DEFAULT_FUSION_THRESHOLD};
@@ -139,6 +142,18 @@ static void read_settings(void)
                                    DEFAULT_STALL_CHECK_SECONDS);
     S.stall_shutdown_s = parse_seconds("HVD_STALL_SHUTDOWN_TIME_SECONDS",
                                        getenv("HVD_STALL_SHUTDOWN_TIME_SECONDS"), 0);
+    S.hierarchical = flag_set(getenv("HVD_HIERARCHICAL_ALLREDUCE"));
+    v = getenv("HVD_HOST_GROUP_SIZE");
+    S.host_group_size = 0;
+    if (v && *v) {
+        char *end;
+        errno = 0;
+        long g = strtol(v, &end, 10);
+        if (end == v || *end || errno || g < 1 || g > INT_MAX)
+            fatal_error("HVD_HOST_GROUP_SIZE=%s: expected a number of ranks per test host, "
+                        "at least 1", v);
+        S.host_group_size = (int)g;
+    }
     v = getenv("HVD_GPU_OPERATIONS");
     if (gpu_ops_parse(v, &S.gpu_ops) != 0)
         fatal_error("HVD_GPU_OPERATIONS=%s: expected nccl or mpi", v);
@@ -148,7 +163,7 @@ static void read_settings(void)
  * speaks when), so the ranks must agree on them; HVD_TIMELINE is rank 0's alone. */
 static void agree_on_settings(void)
 {
-    agree_setting v[8];
+    agree_setting v[10];
     memset(v, 0, sizeof v); /* exchanged as bytes */
     snprintf(v[0].name, sizeof v[0].name, "HVD_CHECK_COLLECTIVES");
     snprintf(v[0].value, sizeof v[0].value, "%d", S.check);
@@ -167,7 +182,11 @@ static void agree_on_settings(void)
     snprintf(v[6].value, sizeof v[6].value, "%s", gpu_ops_request_name(S.gpu_ops));
     snprintf(v[7].name, sizeof v[7].name, "HVD_PROFILE"); /* its report at shutdown is collective */
     snprintf(v[7].value, sizeof v[7].value, "%d", profile_enabled());
-    agree_settings(S.comm, v, 8);
+    snprintf(v[8].name, sizeof v[8].name, "HVD_HIERARCHICAL_ALLREDUCE");
+    snprintf(v[8].value, sizeof v[8].value, "%d", S.hierarchical);
+    snprintf(v[9].name, sizeof v[9].name, "HVD_HOST_GROUP_SIZE"); /* which ranks share a window */
+    snprintf(v[9].value, sizeof v[9].value, "%d", S.host_group_size);
+    agree_settings(S.comm, v, 10);
 }
 
 /* Collectives run in the order they were called: queued allreduces go before anything else. */
@@ -231,6 +250,7 @@ int hvd_init(int *argc, char ***argv)
                         .limit_s = S.stall_shutdown_s > 0 ? S.stall_shutdown_s
                                                           : DEFAULT_GPU_WAIT_LIMIT_SECONDS};
     gpu_ops_init(&g); /* after the settings agree: the choice is collective */
+    allreduce_init(S.comm, S.hierarchical, S.host_group_size); /* the hosts, for allreduce.h */
     const char *tl = getenv("HVD_TIMELINE");
     if (tl && *tl)
         hvd_start_timeline(tl);
@@ -257,6 +277,7 @@ void hvd_shutdown(void)
     profile_report(S.comm); /* every rank is here: the stall handshake above saw them all */
     fusion_free(&S.queue);
     gpu_ops_shutdown();
+    allreduce_free(); /* the shared window goes here, on every rank of each host */
     stall_free(&S.stall);
     timeline_close();
     MPI_Comm_free(&S.check_comm);

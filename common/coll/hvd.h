@@ -21,6 +21,10 @@
  *                          when every rank has a GPU of its own (gpu_ops.h)
  *   HVD_PROFILE            1: at hvd_shutdown rank 0 prints where the communication time went
  *                          (profile.h), and writes it as CSV beside the timeline
+ *   HVD_HIERARCHICAL_ALLREDUCE  1: on several hosts, allreduce within each host through shared
+ *                          memory, ring across one leader per host, broadcast back (allreduce.h)
+ *   HVD_HOST_GROUP_SIZE    tests only: ranks r / N form one "host", to try the hierarchy on one
+ *                          machine (hier.h)
  * Every rank must have the same values of all but HVD_TIMELINE: hvd_init compares them.
  *
  * Device tensors (CUDA build): hvd_allreduce*, hvd_broadcast* and hvd_allgather take device

@@ -14,7 +14,8 @@
 profile_state profile_S;
 
 static const char *const NAMES[PROFILE_NOPS] = {
-    "allreduce", "broadcast", "allgather", "barrier", "ring_allreduce",
+    "allreduce", "broadcast", "allgather", "barrier", "ring_allreduce", "shm_allreduce",
+    "hierarchical_allreduce",
     "MPI_Isend", "MPI_Irecv", "MPI_Send", "MPI_Recv", "MPI_Sendrecv", "MPI_Wait", "MPI_Waitall",
     "MPI_Test", "MPI_Bcast", "MPI_Allreduce", "MPI_Allgather", "MPI_Allgatherv", "MPI_Barrier"};
 

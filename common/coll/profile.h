@@ -22,6 +22,8 @@ typedef enum {
     /* the hvd_* collectives: their sum is the communication time */
     PROFILE_ALLREDUCE, PROFILE_BROADCAST, PROFILE_ALLGATHER, PROFILE_BARRIER,
     PROFILE_RING, /* one ring pass of the fused allreduce */
+    PROFILE_SHM,  /* one pass through the host's shared memory instead (allreduce.h) */
+    PROFILE_HIER, /* one hierarchical pass: its ring across the hosts is counted as RING too */
     /* MPI, underneath */
     PROFILE_MPI_ISEND, PROFILE_MPI_IRECV, PROFILE_MPI_SEND, PROFILE_MPI_RECV, PROFILE_MPI_SENDRECV,
     PROFILE_MPI_WAIT, PROFILE_MPI_WAITALL, PROFILE_MPI_TEST, PROFILE_MPI_BCAST,

@@ -78,6 +78,15 @@ static void print_table(FILE *f, const double *all, int size)
             el.mean > 0 ? 100 * comm.mean / el.mean : 0, comm.min, comm.max);
 }
 
+/* The CSV's level column: an hvd_* collective, an algorithm's pass under it, or MPI. */
+static const char *level_name(int op)
+{
+    if (op < PROFILE_NCOLL)
+        return "hvd";
+    return op == PROFILE_RING ? "ring" : op == PROFILE_SHM ? "shm"
+           : op == PROFILE_HIER ? "hier" : "mpi";
+}
+
 static void write_csv(const char *path, const double *all, int size)
 {
     FILE *f = fopen(path, "w");
@@ -101,7 +110,7 @@ static void write_csv(const char *path, const double *all, int size)
         if (r.calls == 0)
             continue;
         fprintf(f, "%s,%s,%d,%.10g,%.10g,%.6g,%.6g,%.6g\n", profile_op_name((profile_op)op),
-                op < PROFILE_NCOLL ? "hvd" : op == PROFILE_RING ? "ring" : "mpi", size,
+                level_name(op), size,
                 r.calls / size, r.bytes / r.calls, r.min, r.mean, r.max);
     }
     row el = over_ranks(all, size, 0, 1);

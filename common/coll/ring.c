@@ -1,6 +1,6 @@
 /* ring.c — ring allreduce (reduce-scatter + allgather) over MPI point-to-point.
  * Public: ring_allreduce_f32, ring_allreduce_f16, ring_chunk_begin, ring_workspace_free,
- *         ring_set_tuning.
+ *         ring_set_tuning, ring_add_f32, ring_add_f16, ring_scale_f32, ring_scale_f16.
  *
  * Rank r sends to r+1 and receives from r-1. The buffer is cut into N chunks. In reduce-scatter
  * step s (0 <= s < N-1) rank r sends chunk (r-s) and receives chunk (r-s-1), adding it into its
@@ -82,7 +82,7 @@ typedef void (*reduce_fn)(void *dst, const void *src, size_t n, float scale);
 
 /* The allreduce's inner loop: built for AVX2 as well as the baseline, picked at load time. */
 __attribute__((target_clones("avx2", "default")))
-static void add_f32(void *dst_, const void *src_, size_t n, float scale)
+void ring_add_f32(void *dst_, const void *src_, size_t n, float scale)
 {
     float *restrict dst = dst_;
     const float *restrict src = src_;
@@ -95,7 +95,7 @@ static void add_f32(void *dst_, const void *src_, size_t n, float scale)
     }
 }
 
-static void add_f16(void *dst_, const void *src_, size_t n, float scale)
+void ring_add_f16(void *dst_, const void *src_, size_t n, float scale)
 {
     uint16_t *restrict dst = dst_;
     const uint16_t *restrict src = src_;
@@ -103,14 +103,14 @@ static void add_f16(void *dst_, const void *src_, size_t n, float scale)
         dst[i] = half_from_float((half_to_float(dst[i]) + half_to_float(src[i])) * scale);
 }
 
-static void scale_f32(void *buf_, size_t n, float scale)
+void ring_scale_f32(void *buf_, size_t n, float scale)
 {
     float *buf = buf_;
     for (size_t i = 0; i < n; i++)
         buf[i] *= scale;
 }
 
-static void scale_f16(void *buf_, size_t n, float scale)
+void ring_scale_f16(void *buf_, size_t n, float scale)
 {
     uint16_t *buf = buf_;
     for (size_t i = 0; i < n; i++)
@@ -270,18 +270,18 @@ static void ring_run(ring_ctx *c, float scale, ring_workspace *ws,
 
 void ring_allreduce_f32(MPI_Comm comm, float *buf, size_t n, float scale, ring_workspace *ws)
 {
-    ring_ctx c = {.comm = comm, .esize = sizeof(float), .type = MPI_FLOAT, .reduce = add_f32,
+    ring_ctx c = {.comm = comm, .esize = sizeof(float), .type = MPI_FLOAT, .reduce = ring_add_f32,
                   .buf = (char *)buf, .n = n};
     double t = profile_begin();
-    ring_run(&c, scale, ws, scale_f32);
+    ring_run(&c, scale, ws, ring_scale_f32);
     profile_end(PROFILE_RING, (double)n * sizeof *buf, t);
 }
 
 void ring_allreduce_f16(MPI_Comm comm, uint16_t *buf, size_t n, float scale, ring_workspace *ws)
 {
     ring_ctx c = {.comm = comm, .esize = sizeof(uint16_t), .type = MPI_UINT16_T,
-                  .reduce = add_f16, .buf = (char *)buf, .n = n};
+                  .reduce = ring_add_f16, .buf = (char *)buf, .n = n};
     double t = profile_begin();
-    ring_run(&c, scale, ws, scale_f16);
+    ring_run(&c, scale, ws, ring_scale_f16);
     profile_end(PROFILE_RING, (double)n * sizeof *buf, t);
 }

@@ -30,4 +30,12 @@ void ring_set_tuning(size_t segment_bytes, size_t block_bytes);
 /* Chunk c of n elements split over nchunks: [ring_chunk_begin(c), ring_chunk_begin(c+1)). */
 size_t ring_chunk_begin(size_t n, int nchunks, int c);
 
+/* The ring's reduction kernels, shared with the shared-memory paths (shm.c) so that every path
+ * rounds alike: dst[i] = (dst[i] + src[i]) * scale, and buf[i] *= scale. The f16 ones work on
+ * IEEE half values, adding in float and rounding back to half after every addition. */
+void ring_add_f32(void *dst, const void *src, size_t n, float scale);
+void ring_add_f16(void *dst, const void *src, size_t n, float scale);
+void ring_scale_f32(void *buf, size_t n, float scale);
+void ring_scale_f16(void *buf, size_t n, float scale);
+
 #endif

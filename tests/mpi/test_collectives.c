@@ -9,6 +9,7 @@
 
 #include <mpi.h>
 
+#include "coll/allreduce.h"
 #include "coll/device.h"
 #include "coll/hvd.h"
 #include "coll/ring.h"
@@ -59,12 +60,16 @@ static void expect_identical_across_ranks(const float *b, size_t n, const char *
     free(ref);
 }
 
+/* The default path (with every rank on one host the shared window, coll/allreduce.h), then the
+ * ring forced. */
 static void check_allreduce(hvd_op op)
 {
     size_t lens[8];
     size_t k = lengths(lens);
     int rank = hvd_rank(), size = hvd_size();
-    for (size_t t = 0; t < k; t++) {
+    for (size_t tp = 0; tp < 2 * k; tp++) {
+        size_t t = tp % k;
+        allreduce_force_path(tp < k ? ALLREDUCE_AUTO : ALLREDUCE_RING);
         size_t n = lens[t];
         float *b = filled(n, rank);
         hvd_allreduce(b, n, op, "check");
@@ -80,12 +85,13 @@ static void check_allreduce(hvd_op op)
                     first = i;
             }
         }
-        CK_EXPECT(bad == 0, "%s n=%zu: %zu wrong, first at %zu: got %g want %g",
-                  op == HVD_SUM ? "SUM" : "AVERAGE", n, bad, first, n ? b[first] : 0.0,
+        CK_EXPECT(bad == 0, "%s, %s path, n=%zu: %zu wrong, first at %zu: got %g want %g",
+                  op == HVD_SUM ? "SUM" : "AVERAGE", tp < k ? "default" : "ring", n, bad, first, n ? b[first] : 0.0,
                   n ? sum_val(first, size) / (op == HVD_AVERAGE ? size : 1) : 0.0);
         expect_identical_across_ranks(b, n, op == HVD_SUM ? "SUM" : "AVERAGE");
         free(b);
     }
+    allreduce_force_path(ALLREDUCE_AUTO);
     CK_AGREE();
 }
 
@@ -102,6 +108,7 @@ START_TEST(allreduce_many_segments_and_blocks)
     const size_t tunings[][2] = {{4 << 10, (size_t)1 << 30}, {4 << 10, 64 << 10}, {64 << 10, 4 << 10}};
     const size_t lens[] = {2 * 1024 * 40 + 1, 1000003};
     int size = hvd_size();
+    allreduce_force_path(ALLREDUCE_RING); /* not the shared window of one host */
     for (size_t t = 0; t < 3; t++) {
         ring_set_tuning(tunings[t][0], tunings[t][1]);
         for (size_t l = 0; l < 2; l++) {
@@ -116,6 +123,7 @@ START_TEST(allreduce_many_segments_and_blocks)
         }
     }
     ring_set_tuning(0, 0);
+    allreduce_force_path(ALLREDUCE_AUTO);
     CK_AGREE();
 }
 END_TEST

@@ -54,9 +54,10 @@ static int has_line(const char *out, const char *line)
 
 /* A stall that never resolves: one warning, then one error line once the shutdown time is up,
  * and every rank gone non-zero within a few seconds of it. */
-static void expect_stall(const char *scenario, int np, const char *warning, const char *error)
+static void expect_stall_env(const char *env, const char *scenario, int np, const char *warning,
+                             const char *error)
 {
-    job j = run_job(STALL_ENV, np, scenario);
+    job j = run_job(env, np, scenario);
     ck_assert_msg(j.status != 124, "%s: the job hung (timeout)\n%s", scenario, j.out);
     ck_assert_msg(j.status != 0, "%s: exit status 0\n%s", scenario, j.out);
     ck_assert_msg(has_line(j.out, warning), "%s: missing line\n  %s\nin output:\n%s", scenario,
@@ -71,6 +72,11 @@ static void expect_stall(const char *scenario, int np, const char *warning, cons
                   scenario, j.secs, j.out);
 }
 
+static void expect_stall(const char *scenario, int np, const char *warning, const char *error)
+{
+    expect_stall_env(STALL_ENV, scenario, np, warning, error);
+}
+
 START_TEST(stopped_rank_named)
 {
     expect_stall("stop-rank 1", 3,
@@ -80,6 +86,20 @@ START_TEST(stopped_rank_named)
                  "hvdlab: error: [rank 0] stall: allreduce(name=\"grad\", count=10) has waited 3 s "
                  "(HVD_STALL_SHUTDOWN_TIME_SECONDS): ranks reached: 0, 2; missing ranks: 1 (not "
                  "arrived); stopping every rank");
+}
+END_TEST
+
+START_TEST(stopped_rank_named_hierarchical)
+{
+    /* The same on the hierarchical path: test hosts {0, 1} and {2} (coll/hier.h). */
+    expect_stall_env(STALL_ENV " HVD_HIERARCHICAL_ALLREDUCE=1 HVD_HOST_GROUP_SIZE=2",
+                     "stop-rank 1", 3,
+                     "hvdlab: warning: stall: allreduce(name=\"grad\", count=10) has waited 1 s "
+                     "(HVD_STALL_CHECK_TIME_SECONDS): ranks reached: 0, 2; missing ranks: 1 (not "
+                     "arrived)",
+                     "hvdlab: error: [rank 0] stall: allreduce(name=\"grad\", count=10) has "
+                     "waited 3 s (HVD_STALL_SHUTDOWN_TIME_SECONDS): ranks reached: 0, 2; missing "
+                     "ranks: 1 (not arrived); stopping every rank");
 }
 END_TEST
 
@@ -200,6 +220,7 @@ static Suite *make_suite(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, stopped_rank_named);
+    tcase_add_test(tc, stopped_rank_named_hierarchical);
     tcase_add_test(tc, stopped_coordinator_named);
     tcase_add_test(tc, broadcast_against_allreduce_named);
     tcase_add_test(tc, different_counts_named);

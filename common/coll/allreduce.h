@@ -1,0 +1,56 @@
+/* allreduce.h — which algorithm reduces a fused host buffer: the ring, the host's shared memory,
+ * or the hierarchy of both.
+ *
+ * - RING (ring.h): MPI point-to-point around all ranks. Any layout.
+ * - SHM (shm.h): every rank of the job on one host: the ranks reduce through one shared window,
+ *   no MPI message at all. Chosen by default when every rank is on one host, at every size
+ *   (allreduce.c says what bench/allreduce measured).
+ * - HIERARCHICAL (hier.h): reduce within each host, ring across the hosts' leaders, broadcast
+ *   within each host. Chosen when HVD_HIERARCHICAL_ALLREDUCE=1 and there are several hosts
+ *   (with one host the SHM path is the same thing minus a copy).
+ * Every path gives every rank the same bits; they differ from one another only in the order in
+ * which the ranks' values are added (hier.h, shm.h).
+ */
+#ifndef HVDLAB_ALLREDUCE_H
+#define HVDLAB_ALLREDUCE_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+#include "coll/fusion.h"
+#include "coll/ring.h"
+
+typedef enum {
+    ALLREDUCE_AUTO = 0, /* by layout and size, as above */
+    ALLREDUCE_RING,
+    ALLREDUCE_SHM,      /* forced on several hosts: the ring instead (no window spans hosts) */
+    ALLREDUCE_HIERARCHICAL
+} allreduce_path;
+
+/* Collective over comm (hvd_init): finds the hosts. hierarchical: HVD_HIERARCHICAL_ALLREDUCE;
+ * group_size: HVD_HOST_GROUP_SIZE, tests only (hier.h), 0 = real hosts. */
+void allreduce_init(MPI_Comm comm, int hierarchical, int group_size);
+/* Collective (hvd_shutdown): frees the communicators and the shared window. */
+void allreduce_free(void);
+
+/* Collective over comm, in place: what fusion.c runs for a host group of len entries (their
+ * timeline marks). fp16: buf holds IEEE half values. A comm other than allreduce_init's goes
+ * round the ring. */
+void allreduce_run(MPI_Comm comm, void *buf, size_t n, int fp16, float scale, ring_workspace *ws,
+                   const fusion_entry *e, size_t len);
+
+/* The path allreduce_run takes for a buffer of this many bytes on allreduce_init's comm. */
+allreduce_path allreduce_choice(size_t bytes);
+const char *allreduce_path_name(allreduce_path p);
+int allreduce_hosts(void); /* hosts found by allreduce_init (1 before it) */
+
+/* Tests and benchmarks, on every rank at the same point between calls: take this path whatever
+ * the size (ALLREDUCE_AUTO: back to the default), and find the hosts again with these
+ * settings (collective). */
+void allreduce_force_path(allreduce_path p);
+void allreduce_reconfigure(int hierarchical, int group_size);
+/* Benchmarks (collective): drop the shared window, so that the next call allocates one with the
+ * piece size shm_set_piece_bytes set. */
+void allreduce_new_window(void);
+
+#endif
