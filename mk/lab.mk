@@ -4,7 +4,8 @@
 #   make diff05      what is left to do: diff -u steps/step05.c solutions/step05.c
 #   make grade05     builds ./step05 and grades it;   make grade   the table of all ten
 #   make check-steps the exercise/solution relation;  make lab-test   graders pass on solutions
-#                    and fail on the untouched exercises (part of make test)
+#                    and fail on the untouched exercises, and judge the planted answers of
+#                    tests/grade/planted/ right (part of make test)
 
 STEPS := 01 02 03 04 05 06 07 08 09 10
 STEP_BIN := $(STEPS:%=$(BUILD)/steps/step%)
@@ -13,6 +14,9 @@ GRADER_BIN := $(STEPS:%=$(BUILD)/tests/grade/grade_step%)
 GRADE_OBJ := $(BUILD)/tests/grade/grade.o $(BUILD)/tests/grade/grade_checks.o \
              $(BUILD)/tests/lib/file_io.o
 GRADE_ENV = MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)"
+# Planted student answers: tests/grade/planted/stepNN-what.patch applied to solutions/stepNN.c.
+PLANTED := $(patsubst tests/grade/planted/%.patch,$(BUILD)/planted/%,\
+             $(wildcard tests/grade/planted/*.patch))
 
 .PHONY: lab graders grade check-steps lab-test $(STEPS:%=step%) $(STEPS:%=solution%) \
         $(STEPS:%=diff%) $(STEPS:%=grade%)
@@ -24,6 +28,14 @@ $(BUILD)/steps/step%: $(BUILD)/steps/step%.o $(LIB)
 	$(CC) $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
 $(BUILD)/solutions/step%: $(BUILD)/solutions/step%.o $(LIB)
 	$(CC) $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
+$(BUILD)/planted/%.c: tests/grade/planted/%.patch
+	@mkdir -p $(@D)
+	patch -s -o $@ solutions/$(firstword $(subst -, ,$*)).c $<
+$(BUILD)/planted/%.o: $(BUILD)/planted/%.c
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+$(PLANTED): $(BUILD)/planted/%: $(BUILD)/planted/%.o $(LIB)
+	$(CC) $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
+.PRECIOUS: $(BUILD)/planted/%.c
 # grade_stepNN: the one grader source, grade_main.c, built with -DGRADE_STEP=N (no leading 0:
 # 08 would be an octal literal).
 $(GRADER_BIN:%=%.o): $(BUILD)/tests/grade/grade_step%.o: tests/grade/grade_main.c
@@ -54,6 +66,7 @@ grade: $(GRADER_BIN)  ## grade all ten steps of your steps/ tree: a PASS/FAIL ta
 check-steps:  ## check that each exercise is the previous solution plus its TODO markers
 	@sh tools/check_steps.sh
 
-lab-test: $(STEP_BIN) $(SOLUTION_BIN) $(GRADER_BIN)  ## graders: pass on every solution, fail on every exercise
+lab-test: $(STEP_BIN) $(SOLUTION_BIN) $(GRADER_BIN) $(PLANTED)  ## graders: pass on every solution, fail on every exercise, judge the planted answers right
 	@sh tools/check_steps.sh
 	@$(GRADE_ENV) BUILD=$(BUILD) sh tests/run_graders.sh
+	@$(GRADE_ENV) BUILD=$(BUILD) sh tests/grade/run_planted.sh
