@@ -70,6 +70,8 @@ lab-test: $(STEP_BIN) $(SOLUTION_BIN) $(GRADER_BIN) $(PLANTED)  ## graders: pass
 	@sh tools/check_steps.sh
 	@$(GRADE_ENV) BUILD=$(BUILD) sh tests/run_graders.sh
 	@$(GRADE_ENV) BUILD=$(BUILD) sh tests/grade/run_planted.sh
+	@sh tools/setup.sh python3-matplotlib >/dev/null
+	@$(GRADE_ENV) BUILD=$(BUILD) sh tests/grade/timeline_plot_test.sh
 
 # Timelines as images (tools/timeline_plot.py, matplotlib): for a terminal with no browser.
 TIMELINE ?= timeline.json
