@@ -18,7 +18,7 @@ GRADE_ENV = MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)"
 PLANTED := $(patsubst tests/grade/planted/%.patch,$(BUILD)/planted/%,\
              $(wildcard tests/grade/planted/*.patch))
 
-.PHONY: lab graders grade check-steps lab-test timeline-image lab-images $(STEPS:%=step%) $(STEPS:%=solution%) \
+.PHONY: lab graders grade check-steps lab-test timeline-image lab-images lab-images-draw $(STEPS:%=step%) $(STEPS:%=solution%) \
         $(STEPS:%=diff%) $(STEPS:%=grade%)
 
 lab: $(STEP_BIN) $(SOLUTION_BIN) $(GRADER_BIN)  ## build every exercise, solution and grader
@@ -75,10 +75,10 @@ lab-test: $(STEP_BIN) $(SOLUTION_BIN) $(GRADER_BIN) $(PLANTED)  ## graders: pass
 
 # Timelines as images (tools/timeline_plot.py, matplotlib): for a terminal with no browser.
 TIMELINE ?= timeline.json
-timeline-image:  ## draw an HVD_TIMELINE file as an image: TIMELINE=t.json [OUT=t.png|t.svg] [STEP=3] [STEPS=1]
+timeline-image:  ## draw an HVD_TIMELINE file as an image: TIMELINE=t.json [OUT=t.png|t.svg] [STEP=n] [STEPS=1] [ZOOM=1]
 	@sh tools/setup.sh python3-matplotlib
 	/usr/bin/python3 tools/timeline_plot.py $(TIMELINE) $(or $(OUT),$(TIMELINE:.json=.png)) \
-	  --step $(or $(STEP),3) --steps $(or $(STEPS),1)
+	  --step $(or $(STEP),0) --steps $(or $(STEPS),1) $(if $(ZOOM),--zoom)
 
 # The lab text's timeline images, from the runs chapters 0 and 3 describe (about 2 minutes).
 LAB_IMG := notebooks-md/images
@@ -89,9 +89,12 @@ lab-images: solution03 solution05  ## redraw notebooks-md/images/timeline-*.png 
 	HVD_FUSION_THRESHOLD=0 HVD_TIMELINE=$(BUILD)/lab-images/nofusion.json \
 	  ./hvdrun -n 2 ./solution05 --epochs 1 >/dev/null
 	HVD_TIMELINE=$(BUILD)/lab-images/step03.json ./hvdrun -n 2 ./solution03 --epochs 1 >/dev/null
-	/usr/bin/python3 tools/timeline_plot.py $(BUILD)/lab-images/fusion.json \
-	  $(LAB_IMG)/timeline-fusion.png --title "./solution05, fusion on (HVD_FUSION_THRESHOLD 64 MiB): one training step"
-	/usr/bin/python3 tools/timeline_plot.py $(BUILD)/lab-images/nofusion.json \
-	  $(LAB_IMG)/timeline-nofusion.png --title "./solution05, HVD_FUSION_THRESHOLD=0: one training step"
-	/usr/bin/python3 tools/timeline_plot.py $(BUILD)/lab-images/step03.json \
-	  $(LAB_IMG)/timeline-step03.png --title "./step03 (finished), 2 ranks: one training step"
+	$(MAKE) --no-print-directory lab-images-draw
+
+lab-images-draw:  # the images from the timelines lab-images wrote (typical step, allreduces)
+	/usr/bin/python3 tools/timeline_plot.py $(BUILD)/lab-images/fusion.json --zoom \
+	  $(LAB_IMG)/timeline-fusion.png --title "./solution05, fusion on (64 MiB): the allreduces of a typical step"
+	/usr/bin/python3 tools/timeline_plot.py $(BUILD)/lab-images/nofusion.json --zoom \
+	  $(LAB_IMG)/timeline-nofusion.png --title "./solution05, HVD_FUSION_THRESHOLD=0: the allreduces of a typical step"
+	/usr/bin/python3 tools/timeline_plot.py $(BUILD)/lab-images/step03.json --zoom \
+	  $(LAB_IMG)/timeline-step03.png --title "./step03 (finished), 2 ranks: the allreduces of a typical step"

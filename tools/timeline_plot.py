@@ -4,12 +4,12 @@ PNG or SVG image, for a terminal with no browser (an ssh session) and for the la
 
 One row per tensor (the trace's "process_name"), in the trace's order; each B/E span (or X event)
 a bar: NEGOTIATE_ALLREDUCE light, ALLREDUCE mid, MPI_ALLREDUCE (the ring pass) dark and narrower,
-inside it. By default it shows training step --step (1-based, default 3: past the first steps'
-warm-up) and the --steps-1 steps after it, a step being one round of the gradient tensors'
+inside it. It shows training step --step (1-based; default: a typical step, the one of median
+length, or with --zoom of median allreduce phase) and the --steps-1 steps after it, a step being one round of the gradient tensors'
 allreduces; --from-ms/--to-ms pick any window instead (ms after the first event).
 
 Usage: python3 tools/timeline_plot.py TIMELINE.json OUT.png|OUT.svg [--step N] [--steps K]
-           [--from-ms A --to-ms B] [--title T]
+           [--zoom] [--from-ms A --to-ms B] [--title T]
 Prints one line: what it drew. Needs python3-matplotlib (make timeline-image installs it).
 """
 import argparse
@@ -62,32 +62,49 @@ def spans_of(events):
     return [(p, names.get(p, str(p))) for p in pids], spans
 
 
-def step_window(rows, spans, step, steps):
-    """(t0, t1) in us around training steps step..step+steps-1: a step starts where the first
-    gradient tensor's row negotiates again."""
+def step_windows(rows, spans):
+    """[(t0, t1)] in us, one per training step: a step starts where the first gradient tensor's
+    row negotiates again and ends with the last gradient span that started before the next."""
     grad_rows = [p for p, n in rows if n.startswith("DistributedOptimizer.grads")]
     if not grad_rows:
-        return None
-    first = grad_rows[0]
+        return []
+    first, grad = grad_rows[0], set(grad_rows)
     starts = sorted(s[2] for s in spans if s[0] == first and s[1] == "NEGOTIATE_ALLREDUCE")
-    if len(starts) < step:
-        step = max(1, len(starts) - steps + 1)
-    i0 = step - 1
-    t0 = starts[i0]
-    t1 = starts[i0 + steps] if i0 + steps < len(starts) else None
-    grad = set(grad_rows)
-    ends = [s[3] for s in spans if s[0] in grad and s[2] >= t0 and (t1 is None or s[2] < t1)]
-    return t0, max(ends), step
+    out = []
+    for i, t0 in enumerate(starts):
+        t1 = starts[i + 1] if i + 1 < len(starts) else None
+        ends = [s[3] for s in spans if s[0] in grad and s[2] >= t0 and (t1 is None or s[2] < t1)]
+        out.append((t0, max(ends)))
+    return out
+
+
+def allreduce_start(spans, t0, t1):
+    """The first ALLREDUCE start in [t0, t1] (the end of the wait for the other ranks), or t0."""
+    return min((s[2] for s in spans if s[1] == "ALLREDUCE" and t0 <= s[2] <= t1), default=t0)
+
+
+def pick_step(windows, step, steps, length):
+    """(t0, t1, step): steps step..step+steps-1 (1-based); step 0: a typical one, of median
+    length(t0, t1) among all but the first."""
+    if step <= 0:
+        cand = sorted(range(1, len(windows)) or [0], key=lambda i: length(*windows[i]))
+        step = cand[len(cand) // 2] + 1
+    step = max(1, min(step, len(windows) - steps + 1))
+    last = windows[min(step + steps - 2, len(windows) - 1)]
+    return windows[step - 1][0], last[1], step
 
 
 def main():
     ap = argparse.ArgumentParser(description="draw an HVD_TIMELINE Chrome trace as PNG/SVG")
     ap.add_argument("timeline")
     ap.add_argument("out")
-    ap.add_argument("--step", type=int, default=3)
+    ap.add_argument("--step", type=int, default=0)
     ap.add_argument("--steps", type=int, default=1)
     ap.add_argument("--from-ms", type=float)
     ap.add_argument("--to-ms", type=float)
+    ap.add_argument("--zoom", action="store_true",
+                    help="start at the step's first ALLREDUCE: cut the negotiation (the wait for "
+                    "the other ranks, long when one rank is slower)")
     ap.add_argument("--title", default=None)
     a = ap.parse_args()
     if not a.out.endswith((".png", ".svg")):
@@ -109,13 +126,20 @@ def main():
         t1 = origin + 1000 * a.to_ms if a.to_ms is not None else max(s[3] for s in spans)
         what = f"{(t0 - origin) / 1000:.1f}-{(t1 - origin) / 1000:.1f} ms"
     else:
-        w = step_window(rows, spans, a.step, a.steps)
-        if w is None:
+        windows = step_windows(rows, spans)
+        if not windows:
             t0, t1 = origin, max(s[3] for s in spans)
             what = "the whole run (no gradient allreduces in it)"
         else:
-            t0, t1, step = w
+            # Typical: the median whole step, or with --zoom the median allreduce phase (a
+            # straggling rank stretches a step's negotiation; a descheduled one, its passes).
+            def length(w0, w1):
+                return w1 - (allreduce_start(spans, w0, w1) if a.zoom else w0)
+            t0, t1, step = pick_step(windows, a.step, a.steps, length)
             what = f"training step {step}" + (f"-{step + a.steps - 1}" if a.steps > 1 else "")
+            if a.zoom:
+                t0 = allreduce_start(spans, t0, t1)
+                what += "'s allreduces"
     pad = 0.03 * (t1 - t0 or 1)
     lo, hi = t0 - pad, t1 + pad
     shown = [(p, n) for p, n in rows if any(s[0] == p and s[3] >= lo and s[2] <= hi for s in spans)]
