@@ -226,7 +226,8 @@ int grade_run_launch(grade_run *r, const char *prog, const char *launch, const c
     int finished = wait_until(child, t0 + timeout_s, &st);
     if (!finished) {
         stop_job(child, &st);
-        r->status = stop_signal ? 128 + stop_signal : 124;
+        r->status = 124;
+        r->interrupted = stop_signal;
     } else {
         r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     }

@@ -28,7 +28,8 @@ typedef struct {
 
 typedef struct {
     char cmd[4096];     /* the command line, for messages */
-    int status;         /* exit status; 124 = timed out, 128+N = the grader got signal N */
+    int status;         /* mpirun's exit status; 124 = timed out */
+    int interrupted;    /* the signal that made the grader stop the job (Ctrl-C …), or 0 */
     int limit;          /* its time limit, seconds */
     double seconds;
     char *out;          /* stdout of the job (all ranks) */

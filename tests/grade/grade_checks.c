@@ -143,13 +143,13 @@ static int explain_run(grade_run *r, const char *which, char *msg, size_t len)
     char line[1024], lines[2048], calls[1500];
     hvdlab_lines(r, lines, sizeof lines);
     last_calls(r, calls, sizeof calls);
+    if (r->interrupted)
+        return fail(msg, len, "the %s run was interrupted (signal %d).", which, r->interrupted);
     if (r->status == 124)
         return fail(msg, len, "the %s run did not finish in %d s (it takes a few seconds): it "
                     "hung and was stopped.\n%s%s  Did every rank make the same calls? A rank "
                     "waiting in a collective the others never call hangs the job.\n%s\n  The "
                     "run: %s", which, r->limit, lines, calls, same_calls_hint, r->cmd);
-    if (r->status > 128)
-        return fail(msg, len, "the %s run was interrupted (signal %d).", which, r->status - 128);
     if (line_with(r->err, "collective mismatch: ", line, sizeof line) == 0 ||
         line_with(r->out, "collective mismatch: ", line, sizeof line) == 0) {
         int ra = -1, rb = -1;
@@ -171,6 +171,17 @@ static int explain_run(grade_run *r, const char *which, char *msg, size_t len)
         return fail(msg, len, "the %s run stopped after %.0f s: a collective waited for ranks "
                     "that never joined it: did every rank make the same calls?\n%s%s%s\n  The "
                     "run: %s", which, r->seconds, lines, calls, same_calls_hint, r->cmd);
+    int rank = -1, sig = 0;
+    char signame[64] = "";
+    const char *d = r->err ? strstr(r->err, "process rank ") : NULL;
+    if (d && strstr(d, "exited on signal") &&
+        sscanf(d, "process rank %d", &rank) == 1 &&
+        sscanf(strstr(d, "exited on signal"), "exited on signal %d (%63[^)])", &sig, signame) >= 1)
+        return fail(msg, len, "the %s run crashed: rank %d died: %s (signal %d) after %.0f s.\n"
+                    "%s  Last lines of its output:\n%s%s  Hint: run it yourself, e.g. %s; a crash "
+                    "on one rank only often means a rank-dependent branch (if (hvd_rank() …)) "
+                    "uses something only rank 0 set up.", which, rank, signame[0] ? signame : "?",
+                    sig, r->seconds, lines, grade_tail(r->out, 3), grade_tail(r->err, 4), r->cmd);
     char died[512] = "";
     if (line_with(r->err, "exited on signal", line, sizeof line) == 0)
         snprintf(died, sizeof died, "  mpirun: %.400s\n", line);
