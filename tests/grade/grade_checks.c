@@ -283,7 +283,8 @@ static int steps_agree(grade_ctx *g, const char *key, int *bad_step, int *bad_ra
 /* Behaviour, not code: the gradient every rank applied at a step must be the mean of the ranks'
  * own gradients of that step, however the student averaged them (hvd_distributed_optimizer or
  * an allreduce by hand). The trace gives each a linear digest (grad_dot, params_digest_at): the
- * applied gradient's digest must be the mean of the local ones. */
+ * applied gradient's digest must be the mean of the local ones, within 1% of the gradients' norm
+ * (fp16 compression errs by ~0.03%; a sum, or one rank's own gradient, by tens of per cent). */
 static int check_distributed(grade_ctx *g, char *msg, size_t len)
 {
     for (int k = 0; k < g->np; k++)
@@ -309,9 +310,9 @@ static int check_distributed(grade_ctx *g, char *msg, size_t len)
         for (k = 0; k < g->np; k++) {
             const grade_event *st = grade_nth(grade_rank(&g->a, k), "step", i);
             double got = grade_num(st, "grad_dot", NAN);
-            if (fabs(got - mean) <= 1e-4 * scale)
+            if (fabs(got - mean) <= 1e-2 * scale)
                 continue;
-            if (fabs(got - g->np * mean) <= 1e-4 * scale)
+            if (fabs(got - g->np * mean) <= 1e-2 * scale)
                 return fail(msg, len, "at step %d the ranks applied the SUM of their gradients, "
                             "not the mean: %d times the average, so the effective learning rate "
                             "is %d times too large.\n  Hint: average, do not sum: "
