@@ -4,7 +4,8 @@
 #   make diff05      what is left to do: diff -u steps/step05.c solutions/step05.c
 #   make grade05     builds ./step05 and grades it;   make grade   the table of all ten
 #   make check-steps the exercise/solution relation;  make lab-test   graders pass on solutions
-#                    and fail on the untouched exercises (part of make test)
+#                    and fail on the untouched exercises, and judge the planted answers of
+#                    tests/grade/planted/ right (part of make test)
 
 STEPS := 01 02 03 04 05 06 07 08 09 10
 STEP_BIN := $(STEPS:%=$(BUILD)/steps/step%)
@@ -13,8 +14,11 @@ GRADER_BIN := $(STEPS:%=$(BUILD)/tests/grade/grade_step%)
 GRADE_OBJ := $(BUILD)/tests/grade/grade.o $(BUILD)/tests/grade/grade_checks.o \
              $(BUILD)/tests/lib/file_io.o
 GRADE_ENV = MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)"
+# Planted student answers: tests/grade/planted/stepNN-what.patch applied to solutions/stepNN.c.
+PLANTED := $(patsubst tests/grade/planted/%.patch,$(BUILD)/planted/%,\
+             $(wildcard tests/grade/planted/*.patch))
 
-.PHONY: lab graders grade check-steps lab-test $(STEPS:%=step%) $(STEPS:%=solution%) \
+.PHONY: lab graders grade check-steps lab-test timeline-image lab-images lab-images-draw $(STEPS:%=step%) $(STEPS:%=solution%) \
         $(STEPS:%=diff%) $(STEPS:%=grade%)
 
 lab: $(STEP_BIN) $(SOLUTION_BIN) $(GRADER_BIN)  ## build every exercise, solution and grader
@@ -24,6 +28,14 @@ $(BUILD)/steps/step%: $(BUILD)/steps/step%.o $(LIB)
 	$(CC) $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
 $(BUILD)/solutions/step%: $(BUILD)/solutions/step%.o $(LIB)
 	$(CC) $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
+$(BUILD)/planted/%.c: tests/grade/planted/%.patch
+	@mkdir -p $(@D)
+	patch -s -o $@ solutions/$(firstword $(subst -, ,$*)).c $<
+$(BUILD)/planted/%.o: $(BUILD)/planted/%.c
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+$(PLANTED): $(BUILD)/planted/%: $(BUILD)/planted/%.o $(LIB)
+	$(CC) $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
+.PRECIOUS: $(BUILD)/planted/%.c
 # grade_stepNN: the one grader source, grade_main.c, built with -DGRADE_STEP=N (no leading 0:
 # 08 would be an octal literal).
 $(GRADER_BIN:%=%.o): $(BUILD)/tests/grade/grade_step%.o: tests/grade/grade_main.c
@@ -54,6 +66,35 @@ grade: $(GRADER_BIN)  ## grade all ten steps of your steps/ tree: a PASS/FAIL ta
 check-steps:  ## check that each exercise is the previous solution plus its TODO markers
 	@sh tools/check_steps.sh
 
-lab-test: $(STEP_BIN) $(SOLUTION_BIN) $(GRADER_BIN)  ## graders: pass on every solution, fail on every exercise
+lab-test: $(STEP_BIN) $(SOLUTION_BIN) $(GRADER_BIN) $(PLANTED)  ## graders: pass on every solution, fail on every exercise, judge the planted answers right
 	@sh tools/check_steps.sh
 	@$(GRADE_ENV) BUILD=$(BUILD) sh tests/run_graders.sh
+	@$(GRADE_ENV) BUILD=$(BUILD) sh tests/grade/run_planted.sh
+	@sh tools/setup.sh python3-matplotlib >/dev/null
+	@$(GRADE_ENV) BUILD=$(BUILD) sh tests/grade/timeline_plot_test.sh
+
+# Timelines as images (tools/timeline_plot.py, matplotlib): for a terminal with no browser.
+TIMELINE ?= timeline.json
+timeline-image:  ## draw an HVD_TIMELINE file as an image: TIMELINE=t.json [OUT=t.png|t.svg] [STEP=n] [STEPS=1] [ZOOM=1]
+	@sh tools/setup.sh python3-matplotlib
+	/usr/bin/python3 tools/timeline_plot.py $(TIMELINE) $(or $(OUT),$(TIMELINE:.json=.png)) \
+	  --step $(or $(STEP),0) --steps $(or $(STEPS),1) $(if $(ZOOM),--zoom)
+
+# The lab text's timeline images, from the runs chapters 0 and 3 describe (about 2 minutes).
+LAB_IMG := notebooks-md/images
+lab-images: solution03 solution05  ## redraw notebooks-md/images/timeline-*.png from real runs
+	@sh tools/setup.sh python3-matplotlib
+	@mkdir -p $(BUILD)/lab-images
+	HVD_TIMELINE=$(BUILD)/lab-images/fusion.json ./hvdrun -n 2 ./solution05 --epochs 1 >/dev/null
+	HVD_FUSION_THRESHOLD=0 HVD_TIMELINE=$(BUILD)/lab-images/nofusion.json \
+	  ./hvdrun -n 2 ./solution05 --epochs 1 >/dev/null
+	HVD_TIMELINE=$(BUILD)/lab-images/step03.json ./hvdrun -n 2 ./solution03 --epochs 1 >/dev/null
+	$(MAKE) --no-print-directory lab-images-draw
+
+lab-images-draw:  # the images from the timelines lab-images wrote (typical step, allreduces)
+	/usr/bin/python3 tools/timeline_plot.py $(BUILD)/lab-images/fusion.json --zoom \
+	  $(LAB_IMG)/timeline-fusion.png --title "./solution05, fusion on (64 MiB): the allreduces of a typical step"
+	/usr/bin/python3 tools/timeline_plot.py $(BUILD)/lab-images/nofusion.json --zoom \
+	  $(LAB_IMG)/timeline-nofusion.png --title "./solution05, HVD_FUSION_THRESHOLD=0: the allreduces of a typical step"
+	/usr/bin/python3 tools/timeline_plot.py $(BUILD)/lab-images/step03.json --zoom \
+	  $(LAB_IMG)/timeline-step03.png --title "./step03 (finished), 2 ranks: the allreduces of a typical step"

@@ -37,10 +37,10 @@ int main(int argc, char **argv)
     loader train = lab_train_loader(&a, &ds, me); /* shuffled, augmented training batches */
     loader val = lab_val_loader(&a, &ds, me);     /* validation batches after every epoch */
 
-    // TODO: Step 5: each rank now does 1/size of an epoch: steps_per_epoch / hvd_size(), and 3 * val_steps / hvd_size() validation steps
     /* Keras' len(train_iter) and len(test_iter): batches in one pass over the data. */
     int steps_per_epoch = (int)((train.n + (size_t)a.batch_size - 1) / (size_t)a.batch_size);
     int val_steps = (int)((val.n + (size_t)a.val_batch_size - 1) / (size_t)a.val_batch_size);
+    // TODO: Step 5: each rank now does 1/size of an epoch: steps_per_epoch = steps_per_epoch / hvd_size() (rounded down), and 3 * val_steps / hvd_size() validation steps
     if (steps_per_epoch < 1 || val_steps < 1)
         fatal_error("less than one batch per rank: %zu training images in batches of %d, %zu test "
                     "images in batches of %d, %d ranks", train.n, a.batch_size, val.n,

@@ -15,14 +15,18 @@
  *                 one event per call; hvd_broadcast, hvd_broadcast_bytes, hvd_allgather)
  *   params        when=broadcast root | when=restore epoch; sum=<params_checksum of params>
  *                 state_sum=<of the BN state>      (hvd_broadcast_parameters, ckpt_load_params)
+ *   train_batch   loss correct count grad_dot grad_norm: this rank's own gradients, before any
+ *                 averaging (params_digest_at)                             (wrn_train_batch)
  *   step          opt=sgd|novograd lr distributed iter grad_sum=<hex, after averaging>
- *                 param_sum=<hex, after the update>                        (optimizer_step)
+ *                 param_sum=<hex, after the update> grad_dot grad_norm (of the gradients
+ *                 applied)                                                 (optimizer_step)
  *   shard         epoch loader_rank loader_size n shuffle count first sum=<FNV-1a 64 of the
  *                 indices as 8-byte LE integers> [idx=3,17,42 when count <= 4096]
  *                 (loader_set_epoch)
  *   ckpt_save     path epoch / ckpt_restore path epoch
  *   metrics       when=local|averaged name loss accuracy [count] (hvd_metric_average);
  *                 when=epoch epoch loss accuracy val_loss val_accuracy (progress_epoch_end)
+ *   evaluate      steps loss accuracy count: this rank's own, before averaging  (lab_evaluate)
  *   progress      text="<the line printed, quoted>"
  *   resume        epoch batch saved_batch world was: where a resumed run starts (the batch mapped
  *                 from saved_batch of `was` ranks onto `world`)                (resume_batch)

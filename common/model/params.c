@@ -1,8 +1,9 @@
 /* params.c — helpers over a flat parameter set. See params.h.
  * Public: params_checksum, params_find, params_add_l2, params_checksum_at, params_to_host,
- *         params_from_host, params_buffer_alloc, params_buffer_free, params_device_stream. */
+ *         params_digest_at, params_from_host, params_buffer_alloc, params_buffer_free, params_device_stream. */
 #include "model/params.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,6 +81,28 @@ uint64_t params_checksum_at(const float *buf, size_t n, int device)
     const uint64_t sum = params_checksum(h, n);
     free(h);
     return sum;
+}
+
+void params_digest_at(const float *buf, size_t n, int device, double *dot, double *norm)
+{
+    const float *h = buf;
+    float *copy = NULL;
+    if (device) {
+        copy = malloc((n ? n : 1) * sizeof *copy);
+        if (!copy)
+            fatal_error("params_digest_at: out of memory for %zu floats", n);
+        params_to_host(copy, buf, n, device);
+        h = copy;
+    }
+    double d = 0, s = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t k = (uint32_t)i * 2654435761u; /* Knuth's multiplicative hash */
+        d += ((double)(k >> 16) / 32768.0 - 1.0) * (double)h[i];
+        s += (double)h[i] * (double)h[i];
+    }
+    free(copy);
+    *dot = d;
+    *norm = sqrt(s);
 }
 
 void params_to_host(float *dst, const float *src, size_t n, int device)

@@ -63,6 +63,10 @@ double params_add_l2(param_set *ps, float wd);
 /* Buffers that may be device memory (device = 1: on the GPU of nn/gpu_context.h; a CPU build
  * stops the process if asked for one). The copies return when done. */
 uint64_t params_checksum_at(const float *buf, size_t n, int device);
+/* Two numbers a grader can average across ranks (the trace's grad_dot, grad_norm): dot = Σ w_i·b_i
+ * with fixed pseudo-random weights w_i in [-1, 1) (linear, so the dot of a mean of buffers is the
+ * mean of their dots), norm = sqrt(Σ b_i²) (the scale to compare dots at). */
+void params_digest_at(const float *buf, size_t n, int device, double *dot, double *norm);
 void params_to_host(float *dst_host, const float *src, size_t n, int device);
 void params_from_host(float *dst, const float *src_host, size_t n, int device);
 /* n zeroed floats (at least one); NULL when out of (device) memory. */

@@ -126,11 +126,15 @@ int optimizer_step(optimizer *opt, param_set *ps)
         opt->kind->apply(opt, ps);
     opt->iterations++;
     opt->last_lr = opt->lr;
-    if (trace_enabled())
+    if (trace_enabled()) {
+        double dot, norm;
+        params_digest_at(ps->grads, ps->n, ps->device, &dot, &norm);
         trace_event("step", "opt=%s lr=%.9g distributed=%d iter=%ld grad_sum=%016llx "
-                    "param_sum=%016llx",
+                    "param_sum=%016llx grad_dot=%.17g grad_norm=%.17g",
                     optimizer_name(opt), (double)opt->lr, opt->distributed, opt->iterations,
                     (unsigned long long)params_checksum_at(ps->grads, ps->n, ps->device),
-                    (unsigned long long)params_checksum_at(ps->params, ps->n, ps->device));
+                    (unsigned long long)params_checksum_at(ps->params, ps->n, ps->device), dot,
+                    norm);
+    }
     return 1;
 }

@@ -10,6 +10,7 @@
 
 #include "base/errmsg.h"
 #include "base/fatal.h"
+#include "base/trace.h"
 #include "train/lab_agree.h"
 #include "train/resume.h"
 
@@ -80,6 +81,8 @@ metrics lab_evaluate(wrn_model *model, loader *L, int steps, float *x, int *y)
         wrn_result r = wrn_eval_batch(model, x, y, n, NULL);
         metrics_add(&m, r.loss, (size_t)r.correct, r.count);
     }
+    trace_event("evaluate", "steps=%d loss=%.17g accuracy=%.17g count=%zu", steps,
+                metrics_loss(&m), metrics_accuracy(&m), metrics_count(&m));
     return m;
 }
 

@@ -28,7 +28,9 @@ typedef struct {
 
 typedef struct {
     char cmd[4096];     /* the command line, for messages */
-    int status;         /* exit status; 124 = timed out */
+    int status;         /* mpirun's exit status; 124 = timed out */
+    int interrupted;    /* the signal that made the grader stop the job (Ctrl-C …), or 0 */
+    int limit;          /* its time limit, seconds */
     double seconds;
     char *out;          /* stdout of the job (all ranks) */
     char *err;          /* stderr */
@@ -36,10 +38,19 @@ typedef struct {
     grade_proc procs[GRADE_MAX_PROCS];
 } grade_run;
 
-/* Runs `MPIRUN -n np prog args` in workdir with HVDLAB_TRACE=workdir/trace-<tag>, a time
- * limit of timeout_s, and reads the output and the trace files. Returns 0 if it could run it. */
+/* Runs `MPIRUN --bind-to none <launch>` (launch: "-n 2 prog args", or an MPMD line
+ * "-n 1 prog args : -n 1 prog other-args") in its own process group with
+ * HVDLAB_TRACE=workdir/trace-<tag>, HVD_CHECK_COLLECTIVES=1 and the stall inspector (warning after
+ * 5 s, stop after 10 s), and reads the output and the trace files. After timeout_s seconds, or when the grader gets SIGINT,
+ * SIGTERM or SIGHUP, it stops the whole job: SIGTERM to the group, SIGKILL 3 s later, and SIGKILL
+ * to any rank the traces name that is still running. Returns 0 if it could start it. */
+int grade_run_launch(grade_run *r, const char *prog, const char *launch, const char *workdir,
+                     const char *tag, int timeout_s);
+/* grade_run_launch of "-n np prog args". */
 int grade_run_prog(grade_run *r, const char *prog, int np, const char *args, const char *workdir,
                    const char *tag, int timeout_s);
+/* The signal that interrupted a run (the grader should clean up and stop), or 0. */
+int grade_stopped(void);
 void grade_run_free(grade_run *r);
 
 const char *grade_get(const grade_event *e, const char *key); /* NULL if absent */

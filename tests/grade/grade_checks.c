@@ -37,10 +37,17 @@ static int fail(char *msg, size_t len, const char *fmt, ...)
 
 static int same(const char *a, const char *b) { return a && b && strcmp(a, b) == 0; }
 
-/* Optimizer steps each of np ranks makes per epoch: Keras' len(train_iter) // size. */
+/* Optimizer steps each of np ranks makes per epoch: Keras' len(train_iter) // size, what the kit
+ * uses. When the batches do not divide evenly, ceil (one step more) is as defensible. */
 static int steps_per_epoch(const grade_ctx *g, int np)
 {
     return (g->train_n + g->batch - 1) / g->batch / np;
+}
+
+static int steps_per_epoch_ceil(const grade_ctx *g, int np)
+{
+    int batches = (g->train_n + g->batch - 1) / g->batch;
+    return (batches + np - 1) / np;
 }
 
 /* Every rank 0..np-1 wrote its own rank-R.log; 0 if so. */
@@ -52,15 +59,141 @@ static int have_all_ranks(grade_run *r, int np)
     return 0;
 }
 
+/* What a collective's name is in the student's program, for the mismatch message. */
+static const char *call_meaning(const char *call)
+{
+    if (strstr(call, "DistributedOptimizer.grads"))
+        return "the gradient averaging in optimizer_step (an optimizer wrapped by "
+               "hvd_distributed_optimizer)";
+    if (strstr(call, "resume_from_epoch"))
+        return "the broadcast of the epoch to resume from";
+    if (strstr(call, "broadcast.optimizer"))
+        return "hvd_broadcast_optimizer_state";
+    if (strstr(call, "broadcast."))
+        return "hvd_broadcast_parameters";
+    if (strstr(call, ".loss\"") || strstr(call, ".accuracy\""))
+        return "hvd_metric_average";
+    if (strstr(call, "\"lab."))
+        return "the kit's own setup, before training: every rank made it";
+    if (strstr(call, "shutdown("))
+        return "hvd_shutdown: this rank had already finished";
+    return "a collective of your own";
+}
+
+/* Copies the line of text holding key (from key to the end of the line) into out; 0 if found. */
+static int line_with(const char *text, const char *key, char *out, size_t len)
+{
+    const char *p = text ? strstr(text, key) : NULL;
+    if (!p)
+        return -1;
+    size_t n = strcspn(p, "\n");
+    snprintf(out, len, "%.*s", (int)(n < len ? n : len - 1), p);
+    return 0;
+}
+
+/* The run's own warning and error lines (hvdlab: warning|error: …), indented, at most 4; ""
+ * when none. */
+static void hvdlab_lines(const grade_run *r, char *out, size_t len)
+{
+    out[0] = '\0';
+    size_t o = 0;
+    int n = 0;
+    const char *texts[2] = {r->err, r->out};
+    for (int t = 0; t < 2; t++)
+        for (const char *p = texts[t]; p && *p && n < 4 && o < len;) {
+            size_t l = strcspn(p, "\n");
+            if (strncmp(p, "hvdlab: warning: ", 17) == 0 || strncmp(p, "hvdlab: error: ", 15) == 0) {
+                o += (size_t)snprintf(out + o, len - o, "    %.*s\n", (int)l, p);
+                n++;
+            }
+            p += l + (p[l] == '\n');
+        }
+}
+
+/* One line per rank: the last collective call its trace shows, and what it is. */
+static void last_calls(grade_run *r, char *out, size_t len)
+{
+    size_t o = 0;
+    out[0] = '\0';
+    for (int k = 0; k < GRADE_MAX_PROCS && o < len; k++) {
+        grade_proc *p = grade_rank(r, k);
+        if (!p)
+            break;
+        const grade_event *c = NULL;
+        for (int i = 0; i < p->nev; i++)
+            if (grade_is(&p->ev[i], "collective"))
+                c = &p->ev[i];
+        char call[300] = "none";
+        if (c)
+            snprintf(call, sizeof call, "%s(name=\"%s\")", grade_get(c, "op"),
+                     grade_get(c, "name"));
+        o += (size_t)snprintf(out + o, len - o, "  rank %d's last collective call: %s (%s)\n", k,
+                              call, c ? call_meaning(call) : "none yet");
+    }
+}
+
+static const char same_calls_hint[] =
+    "  Hint: every rank must make the same collective calls in the same order: look for a call "
+    "made on some ranks only (inside if (hvd_rank() == 0)), or ranks that run a different "
+    "number of epochs or steps.";
+
+/* The run r did not end well: what happened, in the student's terms. */
+static int explain_run(grade_run *r, const char *which, char *msg, size_t len)
+{
+    char line[1024], lines[2048], calls[1500];
+    hvdlab_lines(r, lines, sizeof lines);
+    last_calls(r, calls, sizeof calls);
+    if (r->interrupted)
+        return fail(msg, len, "the %s run was interrupted (signal %d).", which, r->interrupted);
+    if (r->status == 124)
+        return fail(msg, len, "the %s run did not finish in %d s (it takes a few seconds): it "
+                    "hung and was stopped.\n%s%s  Did every rank make the same calls? A rank "
+                    "waiting in a collective the others never call hangs the job.\n%s\n  The "
+                    "run: %s", which, r->limit, lines, calls, same_calls_hint, r->cmd);
+    if (line_with(r->err, "collective mismatch: ", line, sizeof line) == 0 ||
+        line_with(r->out, "collective mismatch: ", line, sizeof line) == 0) {
+        int ra = -1, rb = -1;
+        char ca[400] = "?", cb[400] = "?";
+        const char *p = line + strlen("collective mismatch: ");
+        const char *but = strstr(p, " but rank ");
+        const char *tail = strstr(p, " (every rank must");
+        if (but && tail && sscanf(p, "rank %d called", &ra) == 1 &&
+            sscanf(but, " but rank %d called", &rb) == 1) {
+            const char *a0 = strstr(p, "called ") + 7, *b0 = strstr(but, "called ") + 7;
+            snprintf(ca, sizeof ca, "%.*s", (int)(but - a0), a0);
+            snprintf(cb, sizeof cb, "%.*s", (int)(tail - b0), b0);
+        }
+        return fail(msg, len, "the %s run stopped after %.0f s: rank %d called %s but rank %d "
+                    "called %s: did every rank make the same calls?\n%s%s\n  The run: %s", which,
+                    r->seconds, ra, ca, rb, cb, calls, same_calls_hint, r->cmd);
+    }
+    if (strstr(lines, "stall:"))
+        return fail(msg, len, "the %s run stopped after %.0f s: a collective waited for ranks "
+                    "that never joined it: did every rank make the same calls?\n%s%s%s\n  The "
+                    "run: %s", which, r->seconds, lines, calls, same_calls_hint, r->cmd);
+    int rank = -1, sig = 0;
+    char signame[64] = "";
+    const char *d = r->err ? strstr(r->err, "process rank ") : NULL;
+    if (d && strstr(d, "exited on signal") &&
+        sscanf(d, "process rank %d", &rank) == 1 &&
+        sscanf(strstr(d, "exited on signal"), "exited on signal %d (%63[^)])", &sig, signame) >= 1)
+        return fail(msg, len, "the %s run crashed: rank %d died: %s (signal %d) after %.0f s.\n"
+                    "%s  Last lines of its output:\n%s%s  Hint: run it yourself, e.g. %s; a crash "
+                    "on one rank only often means a rank-dependent branch (if (hvd_rank() …)) "
+                    "uses something only rank 0 set up.", which, rank, signame[0] ? signame : "?",
+                    sig, r->seconds, lines, grade_tail(r->out, 3), grade_tail(r->err, 4), r->cmd);
+    char died[512] = "";
+    if (line_with(r->err, "exited on signal", line, sizeof line) == 0)
+        snprintf(died, sizeof died, "  mpirun: %.400s\n", line);
+    return fail(msg, len, "the %s run failed (exit %d) after %.0f s: %s\n%s%s  Last lines of its "
+                "output:\n%s%s", which, r->status, r->seconds, r->cmd, died, lines,
+                grade_tail(r->out, 4), grade_tail(r->err, 6));
+}
+
 static int check_runs(grade_ctx *g, grade_run *r, const char *which, char *msg, size_t len)
 {
-    if (r->status == 124)
-        return fail(msg, len, "the %s run did not finish in time (%s).\n  Hint: a rank waiting in a "
-                    "collective the others never call hangs the job; try HVD_CHECK_COLLECTIVES=1.",
-                    which, r->cmd);
     if (r->status != 0)
-        return fail(msg, len, "the %s run failed (exit %d): %s\n  Last lines of its output:\n%s%s",
-                    which, r->status, r->cmd, grade_tail(r->out, 4), grade_tail(r->err, 6));
+        return explain_run(r, which, msg, len);
     if (!strstr(r->out, "Test accuracy:"))
         return fail(msg, len, "the %s run printed no \"Test accuracy:\" line.\n  Hint: keep the "
                     "final evaluation at the end of main.", which);
@@ -121,15 +254,17 @@ static int check_rank0_prints(grade_ctx *g, char *msg, size_t len)
     return 0;
 }
 
-/* Compares key of the i-th step event across ranks; -1 with the first difference. */
-static int steps_agree(grade_ctx *g, const char *key, int *bad_step, int *bad_rank)
+/* Compares key of the i-th step event of run r across ranks; -1 with the first difference. */
+static int run_steps_agree(grade_ctx *g, grade_run *r, const char *key, int *bad_step,
+                           int *bad_rank)
 {
-    grade_proc *p0 = grade_rank(&g->a, 0);
+    grade_proc *p0 = grade_rank(r, 0);
     int n = grade_count(p0, "step");
     for (int i = 0; i < n; i++) {
         const char *v0 = grade_get(grade_nth(p0, "step", i), key);
         for (int k = 1; k < g->np; k++) {
-            const grade_event *e = grade_nth(grade_rank(&g->a, k), "step", i);
+            grade_proc *pk = grade_rank(r, k);
+            const grade_event *e = pk ? grade_nth(pk, "step", i) : NULL;
             if (!e || !same(v0, grade_get(e, key))) {
                 *bad_step = i + 1;
                 *bad_rank = k;
@@ -140,8 +275,16 @@ static int steps_agree(grade_ctx *g, const char *key, int *bad_step, int *bad_ra
     return 0;
 }
 
-/* Behaviour, not code: the gradients each rank applied must be the same on every rank, however
- * the student averaged them (hvd_distributed_optimizer or a hand-written allreduce). */
+static int steps_agree(grade_ctx *g, const char *key, int *bad_step, int *bad_rank)
+{
+    return run_steps_agree(g, &g->a, key, bad_step, bad_rank);
+}
+
+/* Behaviour, not code: the gradient every rank applied at a step must be the mean of the ranks'
+ * own gradients of that step, however the student averaged them (hvd_distributed_optimizer or
+ * an allreduce by hand). The trace gives each a linear digest (grad_dot, params_digest_at): the
+ * applied gradient's digest must be the mean of the local ones, within 1% of the gradients' norm
+ * (fp16 compression errs by ~0.03%; a sum, or one rank's own gradient, by tens of per cent). */
 static int check_distributed(grade_ctx *g, char *msg, size_t len)
 {
     for (int k = 0; k < g->np; k++)
@@ -153,6 +296,34 @@ static int check_distributed(grade_ctx *g, char *msg, size_t len)
                     "rank updated its weights with its own gradients only.\n  Hint: wrap the "
                     "optimizer so it averages the gradients over the ranks: "
                     "opt = hvd_distributed_optimizer(opt);", s, k);
+    int n = grade_count(grade_rank(&g->a, 0), "step");
+    for (int i = 0; i < n; i++) {
+        double mean = 0, scale = 0;
+        for (k = 0; k < g->np; k++) {
+            const grade_event *b = grade_nth(grade_rank(&g->a, k), "train_batch", i);
+            if (!b)
+                return fail(msg, len, "rank %d made step %d without computing gradients "
+                            "(wrn_train_batch) first.", k, i + 1);
+            mean += grade_num(b, "grad_dot", NAN) / g->np;
+            scale = fmax(scale, grade_num(b, "grad_norm", NAN));
+        }
+        for (k = 0; k < g->np; k++) {
+            const grade_event *st = grade_nth(grade_rank(&g->a, k), "step", i);
+            double got = grade_num(st, "grad_dot", NAN);
+            if (fabs(got - mean) <= 1e-2 * scale)
+                continue;
+            if (fabs(got - g->np * mean) <= 1e-2 * scale)
+                return fail(msg, len, "at step %d the ranks applied the SUM of their gradients, "
+                            "not the mean: %d times the average, so the effective learning rate "
+                            "is %d times too large.\n  Hint: average, do not sum: "
+                            "hvd_allreduce(…, HVD_AVERAGE, …), or simply "
+                            "opt = hvd_distributed_optimizer(opt);", i + 1, g->np, g->np);
+            return fail(msg, len, "at step %d rank %d applied a gradient that is not the mean of "
+                        "the ranks' gradients (digest %.6g, the mean's %.6g).\n  Hint: average "
+                        "the gradients over the ranks after computing them and before the "
+                        "update: opt = hvd_distributed_optimizer(opt);", i + 1, k, got, mean);
+        }
+    }
     return 0;
 }
 
@@ -228,13 +399,19 @@ static int check_shards_of(grade_ctx *g, grade_run *r, int np, int epochs, char 
     free(seen);
     if (rc)
         return rc;
+    int spe_ceil = steps_per_epoch_ceil(g, np);
     for (int k = 0; k < np; k++) {
         int steps = grade_count(grade_rank(r, k), "step");
-        if (steps != spe * epochs)
+        if (steps != spe * epochs && steps != spe_ceil * epochs) {
+            char also[64] = "";
+            if (spe_ceil != spe)
+                snprintf(also, sizeof also, " (or %d, rounding up)", spe_ceil);
             return fail(msg, len, "with %d ranks, rank %d made %d optimizer steps in %d epoch(s); "
-                        "with %d images and batch %d each rank should make %d per epoch.\n  Hint: "
-                        "steps_per_epoch = ceil(train images / batch) / hvd_size().", np, k, steps,
-                        epochs, g->train_n, g->batch, spe);
+                        "with %d images and batch %d each rank should make %d per epoch%s.\n  "
+                        "Hint: steps_per_epoch = ceil(train images / batch) / hvd_size() (the kit "
+                        "rounds this division down).", np, k, steps, epochs, g->train_n, g->batch,
+                        spe, also);
+        }
     }
     return 0;
 }
@@ -274,6 +451,34 @@ static const grade_event *metrics_of_epoch(const grade_proc *p, int e)
     return NULL;
 }
 
+/* What rank p measured on its own in epoch e (1-based): loss, accuracy of its training batches
+ * (train_batch events after its training loader's shard event of that epoch) and of its
+ * validation (its e-th evaluate event). 0 if it has both. */
+static int local_metrics(const grade_ctx *g, const grade_proc *p, int e, double out[4])
+{
+    double loss = 0, correct = 0, count = 0;
+    int epoch = -1;
+    for (int i = 0; p && i < p->nev; i++) {
+        const grade_event *ev = &p->ev[i];
+        if (grade_is(ev, "shard") && (int)grade_num(ev, "n", -1) == g->train_n)
+            epoch = (int)grade_num(ev, "epoch", -1);
+        else if (grade_is(ev, "train_batch") && epoch == e - 1) {
+            double c = grade_num(ev, "count", 0);
+            loss += grade_num(ev, "loss", NAN) * c;
+            correct += grade_num(ev, "correct", 0);
+            count += c;
+        }
+    }
+    const grade_event *val = p ? grade_nth(p, "evaluate", e - 1) : NULL;
+    if (count == 0 || !val)
+        return -1;
+    out[0] = loss / count;
+    out[1] = correct / count;
+    out[2] = grade_num(val, "loss", NAN);
+    out[3] = grade_num(val, "accuracy", NAN);
+    return 0;
+}
+
 static int check_metrics(grade_ctx *g, char *msg, size_t len)
 {
     grade_proc *p0 = grade_rank(&g->a, 0);
@@ -295,32 +500,35 @@ static int check_metrics(grade_ctx *g, char *msg, size_t len)
                                 grade_get(m0, metric_keys[j]));
         }
     }
-    /* 2. Each averaging: the same values on every rank, the mean of what the ranks measured. */
-    for (int i = 0;; i++) {
-        const grade_event *avg0 = metrics_nth(p0, "averaged", i);
-        if (!avg0)
-            return i > 0 ? 0 : fail(msg, len, "no averaged metrics were seen.\n  Hint: call "
-                                    "hvd_metric_average on the train and validation metrics.");
-        for (const char *const *key = metric_keys; key < metric_keys + 4; key++) {
-            if (!grade_get(avg0, *key))
+    /* 2. What rank 0 printed is the mean over the ranks of what each measured on its own shard
+     *    (train_batch and evaluate events), whichever call averaged it (hvd_metric_average or an
+     *    allreduce by hand). */
+    for (int e = 1; e <= g->epochs; e++) {
+        const grade_event *m0 = metrics_of_epoch(p0, e);
+        double want[4] = {0, 0, 0, 0};
+        for (int k = 0; k < g->np; k++) {
+            double local[4];
+            if (local_metrics(g, grade_rank(&g->a, k), e, local) != 0)
+                return fail(msg, len, "rank %d did not train and validate in epoch %d.", k, e);
+            for (int j = 0; j < 4; j++)
+                want[j] += local[j] / g->np;
+        }
+        for (int j = 0; j < 4; j++) {
+            double got = grade_num(m0, metric_keys[j], NAN);
+            if (fabs(got - want[j]) <= 1e-5 * (1 + fabs(want[j])))
                 continue;
-            double sum = 0;
-            for (int k = 0; k < g->np; k++) {
-                grade_proc *pk = grade_rank(&g->a, k);
-                const grade_event *lk = metrics_nth(pk, "local", i);
-                const grade_event *ak = metrics_nth(pk, "averaged", i);
-                if (!ak || !same(grade_get(ak, *key), grade_get(avg0, *key)))
-                    return fail(msg, len, "averaging #%d: rank %d got %s = %s, rank 0 %s.", i + 1,
-                                k, *key, ak ? grade_get(ak, *key) : "(none)",
-                                grade_get(avg0, *key));
-                sum += lk ? grade_num(lk, *key, NAN) : NAN;
-            }
-            double want = sum / g->np, got = grade_num(avg0, *key, NAN);
-            if (!(fabs(got - want) <= 1e-5 * (1 + fabs(want))))
-                return fail(msg, len, "the averaged %s is %g but the ranks measured a mean of %g.",
-                            *key, got, want);
+            double own[4];
+            local_metrics(g, p0, e, own);
+            const char *why = fabs(got - own[j]) <= 1e-5 * (1 + fabs(own[j]))
+                                  ? " (rank 0's own value: it was not averaged)" : "";
+            return fail(msg, len, "epoch %d: rank 0 printed %s = %.6g, but the mean over the ranks "
+                        "of what each measured is %.6g%s.\n  Hint: average the train and "
+                        "validation metrics over the ranks before printing them: "
+                        "hvd_metric_average(&train_m, \"train\");", e, metric_keys[j], got,
+                        want[j], why);
         }
     }
+    return 0;
 }
 
 static int check_checkpoints(grade_ctx *g, char *msg, size_t len)
@@ -345,8 +553,13 @@ static int check_checkpoints(grade_ctx *g, char *msg, size_t len)
     }
     if (!g->have_b)
         return 0;
-    if (check_runs(g, &g->b, "resumed", msg, len))
+    if (check_runs(g, &g->b, "resumed", msg, len)) {
+        size_t used = strlen(msg);
+        snprintf(msg + used, len - used, "\n  In the resumed run only rank 0's --log-dir holds "
+                 "the checkpoints; the other ranks' is empty, as on nodes that cannot see rank 0's "
+                 "disk: rank 0 reads, then broadcasts the epoch and the weights to everyone.");
         return -1;
+    }
     grade_proc *b0 = grade_rank(&g->b, 0);
     char last[16];
     snprintf(last, sizeof last, "%d", g->epochs);
@@ -380,9 +593,19 @@ static int check_checkpoints(grade_ctx *g, char *msg, size_t len)
         return fail(msg, len, "resuming after epoch %d should train only \"%s\"; the output "
                     "was:\n%s\n  Hint: start the epoch loop at the resumed epoch.", g->epochs,
                     first_epoch, grade_tail(g->b.out, 8));
-    if (grade_count(b0, "step") != spe)
+    int spe_ceil = steps_per_epoch_ceil(g, g->np);
+    if (grade_count(b0, "step") != spe && grade_count(b0, "step") != spe_ceil)
         return fail(msg, len, "the resumed run made %d steps on rank 0, expected one epoch (%d).",
                     grade_count(b0, "step"), spe);
+    /* What holds for a fresh run holds for a resumed one: every rank the same weights after
+     * every step (their momentum and step count too, or the weights part at the first step). */
+    int s, k;
+    if (run_steps_agree(g, &g->b, "param_sum", &s, &k) != 0)
+        return fail(msg, len, "after resuming, the ranks ended step %d of epoch %d with different "
+                    "weights (rank %d differs from rank 0): they train different models.\n  Hint: "
+                    "rank 0 restored the optimizer's state (momentum, step count) with the "
+                    "weights; hand it to everyone too: hvd_broadcast_optimizer_state(opt, 0); "
+                    "after loading.", s, g->epochs + 1, k);
     return 0;
 }
 

@@ -1,14 +1,17 @@
 /* grade_main.c — runs the program to grade, then one Check test per lab step up to the graded
  * one (a step's grader also checks every earlier step), and prints a report for the student.
- * Env: MPIRUN (mpirun with its flags), GRADE_KEEP=1 keeps the work directory.
+ * Env: MPIRUN (mpirun with its flags), GRADE_KEEP=1 keeps the work directory, GRADE_TIMEOUT_S
+ * the time limit of each run (default 60 s).
  * Public: grade_main.
  */
 #include "grade/grade_main.h"
 
 #include <check.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "grade/grade_checks.h"
@@ -30,6 +33,15 @@ START_TEST(step_behaviour)
 }
 END_TEST
 
+/* Each graded run trains 512 images for a few seconds (1-10 s here, on 2 loaded cores): a
+ * limit of 60 s is ample and still says "hung" within a minute. GRADE_TIMEOUT_S overrides it. */
+static int run_limit_s(void)
+{
+    const char *e = getenv("GRADE_TIMEOUT_S");
+    int t = e ? atoi(e) : 0;
+    return t > 0 ? t : 60;
+}
+
 static void run_program(const char *prog, const char *work)
 {
     G.np = 2;
@@ -38,24 +50,60 @@ static void run_program(const char *prog, const char *work)
     G.epochs = 2;
     G.warmup = 1;
     G.base_lr = 0.01;
+    int limit = run_limit_s();
     snprintf(G.logdir, sizeof G.logdir, "%s/logs", work);
-    char args[2048];
+    char args[2048], other[2048], launch[8192];
     const char *fmt = "--model wrn-10-1 --train-subset %d --test-subset 256 --batch-size %d "
                       "--val-batch-size 128 --epochs %d --base-lr %g --warmup-epochs %d "
                       "--optimizer novograd --use-checkpointing --log-dir %s";
     snprintf(args, sizeof args, fmt, G.train_n, G.batch, G.epochs, G.base_lr, G.warmup, G.logdir);
-    grade_run_prog(&G.a, prog, G.np, args, work, "a", 300);
-    if (graded_step >= 7 && G.a.status == 0) {
+    grade_run_prog(&G.a, prog, G.np, args, work, "a", limit);
+    if (graded_step >= 7 && G.a.status == 0 && !grade_stopped()) {
+        /* The resumed run: only rank 0's --log-dir holds the checkpoints; the other ranks get an
+         * empty one, as on other nodes that cannot see rank 0's disk. Only a broadcast from
+         * rank 0 can resume them. */
+        char empty[1100];
+        snprintf(empty, sizeof empty, "%s-other-ranks", G.logdir);
+        mkdir(empty, 0777);
         snprintf(args, sizeof args, fmt, G.train_n, G.batch, G.epochs + 1, G.base_lr, G.warmup,
                  G.logdir);
-        grade_run_prog(&G.b, prog, G.np, args, work, "b", 300);
+        snprintf(other, sizeof other, fmt, G.train_n, G.batch, G.epochs + 1, G.base_lr, G.warmup,
+                 empty);
+        snprintf(launch, sizeof launch, "-n 1 %s %s : -n %d %s %s", prog, args, G.np - 1, prog,
+                 other);
+        grade_run_launch(&G.b, prog, launch, work, "b", limit);
         G.have_b = 1;
     }
-    if (graded_step >= 5 && G.a.status == 0) { /* 512 images do not split evenly over 3 ranks */
+    if (graded_step >= 5 && G.a.status == 0 && !grade_stopped()) {
+        /* 512 images do not split evenly over 3 ranks */
         snprintf(args, sizeof args, fmt, G.train_n, G.batch, 1, G.base_lr, G.warmup, G.logdir);
         strcat(args, "-3");
-        grade_run_prog(&G.c, prog, 3, args, work, "c", 300);
+        grade_run_prog(&G.c, prog, 3, args, work, "c", limit);
         G.have_c = 1;
+    }
+}
+
+static void remove_work(const char *work)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", work);
+    if (system(cmd) != 0)
+        fprintf(stderr, "grade: could not remove %s\n", work);
+}
+
+/* Prints one check's result, its message indented. */
+static void print_result(TestResult *res, int k)
+{
+    int ok = tr_rtype(res) == CK_PASS;
+    printf("  [%s] step %02d: %s\n", ok ? "PASS" : "FAIL", k, grade_step_titles[k]);
+    if (ok)
+        return;
+    const char *m = tr_msg(res);
+    for (const char *p = m; *p;) {
+        const char *nl = strchr(p, '\n');
+        int n = nl ? (int)(nl - p) : (int)strlen(p);
+        printf("         %.*s\n", n, p);
+        p = nl ? nl + 1 : p + n;
     }
 }
 
@@ -76,6 +124,14 @@ int grade_main(int argc, char **argv, int step)
            step >= 5 ? " and -n 3" : "");
     fflush(stdout);
     run_program(argv[1], work);
+    if (grade_stopped()) { /* Ctrl-C or kill: the job is stopped; stop too, tidily */
+        fprintf(stderr, "grade%02d: interrupted (signal %d); the graded job was stopped\n", step,
+                grade_stopped());
+        remove_work(work);
+        signal(grade_stopped(), SIG_DFL);
+        raise(grade_stopped());
+        return 130;
+    }
 
     Suite *s = suite_create("grade");
     TCase *tc = tcase_create("steps");
@@ -87,34 +143,25 @@ int grade_main(int argc, char **argv, int step)
     srunner_run_all(sr, CK_SILENT);
 
     int nres = srunner_ntests_run(sr), passed = 0;
-    TestResult **res = srunner_results(sr);
-    for (int i = 0; i < nres; i++) {
-        int k = i; /* results come in loop order */
-        int ok = tr_rtype(res[i]) == CK_PASS;
-        passed += ok;
-        printf("  [%s] step %02d: %s\n", ok ? "PASS" : "FAIL", k, grade_step_titles[k]);
-        if (!ok) {
-            const char *m = tr_msg(res[i]);
-            for (const char *p = m; *p;) { /* indent the message */
-                const char *nl = strchr(p, '\n');
-                int n = nl ? (int)(nl - p) : (int)strlen(p);
-                printf("         %.*s\n", n, p);
-                p = nl ? nl + 1 : p + n;
-            }
-        }
-    }
+    TestResult **res = srunner_results(sr); /* in loop order: res[k] is step k */
+    for (int i = 0; i < nres; i++)
+        passed += tr_rtype(res[i]) == CK_PASS;
+    /* What the student is working on first: this step's own check when it failed (unless the
+     * program did not run, which step 00 explains), then the others in order. */
+    int first = runs_ok && nres == step + 1 && tr_rtype(res[step]) != CK_PASS ? step : -1;
+    if (first >= 0)
+        print_result(res[first], first);
+    for (int i = 0; i < nres; i++)
+        if (i != first)
+            print_result(res[i], i);
     free(res);
     printf("grade%02d: %s (%d of %d checks passed, %.0f s)\n", step,
            passed == nres ? "PASS" : "FAIL", passed, nres, G.a.seconds + G.b.seconds + G.c.seconds);
     srunner_free(sr);
     if (getenv("GRADE_KEEP"))
         printf("grade%02d: work directory kept: %s\n", step, work);
-    else {
-        char cmd[256];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", work);
-        if (system(cmd) != 0)
-            fprintf(stderr, "grade: could not remove %s\n", work);
-    }
+    else
+        remove_work(work);
     grade_run_free(&G.a);
     grade_run_free(&G.b);
     grade_run_free(&G.c);

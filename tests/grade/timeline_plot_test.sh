@@ -1,0 +1,30 @@
+#!/bin/sh
+# timeline_plot_test.sh — tools/timeline_plot.py on a real timeline: 2 ranks of the step-3
+# solution write one (HVD_TIMELINE), the tool draws training step 3 as PNG and SVG. It must draw
+# one row per gradient tensor, each with its three phases (NEGOTIATE_ALLREDUCE, ALLREDUCE and the
+# MPI_ALLREDUCE nested in it), write real PNG/SVG files, and refuse a file that is not a trace
+# with one line naming it. Env: BUILD, MPIRUN (with flags). Ends with "timeline-plot: ok".
+set -u
+cd "$(dirname "$0")/../.." || exit 2
+B=${BUILD:-build}
+PY=/usr/bin/python3
+t=$(mktemp -d)
+trap 'rm -rf "$t"' EXIT
+bad() { echo "timeline-plot: FAIL: $*"; exit 1; }
+HVD_TIMELINE=$t/t.json ${MPIRUN:-mpirun} -n 2 "$B/solutions/step03" --model wrn-10-1 \
+    --train-subset 256 --test-subset 128 --batch-size 64 --epochs 1 >"$t/run.out" 2>&1 ||
+    { cat "$t/run.out"; bad "the traced run failed"; }
+rows=$(grep -o '"name": "DistributedOptimizer.grads/[^"]*"' "$t/t.json" | sort -u | wc -l)
+[ "$rows" -gt 0 ] || bad "the timeline has no gradient tensors"
+for ext in png svg; do
+    said=$($PY tools/timeline_plot.py "$t/t.json" "$t/t.$ext" --step 3) || bad "exit $? on $ext"
+    want="training step 3, $rows rows ($rows ALLREDUCE, $rows MPI_ALLREDUCE nested, $rows NEGOTIATE_ALLREDUCE)"
+    case "$said" in *"$want"*) ;; *) bad "said \"$said\", expected \"$want\"" ;; esac
+done
+[ "$(head -c 4 "$t/t.png" | od -An -c | tr -d ' ')" = "211PNG" ] || bad "t.png is not a PNG"
+grep -q "<svg" "$t/t.svg" || bad "t.svg is not an SVG"
+echo "not json" >"$t/bad.json"
+err=$($PY tools/timeline_plot.py "$t/bad.json" "$t/x.png" 2>&1) && bad "accepted $t/bad.json"
+[ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] && printf '%s' "$err" | grep -q "bad.json" ||
+    bad "the error on a bad file is not one line naming it: $err"
+echo "timeline-plot: ok ($rows gradient rows drawn with their 3 phases, PNG and SVG; a bad file refused: $err)"
