@@ -3,10 +3,12 @@
 PNG or SVG image, for a terminal with no browser (an ssh session) and for the lab text.
 
 One row per tensor (the trace's "process_name"), in the trace's order; each B/E span (or X event)
-a bar: NEGOTIATE_ALLREDUCE light, ALLREDUCE mid, MPI_ALLREDUCE (the ring pass) dark and narrower,
-inside it. It shows training step --step (1-based; default: a typical step, the one of median
-length, or with --zoom of median allreduce phase) and the --steps-1 steps after it, a step being one round of the gradient tensors'
-allreduces; --from-ms/--to-ms pick any window instead (ms after the first event).
+a bar: NEGOTIATE_ALLREDUCE light, ALLREDUCE mid, and inside it, dark and narrower, the pass that
+moved the bytes: MPI_ALLREDUCE (the ring) or SHM_ALLREDUCE (one host's shared window). It shows
+training step --step (1-based; default: a typical step, the one of median length, or with --zoom
+of median allreduce phase) and the --steps-1 steps after it, a step being one round of the
+gradient tensors' allreduces; --from-ms/--to-ms pick any window instead (ms after the first
+event).
 
 Usage: python3 tools/timeline_plot.py TIMELINE.json OUT.png|OUT.svg [--step N] [--steps K]
            [--zoom] [--from-ms A --to-ms B] [--title T]
@@ -20,6 +22,9 @@ PHASE_COLOR = {
     "NEGOTIATE_ALLREDUCE": "#d9d9d9",
     "ALLREDUCE": "#6baed6",
     "MPI_ALLREDUCE": "#08519c",
+    "SHM_ALLREDUCE": "#08519c",  # one host's ranks through a shared window (coll/shm.c)
+    "SHM_REDUCE": "#08519c",  # the hierarchy's phases (coll/hier.c)
+    "SHM_BROADCAST": "#08519c",
     "BROADCAST": "#fd8d3c",
     "ALLGATHER": "#74c476",
 }
