@@ -24,6 +24,7 @@
 #include <time.h>
 
 #include "base/fatal.h"
+#include "base/stats.h"
 #include "base/timer.h"
 #include "coll/allreduce.h"
 #include "coll/hvd.h"
@@ -58,12 +59,6 @@ static size_t parse_size(const char *flag, const char *s)
     return (size_t)(v * (double)mult);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static void fmt_size(size_t b, char *out, size_t len)
 {
     if (b >= ((size_t)1 << 20))
@@ -78,7 +73,7 @@ typedef struct {
 
 static stat2 stats(double *v, int n)
 {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    stats_sort(v, (size_t)n);
     stat2 s = {v[0], n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2])};
     return s;
 }

@@ -20,15 +20,10 @@
 #include <string.h>
 
 #include "base/cuda_check.h"
+#include "base/stats.h"
 #include "base/timer.h"
 #include "coll/device.h"
 #include "coll/hvd.h"
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 #define MAX_ITERS 1000
 
@@ -50,7 +45,7 @@ static double time_median(void (*fn)(void *, size_t), void *buf, size_t bytes, i
         go = n < min_iters || timer_seconds() - start < 0.2;
         MPI_Bcast(&go, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD); /* every rank stops together */
     }
-    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    stats_sort(t, (size_t)n);
     return t[n / 2];
 }
 

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/stats.h"
 #include "base/timer.h"
 #include "coll/profile.h"
 #include "hvdlab.h"
@@ -39,12 +40,6 @@ static void own_flags(int *argc, char **argv, int *steps, int *warmup)
         }
     }
     *argc = out;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 int main(int argc, char **argv)
@@ -118,7 +113,7 @@ int main(int argc, char **argv)
         worst = all[i] > worst ? all[i] : worst;
     free(all);
     if (hvd_rank() == 0) {
-        qsort(wall, (size_t)steps, sizeof *wall, cmp_double);
+        stats_sort(wall, (size_t)steps);
         double med = steps % 2 ? wall[steps / 2] : 0.5 * (wall[steps / 2 - 1] + wall[steps / 2]);
         printf("row,%d,%d,%d,%d,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.2f,%zu\n", hvd_size(), nthreads,
                a.batch_size, steps, wall[0], med, mean[0], mean[1], worst, mean[2],

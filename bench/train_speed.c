@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "fma_peak.h"
+#include "base/stats.h"
 #include "base/threads.h"
 #include "base/timer.h"
 #include "model/params.h"
@@ -213,18 +214,6 @@ static double find_value(const char *out, const char *key)
         p += kl;
     }
     return -1;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 static void split_list(const char *s, char out[][32], int *n, int max)
@@ -461,7 +450,7 @@ int main(int argc, char **argv)
                 if (kit[mi][t][r].rss_mib > krss) krss = kit[mi][t][r].rss_mib;
                 if (tor[mi][t][r].rss_mib > trss) trss = tor[mi][t][r].rss_mib;
             }
-            const double km = nk ? median(kv, nk) : 0, tm = ntv ? median(tv, ntv) : 0;
+            const double km = stats_median(kv, (size_t)nk), tm = stats_median(tv, (size_t)ntv);
             const double kg = km * flops[mi] / 1e9, tg = tm * flops[mi] / 1e9;
             char kcol[40], tcol[40];
             snprintf(kcol, sizeof kcol, "%.1f (%.1f-%.1f)", km, nk ? kv[0] : 0,

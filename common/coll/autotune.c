@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/fatal.h"
+#include "base/stats.h"
 #include "base/trace.h"
 #include "coll/agree.h"
 #include "coll/hvd.h"
@@ -86,18 +87,6 @@ void autotune_init(MPI_Comm comm, int rank, size_t *threshold, int explicit_thre
     A.active = 1;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* Rank 0: every candidate's score (median over both rounds) and each trial's own median. */
 static void score(double *cand_ms, double *trial_ms)
 {
@@ -113,9 +102,9 @@ static void score(double *cand_ms, double *trial_ms)
             memcpy(one, A.samples + (size_t)t * s, (size_t)s * sizeof *one);
             memcpy(pool + n, one, (size_t)s * sizeof *one);
             n += s;
-            trial_ms[t] = 1e3 * median(one, s);
+            trial_ms[t] = 1e3 * stats_median(one, s);
         }
-        cand_ms[c] = 1e3 * median(pool, n);
+        cand_ms[c] = 1e3 * stats_median(pool, n);
     }
     free(pool);
     free(one);
