@@ -12,10 +12,13 @@
 # then per seed the time at which val_accuracy first exceeded TTA_TARGET (default 0.85).
 # Logs: $TTA_DIR (default build/tta).
 set -u
-SEEDS=${1:-"1 2 3"}
-EPOCHS=${2:-4}
-NP=${3:-2}
-[ $# -ge 3 ] && shift 3 || shift $#
+SEEDS="1 2 3" EPOCHS=4 NP=2
+i=0
+while [ $# -gt 0 ] && [ "$1" != "--" ] && [ $i -lt 3 ]; do # up to three positionals, then --
+    case $i in 0) SEEDS=$1 ;; 1) EPOCHS=$1 ;; 2) NP=$1 ;; esac
+    i=$((i + 1))
+    shift
+done
 [ "${1:-}" = "--" ] && shift
 MPIRUN=${MPIRUN:-mpirun}
 TARGET=${TTA_TARGET:-0.85}
