@@ -90,7 +90,7 @@ DEMO_FLAGS ?=
 MPIRUN ?= mpirun
 MPIRUN_FLAGS ?= --oversubscribe $(if $(filter 0,$(shell id -u)),--allow-run-as-root)
 
-SETUP_PKGS := openmpi-bin libopenmpi-dev libopenblas-dev libdnnl-dev zlib1g-dev check pkg-config \
+SETUP_PKGS := openmpi-bin libopenmpi-dev libopenblas-dev libdnnl-dev zlib1g-dev check pkg-config patch \
               dataset-fashion-mnist
 
 .PHONY: all help setup lib tools tests benches test unit-tests check-layers test-ckpt-faults cuda-check check-build demo \

@@ -38,7 +38,7 @@ stamp() {
         *val_accuracy*)
             n=$((${n:-0} + 1))
             acc=$(printf '%s\n' "$line" | sed 's/.*val_accuracy:* *\([0-9.]*\).*/\1/')
-            printf '%s %d %.1f %s\n' "$1" "$n" "$(echo "$(date +%s.%N) - $start" | bc)" "$acc" ;;
+            printf '%s %d %.1f %s\n' "$1" "$n" "$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')" "$acc" ;;
         esac
     done
 }
