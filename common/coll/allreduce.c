@@ -67,17 +67,15 @@ allreduce_path allreduce_choice(size_t bytes)
         return ALLREDUCE_RING; /* the ring of one only scales */
     allreduce_path p = A.forced;
     if (p == ALLREDUCE_AUTO) {
-        /* One host: the shared window at every size. Measured with bench/allreduce on the
-         * 2-core VM under other jobs' load (min times, interleaved with the ring and
-         * MPI_Allreduce): with 2 ranks from 64 KiB to 2 MiB it takes 0.5-0.7x the ring's and
-         * MPI_Allreduce's time (no MPI message, no system call, no page-table walk per copy;
-         * the ring pays these per segment); with plain malloc buffers 0.1-0.7x at most sizes
-         * (the kernel's cross-process copy under the ring walks 4 KiB pages). From 4 to 16 MiB
-         * on huge-page buffers the ring's min was as often below it as above (by up to 40 %),
-         * and with 4 ranks on 2 cores below 4 MiB the three were within noise: all are bound
-         * by memory bandwidth or scheduling there (each rank copies 2(L-1)/L of the buffer).
-         * One path for every size keeps a model's fused buffers on one code path; the ring
-         * stays one allreduce_force_path away for comparison. */
+        /* One host: the shared window at every size. Measured quiet on the 2-core VM
+         * (make bench-allreduce, 2026-11-23; MPI_Allreduce median time / this path's): with
+         * plain malloc buffers 1.2-4.9x at every size from 64 KiB to 256 MiB, 2 and 4 ranks; with
+         * the kit's huge-page buffers 1.0-4.5x with 2 ranks except 1-4 MiB (0.74-0.89), where
+         * Open MPI's single cross-process copy (vader's CMA) on 2 MiB pages beats the window's
+         * copy-in, sum, copy-out and the ring only ties MPI; 4 ranks on 2 cores lose below
+         * 8 MiB (0.67-0.92), waiting at the window's barriers. One path for every size keeps a
+         * model's fused buffers on one code path; the ring stays one allreduce_force_path
+         * away for comparison. */
         if (A.topo.nhosts == 1)
             p = ALLREDUCE_SHM;
         else
