@@ -70,30 +70,34 @@ static void need_cuda(int device, const char *fn)
 #endif
 }
 
+/* buf readable on the host: buf itself, or (device) a host copy in *copy, which the caller
+ * frees (free(NULL) when there was none). fn names the caller in the out-of-memory error. */
+static const float *host_view(const float *buf, size_t n, int device, float **copy,
+                              const char *fn)
+{
+    *copy = NULL;
+    if (!device)
+        return buf;
+    *copy = malloc((n ? n : 1) * sizeof **copy);
+    if (!*copy)
+        fatal_error("%s: out of memory for %zu floats", fn, n);
+    params_to_host(*copy, buf, n, device);
+    return *copy;
+}
+
 uint64_t params_checksum_at(const float *buf, size_t n, int device)
 {
-    if (!device)
-        return params_checksum(buf, n);
-    float *h = malloc((n ? n : 1) * sizeof *h);
-    if (!h)
-        fatal_error("params_checksum_at: out of memory for %zu floats", n);
-    params_to_host(h, buf, n, device);
-    const uint64_t sum = params_checksum(h, n);
-    free(h);
+    float *copy;
+    const uint64_t sum =
+        params_checksum(host_view(buf, n, device, &copy, "params_checksum_at"), n);
+    free(copy);
     return sum;
 }
 
 void params_digest_at(const float *buf, size_t n, int device, double *dot, double *norm)
 {
-    const float *h = buf;
-    float *copy = NULL;
-    if (device) {
-        copy = malloc((n ? n : 1) * sizeof *copy);
-        if (!copy)
-            fatal_error("params_digest_at: out of memory for %zu floats", n);
-        params_to_host(copy, buf, n, device);
-        h = copy;
-    }
+    float *copy;
+    const float *h = host_view(buf, n, device, &copy, "params_digest_at");
     double d = 0, s = 0;
     for (size_t i = 0; i < n; i++) {
         uint32_t k = (uint32_t)i * 2654435761u; /* Knuth's multiplicative hash */
