@@ -9,6 +9,7 @@
 
 #include "base/cuda_check.h"
 #include "base/half.h"
+#include "coll/allreduce.h"
 #include "coll/fusion_cuda.h"
 #include "coll/gpu_ops.h"
 #include "coll/gpu_wait.h"
@@ -131,12 +132,8 @@ void staged_allreduce(MPI_Comm comm, const fusion_entry *e, size_t len, float sc
     pack(e, len, h, dh, fp16, s);
     gpu_wait(s, NULL, what);
     fusion_mark(e, len, "MEMCPY_IN_HOST_BUFFER", 'E');
-    fusion_mark(e, len, "MPI_ALLREDUCE", 'B');
-    if (fp16)
-        ring_allreduce_f16(comm, (uint16_t *)h, total, scale, ws);
-    else
-        ring_allreduce_f32(comm, (float *)h, total, scale, ws);
-    fusion_mark(e, len, "MPI_ALLREDUCE", 'E');
+    /* the host path's own choice (ring, shared memory or hierarchy) and its timeline mark */
+    allreduce_run(comm, h, total, fp16, scale, ws, e, len);
     fusion_mark(e, len, "MEMCPY_OUT_HOST_BUFFER", 'B');
     unpack(e, len, h, dh, fp16, s);
     gpu_wait(s, NULL, what);
