@@ -43,7 +43,8 @@
  * Public, on plain buffers (the format's ckpt_data and ckpt_file):
  *   ckpt_check.c (expectations) ckpt_check, ckpt_opt_name, ckpt_nonfinite
  *   ckpt_files.c (directories)  ckpt_mkdirs, ckpt_write_temp, ckpt_commit, ckpt_save, ckpt_load,
- *                               ckpt_latest_epoch, ckpt_found_batch, ckpt_set_aside
+ *                               ckpt_latest_epoch, ckpt_newest_valid, ckpt_found_batch,
+ *                               ckpt_set_aside
  *   ckpt_dir.c (the log dir)    ckpt_set_restart, ckpt_prepare_dir, ckpt_expect_bytes
  * Public (ckpt_model.c, on a param_set and an optimizer):
  *   ckpt_data_of, ckpt_expect_of, ckpt_save_params, ckpt_load_params, ckpt_set_target,
@@ -119,6 +120,11 @@ int ckpt_load(const char *dir, int epoch, const ckpt_expect *want, ckpt_file *f,
  * -1 and one line in err also when dir exists but cannot be listed. */
 int ckpt_latest_epoch(const char *dir, const ckpt_expect *want, int max_epoch, char *err,
                       size_t errlen);
+
+/* The newest valid checkpoint of dir (format, CRCs, finite, its name), whatever its model:
+ * 0 and *epoch, *batch (0 for an end-of-epoch file); -1 if none or dir cannot be listed.
+ * Read only: unlike ckpt_latest_epoch it renames nothing (the dead-rank line asks it). */
+int ckpt_newest_valid(const char *dir, int *epoch, int *batch);
 
 /* The batch of the mid-epoch file the last ckpt_latest_epoch of dir (NULL: of any dir) found
  * at epoch, else 0.

@@ -26,6 +26,7 @@
 #include "coll/profile.h"
 #include "coll/stall.h"
 #include "coll/timeline.h"
+#include "coll/watchdog.h"
 #ifdef HVDLAB_CUDA
 #include "coll/nccl.h"
 #include "coll/staged.h"
@@ -72,9 +73,11 @@ void hvd_fusion_stats(size_t *ring_calls, size_t *tensors, size_t *bytes_copied)
     *bytes_copied = S.queue.stats.bytes_copied;
 }
 
-/* fatal_error's hook once hvd_init has run: every rank of the job goes down with this one. */
-static void abort_job(void)
+/* fatal_error's hook once hvd_init has run: every rank of the job goes down with this one, and
+ * the watchdog passes the message to the others. */
+static void abort_job(const char *msg)
 {
+    watchdog_note_fatal(msg);
     int init = 0, fin = 0;
     MPI_Initialized(&init);
     MPI_Finalized(&fin);
@@ -251,6 +254,7 @@ int hvd_init(int *argc, char ***argv)
                                                           : DEFAULT_GPU_WAIT_LIMIT_SECONDS};
     gpu_ops_init(&g); /* after the settings agree: the choice is collective */
     allreduce_init(S.comm, S.hierarchical, S.host_group_size); /* the hosts, for allreduce.h */
+    watchdog_start(S.comm); /* a rank that dies is named by the others (watchdog.h) */
     const char *tl = getenv("HVD_TIMELINE");
     if (tl && *tl)
         hvd_start_timeline(tl);
@@ -279,6 +283,7 @@ void hvd_shutdown(void)
     gpu_ops_shutdown();
     allreduce_free(); /* the shared window goes here, on every rank of each host */
     stall_free(&S.stall);
+    watchdog_stop(); /* a goodbye: the end of this rank is no death */
     timeline_close();
     MPI_Comm_free(&S.check_comm);
     MPI_Comm_free(&S.comm);

@@ -14,6 +14,7 @@
 
 #include "base/timer.h"
 #include "base/trace.h"
+#include "train/dead_rank.h"
 #include "train/elastic.h"
 #include "train/stop.h"
 
@@ -219,6 +220,7 @@ static void redraw(progress *p, const char *line, size_t n)
 
 void progress_batch(progress *p, size_t step, double loss, double accuracy)
 {
+    dead_rank_at(p->epoch, (int)step, (int)p->steps); /* what a dead peer's line says */
     stop_step(p->epoch, (int)step, (int)p->steps); /* every rank, at every step's end */
     elastic_step(p->epoch, (int)step, (int)p->steps); /* a commit every K steps (elastic.h) */
     if (!p->verbose || step == 0)

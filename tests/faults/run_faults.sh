@@ -6,9 +6,9 @@
 # Usage: sh tests/faults/run_faults.sh [--quick] [--write-doc] [--only "N ..."]
 #   --quick      only the rows marked quick (they end in seconds even where the kit still fails)
 #   --write-doc  also put the table into notebooks-md/appendix-faults.md between its markers
-#   --only       only these rows (numbers as in the table: 1 2 3 4 5 6 7a 7b 8 9 10)
+#   --only       only these rows (numbers as in the table: 1 2 3 4 5 5b 6 7a 7b 8 9 10)
 # Env: BUILD (build), MPIRUN (mpirun with its flags), FAULTS_REQUIRE (rows that must hold: the
-#      exit status is 1 when one of them that ran does not; default "4 6"), FAULTS_KEEP=1 keeps
+#      exit status is 1 when one of them that ran does not; default: all), FAULTS_KEEP=1 keeps
 #      the scratch directory.
 # Needs: make solution10 and build/tests/progs/prog_fault_ops (make test-faults builds both),
 # Fashion-MNIST (make setup).
@@ -19,7 +19,7 @@ if [ -z "${MPIRUN:-}" ]; then
     MPIRUN="mpirun --oversubscribe"
     [ "$(id -u)" = 0 ] && MPIRUN="$MPIRUN --allow-run-as-root"
 fi
-REQUIRE=${FAULTS_REQUIRE:-1 2 3 4 6 7a 7b 8 9 10}
+REQUIRE=${FAULTS_REQUIRE:-1 2 3 4 5 5b 6 7a 7b 8 9 10}
 PROG=$(pwd)/$BUILD/solutions/step10
 OPS=$(pwd)/$BUILD/tests/progs/prog_fault_ops
 quick=0 write_doc=0 only=""
@@ -203,7 +203,9 @@ open(sys.argv[2] + '/t10k-labels-idx1-ubyte', 'wb').write(b)" "$src" "$b"
     row 4 1 $ok "one rank's test labels differ by one label (\`--data-dir\` per rank)" "$does" "$SECS" "nothing"
 }
 
-# 5. kill -9 of rank 1 in epoch 2.
+# 5. kill -9 of rank 1 in epoch 2: rank 0's last line names it, how, where, and the resume.
+# 5b. Rank 2 of 3 crashes (SIGSEGV): both survivors say so (rank 1 hears it through rank 0).
+under_10s() { awk -v s="${SECS% s}" 'BEGIN { exit !(s < 10) }'; }
 f5() {
     d=$W/f5
     mkdir -p "$d"
@@ -214,9 +216,12 @@ f5() {
         t0=$(now)
         kill -9 "$(cat "$W/f5.pid")"
         finish f5 "$t0"
-        last=$(grep -v '^ *$' "$W/f5.out" | grep -E 'hvdlab:' | tail -n1)
-        if echo "$last" | grep -q 'rank 1' && echo "$last" | grep -q -- '--use-checkpointing'; then
-            ok=1 does="$(echo "$last" | sed -E 's/^hvdlab: (error|warning): (\[rank [0-9]+\] )?//' | cut -c1-150)"
+        last=$(grep -o 'hvdlab: .*' "$W/f5.out" | tail -n1)
+        if echo "$last" | grep -q 'rank 1 (pid [0-9]* on .*) died: vanished without a word' &&
+            echo "$last" | grep -q 'epoch 2 after batch' &&
+            echo "$last" | grep -q -- '--use-checkpointing to resume after epoch 1 from' && under_10s; then
+            ok=1 does="$(echo "$last" | sed -E 's/^hvdlab: (error|warning): //' | sed "s#$W/##g" |
+                cut -c1-400 | sed 's/|/\\|/g')"
         else
             does="only mpirun's report: $(grep -m1 -o 'exited on signal [0-9]*' "$W/f5.out" || status)"
         fi
@@ -224,6 +229,24 @@ f5() {
     lost="the epoch in progress (checkpoint-1 kept)"
     [ -s "$d/checkpoint-1.ckpt" ] || lost="checkpoint-1 missing"
     row 5 1 $ok "\`kill -9\` of rank 1 in epoch 2" "$does" "$SECS" "$lost"
+}
+f5b() {
+    start f5b 60 -n 2 "$PROG" $LONG : -n 1 $(rank1 f5b) $LONG
+    does="did not reach epoch 1" ok=0 SECS="-"
+    if wait_for f5b 'Epoch 1/'; then
+        sleep 0.5
+        t0=$(now)
+        kill -SEGV "$(cat "$W/f5b.pid")"
+        finish f5b "$t0"
+        named=$(grep -c 'rank 2 (pid [0-9]* on .*) died: killed by SIGSEGV' "$W/f5b.out")
+        if [ "$named" = 2 ] && under_10s; then
+            ok=1 does="ranks 0 and 1: $(grep -m1 -o 'rank 2 (pid.*' "$W/f5b.out" | cut -c1-200 |
+                sed 's/|/\\|/g')"
+        else
+            does="$named of 2 survivors name it: $(grep -m1 -o 'exited on signal [0-9]*' "$W/f5b.out" || status)"
+        fi
+    else finish f5b "$(now)"; fi
+    row 5b 1 $ok "rank 2 of 3 crashes (\`kill -SEGV\`) in epoch 1" "$does" "$SECS" "the epoch in progress"
 }
 
 # 6. Divergence: --base-lr 1000 --warmup-epochs 0.
@@ -326,7 +349,7 @@ f10() {
     row 10 1 $ok "SIGTERM to \`mpirun\` in epoch 2" "$does" "$SECS" "$lost"
 }
 
-for f in "1 1" "2 1" "3 0" "4 1" "5 1" "6 1" "7a 1" "7b 0" "8 0" "9 1" "10 1"; do
+for f in "1 1" "2 1" "3 0" "4 1" "5 1" "5b 1" "6 1" "7a 1" "7b 0" "8 0" "9 1" "10 1"; do
     set -- $f
     wanted "$1" "$2" && "f$1"
 done
