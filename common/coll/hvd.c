@@ -254,6 +254,7 @@ int hvd_init(int *argc, char ***argv)
                                                           : DEFAULT_GPU_WAIT_LIMIT_SECONDS};
     gpu_ops_init(&g); /* after the settings agree: the choice is collective */
     allreduce_init(S.comm, S.hierarchical, S.host_group_size); /* the hosts, for allreduce.h */
+    watchdog_set_progress_check(S.stall_check ? S.stall_warn_s : 0, S.stall_shutdown_s);
     watchdog_start(S.comm); /* a rank that dies is named by the others (watchdog.h) */
     const char *tl = getenv("HVD_TIMELINE");
     if (tl && *tl)
@@ -269,6 +270,7 @@ static void enter_call(const coll_desc *d)
         stall_enter(&S.stall, d);
     else if (S.check)
         coll_check(S.check_comm, d);
+    watchdog_busy(d); /* every rank is in: from here the progress check watches (watchdog.h) */
 }
 
 void hvd_shutdown(void)
@@ -342,6 +344,7 @@ void hvd_barrier(void)
     double t = profile_begin();
     check_call(COLL_BARRIER, "", 0, -1, 0);
     MPI_Barrier(S.comm);
+    watchdog_idle();
     profile_end(PROFILE_BARRIER, 0, t);
 }
 
@@ -378,6 +381,7 @@ void hvd_synchronize(void)
     double t = profile_begin();
     fusion_flush(&S.queue, S.comm, S.fusion_threshold,
                  S.stall_check || S.check ? enter_call : NULL);
+    watchdog_idle();
     profile_add(PROFILE_ALLREDUCE, 0, 0, profile_since(t));
 }
 
@@ -424,6 +428,7 @@ static void broadcast(void *buf, size_t count, size_t esize, int root, const cha
         size_t len = nbytes - off < PIECE ? nbytes - off : PIECE;
         MPI_Bcast((char *)buf + off, (int)len, MPI_BYTE, root, S.comm);
     }
+    watchdog_idle();
     if (timeline_enabled())
         timeline_event(name, "BROADCAST", 'E');
     profile_end(PROFILE_BROADCAST, (double)nbytes, t);
@@ -510,6 +515,7 @@ float *hvd_allgather(const float *buf, size_t n, size_t *total, size_t *counts, 
     } else if (n) {
         memcpy(out, buf, n * sizeof *out);
     }
+    watchdog_idle();
     profile_end(PROFILE_ALLGATHER, (double)n * sizeof *buf, t);
     free(all);
     free(cnt);

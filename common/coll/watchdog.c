@@ -1,6 +1,6 @@
 /* watchdog.c — the TCP star of watchdog.h, its thread and the notes a dying rank leaves.
  * Public: watchdog_start, watchdog_stop, watchdog_set_context, watchdog_note_fatal,
- *         watchdog_note_signal. */
+ *         watchdog_note_signal, watchdog_set_progress_check, watchdog_busy, watchdog_idle. */
 #include "coll/watchdog.h"
 
 #include <arpa/inet.h>
@@ -30,7 +30,8 @@
 #define FATAL_GRACE_S 0.5    /* a peer's fatal_error: time for ours, when every rank takes it */
 #define RELAY_LINGER_MS 300  /* rank 0: for the others to read its relay before it goes */
 
-enum { NOTE_HELLO = 1, NOTE_BYE, NOTE_SIGNAL, NOTE_FATAL, NOTE_DEATH };
+enum { NOTE_HELLO = 1, NOTE_BYE, NOTE_SIGNAL, NOTE_FATAL, NOTE_DEATH, NOTE_PING, NOTE_PONG,
+       NOTE_ABORT };
 
 /* One message on a socket; fixed size, written with one send(). */
 typedef struct {
@@ -58,8 +59,18 @@ static struct {
     volatile sig_atomic_t dying; /* this rank's own fatal_error is under way */
     void (*context)(char *out, size_t len);
     note signal_note;         /* prebuilt for the signal handlers */
+    /* the progress check: the collective this rank is in (main thread writes, under lock) */
+    pthread_mutex_t lock;
+    int busy;                 /* 1 from the entry handshake's end to the call's end */
+    unsigned busy_seq;        /* counts calls: a warning is given once per call */
+    double busy_since;
+    coll_desc busy_desc;
+    double warn_s, shutdown_s; /* 0: no progress check */
+    unsigned warned_seq;
+    double ping_sent;         /* 0: no ping out */
+    int *ponged;              /* (size): answered the last ping */
     struct sigaction old[32];
-} W = {.wake = {-1, -1}};
+} W = {.wake = {-1, -1}, .lock = PTHREAD_MUTEX_INITIALIZER};
 
 static const int FATAL_SIGNALS[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
 
@@ -249,10 +260,133 @@ static void heard(int r, const note *n)
         cause.kind = n->sig;
         cause.sig = n->cause_sig;
         report_and_exit(n->rank, cause.kind ? &cause : NULL);
+    } else if (n->kind == NOTE_PING) {
+        note pong = make_note(NOTE_PONG);
+        send_note(W.fd[r], &pong);
+    } else if (n->kind == NOTE_PONG) {
+        W.ponged[r] = 1;
+    } else if (n->kind == NOTE_ABORT) {
+        W.dying = 1; /* the one line is the sender's */
+        _exit(1);
     } else if (n->kind == NOTE_SIGNAL || n->kind == NOTE_FATAL) {
         W.heard[r] = *n;
         W.heard_at[r] = timer_seconds();
     }
+}
+
+/* ---- the progress check: a call every rank entered that does not end ---- */
+
+/* "stopped (SIGSTOP)" etc. from /proc/PID/stat on this host; "" elsewhere or when running. */
+static const char *process_state(int r)
+{
+    char host[sizeof W.who[0].host] = "", path[64], buf[512];
+    gethostname(host, sizeof host - 1);
+    if (strcmp(host, W.who[r].host) != 0)
+        return "";
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)W.who[r].pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return ", gone";
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *c = strrchr(buf, ')'); /* the state follows the command name */
+    char st = c && c[1] == ' ' ? c[2] : '?';
+    return st == 'T' ? ", stopped (SIGSTOP?)" : st == 't' ? ", stopped by a debugger"
+         : st == 'D' ? ", in uninterruptible sleep" : st == 'Z' ? ", a zombie" : "";
+}
+
+/* The ranks that did not answer the ping: "rank 1 (pid 42 on vm, stopped (SIGSTOP?))". */
+static int silent_ranks(char *out, size_t len)
+{
+    size_t o = 0;
+    int n = 0;
+    out[0] = '\0';
+    for (int r = 0; r < W.size && o < len; r++) {
+        if (r == W.rank || W.ponged[r] || W.left[r] || (W.rank != 0 && r != 0))
+            continue;
+        o += (size_t)snprintf(out + o, len - o, "%srank %d (pid %d on %s%s)", n ? ", " : "", r,
+                              (int)W.who[r].pid, W.who[r].host, process_state(r));
+        n++;
+    }
+    return n;
+}
+
+static void progress_tick(void)
+{
+    pthread_mutex_lock(&W.lock);
+    int busy = W.busy;
+    unsigned seq = W.busy_seq;
+    double since = W.busy_since;
+    coll_desc d = W.busy_desc;
+    pthread_mutex_unlock(&W.lock);
+    double now = timer_seconds();
+    if (!busy || now - since < W.warn_s) {
+        W.ping_sent = 0;
+        return;
+    }
+    if (W.ping_sent == 0) { /* who still answers? a stopped process cannot */
+        memset(W.ponged, 0, (size_t)W.size * sizeof *W.ponged);
+        note ping = make_note(NOTE_PING);
+        broadcast_note(&ping);
+        W.ping_sent = now;
+        return;
+    }
+    if (now - W.ping_sent < 1.0)
+        return;
+    char call[200], who[2048];
+    coll_desc_format(&d, 0, call, sizeof call);
+    int silent = silent_ranks(who, sizeof who);
+    W.ping_sent = 0; /* the next tick asks again */
+    if (!silent && W.rank != 0)
+        return; /* rank 0 answers, and speaks for everyone */
+    if (W.shutdown_s > 0 && now - since >= W.shutdown_s) {
+        W.dying = 1;
+        note abort_note = make_note(NOTE_ABORT);
+        broadcast_note(&abort_note);
+        fflush(stdout);
+        fprintf(stderr, "hvdlab: error: [rank %d] stall: %s, entered by every rank, has not "
+                "finished after %g s (HVD_STALL_SHUTDOWN_TIME_SECONDS): %s%s; stopping every "
+                "rank\n", W.rank, call, W.shutdown_s, silent ? "not answering: " : "",
+                silent ? who : "every rank answers (a network that does not move?)");
+        fflush(stderr);
+        _exit(1);
+    }
+    if (W.warned_seq != seq) {
+        W.warned_seq = seq;
+        fprintf(stderr, "hvdlab: warning: [rank %d] stall: %s, entered by every rank, has not "
+                "finished after %g s (HVD_STALL_CHECK_TIME_SECONDS): %s%s\n", W.rank, call,
+                W.warn_s, silent ? "not answering: " : "",
+                silent ? who : "every rank answers (a network that does not move?)");
+        fflush(stderr);
+    }
+}
+
+void watchdog_busy(const coll_desc *d)
+{
+    if (!W.on || W.warn_s <= 0)
+        return;
+    pthread_mutex_lock(&W.lock);
+    W.busy = 1;
+    W.busy_seq++;
+    W.busy_since = timer_seconds();
+    W.busy_desc = *d;
+    pthread_mutex_unlock(&W.lock);
+}
+
+void watchdog_idle(void)
+{
+    if (!W.on || W.warn_s <= 0)
+        return;
+    pthread_mutex_lock(&W.lock);
+    W.busy = 0;
+    pthread_mutex_unlock(&W.lock);
+}
+
+void watchdog_set_progress_check(double warn_s, double shutdown_s)
+{
+    W.warn_s = warn_s;
+    W.shutdown_s = shutdown_s;
 }
 
 static void *watch(void *arg)
@@ -263,7 +397,7 @@ static void *watch(void *arg)
     if (!p || !who)
         return NULL;
     for (;;) {
-        int n = 0, timeout = -1;
+        int n = 0, timeout = W.warn_s > 0 ? 250 : -1; /* the progress check's tick */
         p[n++] = (struct pollfd){W.wake[0], POLLIN, 0};
         for (int r = 0; r < W.size; r++)
             if (r != W.rank && !W.left[r] && W.fd[r] >= 0) {
@@ -286,6 +420,8 @@ static void *watch(void *arg)
                     lost(r);
             }
         }
+        if (W.warn_s > 0)
+            progress_tick();
         for (int r = 0; r < W.size; r++) /* a peer's error that ours did not follow */
             if (W.heard[r].kind == NOTE_FATAL && !W.left[r] &&
                 timer_seconds() - W.heard_at[r] > FATAL_GRACE_S)
@@ -412,6 +548,8 @@ static void free_all(void)
     free(W.left);
     free(W.heard);
     free(W.heard_at);
+    free(W.ponged);
+    W.ponged = NULL;
     W.who = NULL;
     W.fd = W.left = NULL;
     W.heard = NULL;
@@ -438,7 +576,8 @@ void watchdog_start(MPI_Comm comm)
     W.left = calloc(n, sizeof *W.left);
     W.heard = calloc(n, sizeof *W.heard);
     W.heard_at = calloc(n, sizeof *W.heard_at);
-    if (!W.who || !W.fd || !W.left || !W.heard || !W.heard_at)
+    W.ponged = calloc(n, sizeof *W.ponged);
+    if (!W.who || !W.fd || !W.left || !W.heard || !W.heard_at || !W.ponged)
         fatal_error("dead-rank watchdog: out of memory for %d ranks", W.size);
     int ok = 1;
     for (int r = 0; r < W.size; r++)

@@ -25,18 +25,32 @@
  * takes at once, such as a diverged gradient) before it is reported.
  *
  * What it cannot see: a host that vanishes without its kernel closing the sockets (power, cable)
- * — mpirun's own report says that one; and a rank frozen (SIGSTOP) keeps its socket open (the
- * stall inspector's business).
+ * — mpirun's own report says that one.
+ *
+ * The progress check (the stall inspector's second half, stall.h watching the entries): a call
+ * that every rank has entered (the entry handshake is over, watchdog_busy) and that has not
+ * ended (watchdog_idle) after HVD_STALL_CHECK_TIME_SECONDS makes the thread ping the others over
+ * the same sockets: a watchdog thread answers even while its rank's main thread is blocked, so
+ * only a stopped (SIGSTOP), hung-up or unreachable process stays silent; on one host
+ * /proc/PID/stat says which. Rank 0 pings everyone and speaks; another rank pings rank 0 and
+ * speaks only when rank 0 is silent. One warning per call:
+ *   hvdlab: warning: [rank 0] stall: allreduce(name="x", count=N), entered by every rank, has not
+ *     finished after 2 s (HVD_STALL_CHECK_TIME_SECONDS): not answering: rank 1 (pid 42 on vm,
+ *     stopped (SIGSTOP?))
+ * and after HVD_STALL_SHUTDOWN_TIME_SECONDS (when set) the same as an error ending in "stopping
+ * every rank": the others are told to exit (silently) and this rank exits 1.
  *
  * HVD_DEAD_RANK_CHECK_DISABLE=1 turns it off (it is agreed across ranks at hvd_init).
  * Public: watchdog_start, watchdog_stop, watchdog_set_context, watchdog_note_fatal,
- *         watchdog_note_signal.
+ *         watchdog_note_signal, watchdog_set_progress_check, watchdog_busy, watchdog_idle.
  */
 #ifndef HVDLAB_WATCHDOG_H
 #define HVDLAB_WATCHDOG_H
 
 #include <mpi.h>
 #include <stddef.h>
+
+#include "coll/coll_check.h"
 
 /* Collective over comm: connects the ranks and starts the thread. When some rank cannot reach
  * rank 0, every rank goes on without the watchdog, and rank 0 says so in one warning line. */
@@ -53,5 +67,12 @@ void watchdog_note_fatal(const char *msg);
 /* Async-signal-safe: leaves "exited at signal sig" as this rank's note, for a handler that is
  * about to _exit (stop.h's second signal). */
 void watchdog_note_signal(int sig);
+
+/* Turns the progress check on (warn_s > 0) before watchdog_start; shutdown_s 0: never abort. */
+void watchdog_set_progress_check(double warn_s, double shutdown_s);
+/* Every rank has entered call d; its transfer starts (the main thread, after the handshake). */
+void watchdog_busy(const coll_desc *d);
+/* The call has ended. */
+void watchdog_idle(void);
 
 #endif

@@ -6,7 +6,7 @@
 # Usage: sh tests/faults/run_faults.sh [--quick] [--write-doc] [--only "N ..."]
 #   --quick      only the rows marked quick (they end in seconds even where the kit still fails)
 #   --write-doc  also put the table into notebooks-md/appendix-faults.md between its markers
-#   --only       only these rows (numbers as in the table: 1 2 3 4 5 5b 6 7a 7b 8 9 10)
+#   --only       only these rows (numbers as in the table: 1 2 3 4 5 5b 6 7a 7b 8 8b 9 10)
 # Env: BUILD (build), MPIRUN (mpirun with its flags), FAULTS_REQUIRE (rows that must hold: the
 #      exit status is 1 when one of them that ran does not; default: all), FAULTS_KEEP=1 keeps
 #      the scratch directory.
@@ -19,7 +19,7 @@ if [ -z "${MPIRUN:-}" ]; then
     MPIRUN="mpirun --oversubscribe"
     [ "$(id -u)" = 0 ] && MPIRUN="$MPIRUN --allow-run-as-root"
 fi
-REQUIRE=${FAULTS_REQUIRE:-1 2 3 4 5 5b 6 7a 7b 8 9 10}
+REQUIRE=${FAULTS_REQUIRE:-1 2 3 4 5 5b 6 7a 7b 8 8b 9 10}
 PROG=$(pwd)/$BUILD/solutions/step10
 OPS=$(pwd)/$BUILD/tests/progs/prog_fault_ops
 quick=0 write_doc=0 only=""
@@ -309,6 +309,33 @@ f8() {
         "$does" "$SECS" "the epoch in progress"
 }
 
+# 8b. Rank 1 frozen inside a collective every rank has entered (a 64 MiB broadcast, looped):
+# the entry handshake is over, the progress check must name it. Check at 1 s, shutdown at 3 s.
+f8b() {
+    e="env HVD_STALL_CHECK_TIME_SECONDS=1 HVD_STALL_SHUTDOWN_TIME_SECONDS=3"
+    printf '#!/bin/sh\necho $$ >"%s"\nexec "$@"\n' "$W/f8b.pid" >"$W/f8b.sh"
+    chmod +x "$W/f8b.sh"
+    start f8b 20 -n 1 $e "$OPS" loop : -n 1 $e "$W/f8b.sh" "$OPS" loop
+    does="did not start looping" ok=0 SECS="-"
+    if wait_for f8b 'prog_fault_ops: looping'; then
+        sleep 0.5
+        t0=$(now)
+        kill -STOP "$(cat "$W/f8b.pid")"
+        finish f8b "$t0"
+        kill -9 "$(cat "$W/f8b.pid")" 2>/dev/null
+        line=$(grep -m1 -o 'hvdlab: error: .*entered by every rank.*' "$W/f8b.out")
+        if echo "$line" | grep -q 'not answering: rank 1 (pid [0-9]* on [^,]*, stopped' &&
+            grep -q 'hvdlab: warning: .*after 1 s (HVD_STALL_CHECK_TIME_SECONDS): not answering: rank 1' "$W/f8b.out" &&
+            [ "$RC" != 124 ] && [ "$RC" != 137 ] && [ "$RC" != 0 ]; then
+            ok=1 does="warns at 1 s, then stops: $(echo "$line" | cut -c16-300 | sed 's/|/\\|/g')"
+        elif grep -q 'missing ranks: 1 (not arrived)' "$W/f8b.out"; then
+            does="stopped between two calls, not inside one: run it again ($(status))"
+        else does="waits silently ($(status))"; fi
+    else finish f8b "$(now)"; fi
+    row 8b 1 $ok "rank 1 frozen (\`kill -STOP\`) inside a broadcast every rank entered, \`HVD_STALL_CHECK_TIME_SECONDS=1\`, \`HVD_STALL_SHUTDOWN_TIME_SECONDS=3\`" \
+        "$does" "$SECS" "nothing (no training)"
+}
+
 # 9. SUM on rank 0 against AVERAGE on rank 1, collective checks on.
 f9() {
     run f9 20 -n 2 env HVD_CHECK_COLLECTIVES=1 "$OPS"
@@ -349,7 +376,7 @@ f10() {
     row 10 1 $ok "SIGTERM to \`mpirun\` in epoch 2" "$does" "$SECS" "$lost"
 }
 
-for f in "1 1" "2 1" "3 0" "4 1" "5 1" "5b 1" "6 1" "7a 1" "7b 0" "8 0" "9 1" "10 1"; do
+for f in "1 1" "2 1" "3 0" "4 1" "5 1" "5b 1" "6 1" "7a 1" "7b 0" "8 0" "8b 1" "9 1" "10 1"; do
     set -- $f
     wanted "$1" "$2" && "f$1"
 done
