@@ -280,6 +280,7 @@ void hvd_shutdown(void)
     flush_queue(); /* nothing queued is lost */
     coll_desc d = coll_describe(COLL_SHUTDOWN, "", 0, -1);
     enter_call(&d);
+    watchdog_idle();
     profile_report(S.comm); /* every rank is here: the stall handshake above saw them all */
     fusion_free(&S.queue);
     gpu_ops_shutdown();

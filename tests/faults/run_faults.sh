@@ -6,7 +6,7 @@
 # Usage: sh tests/faults/run_faults.sh [--quick] [--write-doc] [--only "N ..."]
 #   --quick      only the rows marked quick (they end in seconds even where the kit still fails)
 #   --write-doc  also put the table into notebooks-md/appendix-faults.md between its markers
-#   --only       only these rows (numbers as in the table: 1 2 3 4 5 5b 6 7a 7b 8 8b 9 10)
+#   --only       only these rows (numbers as in the table: 1 2 2b 3 4 5 5b 6 7a 7b 8 8b 9 10)
 # Env: BUILD (build), MPIRUN (mpirun with its flags), FAULTS_REQUIRE (rows that must hold: the
 #      exit status is 1 when one of them that ran does not; default: all), FAULTS_KEEP=1 keeps
 #      the scratch directory.
@@ -19,7 +19,7 @@ if [ -z "${MPIRUN:-}" ]; then
     MPIRUN="mpirun --oversubscribe"
     [ "$(id -u)" = 0 ] && MPIRUN="$MPIRUN --allow-run-as-root"
 fi
-REQUIRE=${FAULTS_REQUIRE:-1 2 3 4 5 5b 6 7a 7b 8 8b 9 10}
+REQUIRE=${FAULTS_REQUIRE:-1 2 2b 3 4 5 5b 6 7a 7b 8 8b 9 10}
 PROG=$(pwd)/$BUILD/solutions/step10
 OPS=$(pwd)/$BUILD/tests/progs/prog_fault_ops
 quick=0 write_doc=0 only=""
@@ -163,6 +163,30 @@ f2() {
     lost="nothing"
     [ $ok = 1 ] || lost="exactness: the resumed run trains other weights"
     row 2 1 $ok "resume after epoch 1, compared with an uninterrupted run" "$does" "$SECS" "$lost"
+}
+
+# 2b. Resume with early stopping on: every epoch is above the target, patience 3. Uninterrupted:
+# stops after epoch 3; stopped after epoch 2 and resumed, it must stop after epoch 3 too (the
+# count of epochs above the target is in the checkpoint), with the same checkpoint-3 bytes.
+f2b() {
+    a=$W/f2ba b=$W/f2bb
+    mkdir -p "$a" "$b"
+    es="--target-accuracy 0.01 --patience 3 --use-checkpointing"
+    run f2ba 60 -n 2 "$PROG" $SMALL --epochs 6 $es --log-dir "$a"
+    run f2bb 60 -n 2 "$PROG" $SMALL --epochs 2 $es --log-dir "$b"
+    run f2bc 60 -n 2 "$PROG" $SMALL --epochs 6 $es --log-dir "$b"
+    whole=$(grep -o 'Early stopping after epoch [0-9]*' "$W/f2ba.out")
+    resumed=$(grep -o 'Early stopping after epoch [0-9]*' "$W/f2bc.out")
+    ok=0
+    if [ -n "$whole" ] && [ "$whole" = "$resumed" ] && [ ! -e "$b/checkpoint-4.ckpt" ] &&
+        cmp -s "$a/checkpoint-3.ckpt" "$b/checkpoint-3.ckpt"; then
+        ok=1 does="resumes the count: both runs print '$whole', checkpoint-3 byte-identical"
+    else
+        does="the uninterrupted run: '${whole:-no early stop}'; the resumed one: '${resumed:-no early stop}' ($(status))"
+    fi
+    lost="nothing"
+    [ $ok = 1 ] || lost="the early-stop count: the resumed run trains on"
+    row 2b 1 $ok "resume with early stopping (\`--target-accuracy 0.01 --patience 3\`) after epoch 2" "$does" "$SECS" "$lost"
 }
 
 # 3. HVD_CHECK_COLLECTIVES=1 on rank 0 only.
@@ -376,7 +400,7 @@ f10() {
     row 10 1 $ok "SIGTERM to \`mpirun\` in epoch 2" "$does" "$SECS" "$lost"
 }
 
-for f in "1 1" "2 1" "3 0" "4 1" "5 1" "5b 1" "6 1" "7a 1" "7b 0" "8 0" "8b 1" "9 1" "10 1"; do
+for f in "1 1" "2 1" "2b 1" "3 0" "4 1" "5 1" "5b 1" "6 1" "7a 1" "7b 0" "8 0" "8b 1" "9 1" "10 1"; do
     set -- $f
     wanted "$1" "$2" && "f$1"
 done
