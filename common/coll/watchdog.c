@@ -27,7 +27,6 @@
 #define MAX_ADDRS 8
 #define CONNECT_WAIT_MS 2000 /* per address of rank 0 */
 #define ACCEPT_WAIT_S 20.0
-#define FATAL_GRACE_S 0.5    /* a peer's fatal_error: time for ours, when every rank takes it */
 #define RELAY_LINGER_MS 300  /* rank 0: for the others to read its relay before it goes */
 
 enum { NOTE_HELLO = 1, NOTE_BYE, NOTE_SIGNAL, NOTE_FATAL, NOTE_DEATH, NOTE_PING, NOTE_PONG,
@@ -53,7 +52,6 @@ static struct {
     int *fd;                  /* (size): rank 0: every peer's socket; others: fd[0] */
     int *left;                /* (size): 1 once a peer said goodbye or was reported */
     note *heard;              /* (size): the last note of each peer (kind 0: none) */
-    double *heard_at;
     int wake[2];              /* self-pipe: watchdog_stop wakes the thread */
     pthread_t thread;
     volatile sig_atomic_t dying; /* this rank's own fatal_error is under way */
@@ -182,9 +180,6 @@ static void describe_cause(const note *n, char *out, size_t len)
         else
             snprintf(out, len, "killed by %s", signal_name(n->sig));
         break;
-    case NOTE_FATAL:
-        snprintf(out, len, "ended with an error: %s", n->text);
-        break;
     default:
         snprintf(out, len, "vanished without a word: SIGKILL or the out-of-memory killer");
     }
@@ -249,12 +244,18 @@ static void lost(int r)
     report_and_exit(r, cause);
 }
 
+/* Peer r is not watched any more: it said goodbye, or its own error line is out. */
+static void forget(int r)
+{
+    W.left[r] = 1;
+    close(W.fd[r]);
+    W.fd[r] = -1;
+}
+
 static void heard(int r, const note *n)
 {
-    if (n->kind == NOTE_BYE) {
-        W.left[r] = 1;
-        close(W.fd[r]);
-        W.fd[r] = -1;
+    if (n->kind == NOTE_BYE || n->kind == NOTE_FATAL) {
+        forget(r); /* fatal_error printed its one line and takes every rank down (MPI_Abort) */
     } else if (n->kind == NOTE_DEATH && W.rank != 0) {
         note cause = *n;
         cause.kind = n->sig;
@@ -268,9 +269,8 @@ static void heard(int r, const note *n)
     } else if (n->kind == NOTE_ABORT) {
         W.dying = 1; /* the one line is the sender's */
         _exit(1);
-    } else if (n->kind == NOTE_SIGNAL || n->kind == NOTE_FATAL) {
+    } else if (n->kind == NOTE_SIGNAL) {
         W.heard[r] = *n;
-        W.heard_at[r] = timer_seconds();
     }
 }
 
@@ -403,8 +403,6 @@ static void *watch(void *arg)
             if (r != W.rank && !W.left[r] && W.fd[r] >= 0) {
                 who[n] = r;
                 p[n++] = (struct pollfd){W.fd[r], POLLIN, 0};
-                if (W.heard[r].kind == NOTE_FATAL)
-                    timeout = 100; /* the grace below */
             }
         if (poll(p, (nfds_t)n, timeout) < 0 && errno != EINTR)
             break;
@@ -422,10 +420,6 @@ static void *watch(void *arg)
         }
         if (W.warn_s > 0)
             progress_tick();
-        for (int r = 0; r < W.size; r++) /* a peer's error that ours did not follow */
-            if (W.heard[r].kind == NOTE_FATAL && !W.left[r] &&
-                timer_seconds() - W.heard_at[r] > FATAL_GRACE_S)
-                lost(r);
     }
     free(p);
     free(who);
@@ -547,13 +541,11 @@ static void free_all(void)
     free(W.fd);
     free(W.left);
     free(W.heard);
-    free(W.heard_at);
     free(W.ponged);
     W.ponged = NULL;
     W.who = NULL;
     W.fd = W.left = NULL;
     W.heard = NULL;
-    W.heard_at = NULL;
 }
 
 static void at_exit(void) { watchdog_stop(); }
@@ -575,9 +567,8 @@ void watchdog_start(MPI_Comm comm)
     W.fd = malloc(n * sizeof *W.fd);
     W.left = calloc(n, sizeof *W.left);
     W.heard = calloc(n, sizeof *W.heard);
-    W.heard_at = calloc(n, sizeof *W.heard_at);
     W.ponged = calloc(n, sizeof *W.ponged);
-    if (!W.who || !W.fd || !W.left || !W.heard || !W.heard_at || !W.ponged)
+    if (!W.who || !W.fd || !W.left || !W.heard || !W.ponged)
         fatal_error("dead-rank watchdog: out of memory for %d ranks", W.size);
     int ok = 1;
     for (int r = 0; r < W.size; r++)

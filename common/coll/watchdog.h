@@ -9,20 +9,18 @@
  * thread of each rank sleeps in poll() on it, costing nothing while all is well. The kernel
  * closes a process's sockets however it ends, SIGKILL included, so a peer's death is an EOF on
  * its socket, seen at once also across hosts. Before dying, a rank leaves a note on its socket
- * when it can: its fatal-signal handlers (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT), fatal_error
- * (the message) and stop.h's second signal. An EOF without a note means SIGKILL or the OOM
- * killer. A clean end (hvd_shutdown, or exit() after hvd_init) says goodbye first. Rank 0 sees
+ * when it can: its fatal-signal handlers (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) and stop.h's
+ * second signal. An EOF without a note means SIGKILL or the OOM killer. A rank that stops with
+ * fatal_error has printed its one line (hvdlab: error: [rank r] …) and takes every rank down
+ * with MPI_Abort: its note only tells the others to add nothing. A clean end (hvd_shutdown, or exit() after hvd_init) says goodbye first. Rank 0 sees
  * every other rank's socket and relays a death to the rest; the others see rank 0's.
  *
  * The survivor's line (stderr, then _exit(1)):
  *   hvdlab: error: [rank 0] rank 1 (pid 4242 on h2) died: killed by SIGSEGV; <context>
- * "died:" is followed by "killed by SIGSEGV", "ended with an error: <its fatal_error line>",
- * "exited at a second SIGTERM", or "vanished without a word: SIGKILL or the out-of-memory
- * killer". <context> comes from the layer above (watchdog_set_context: the training's epoch and
+ * "died:" is followed by "killed by SIGSEGV", "exited at a second SIGTERM", or "vanished without
+ * a word: SIGKILL or the out-of-memory killer". <context> comes from the layer above (watchdog_set_context: the training's epoch and
  * step, where --use-checkpointing resumes), else "stopping this rank too".
  * A rank whose own fatal_error is under way says nothing: its own line is the one to read.
- * A peer's fatal_error is given 0.5 s for this rank to reach the same error (a stop every rank
- * takes at once, such as a diverged gradient) before it is reported.
  *
  * What it cannot see: a host that vanishes without its kernel closing the sockets (power, cable)
  * — mpirun's own report says that one.
@@ -62,7 +60,7 @@ void watchdog_stop(void);
  * on the watchdog's thread while the main thread is blocked; NULL: none. */
 void watchdog_set_context(void (*fn)(char *out, size_t len));
 /* fatal_error's hook, before the job is aborted: leaves msg as this rank's note and keeps this
- * rank's watchdog quiet. */
+ * rank's watchdog quiet; the others' stay quiet too (this rank's line is out). */
 void watchdog_note_fatal(const char *msg);
 /* Async-signal-safe: leaves "exited at signal sig" as this rank's note, for a handler that is
  * about to _exit (stop.h's second signal). */
