@@ -26,6 +26,7 @@
 #include "coll/profile.h"
 #include "coll/stall.h"
 #include "coll/timeline.h"
+#include "coll/vote.h"
 #include "coll/watchdog.h"
 #ifdef HVDLAB_CUDA
 #include "coll/nccl.h"
@@ -72,6 +73,8 @@ void hvd_fusion_stats(size_t *ring_calls, size_t *tensors, size_t *bytes_copied)
     *tensors = S.queue.stats.tensors;
     *bytes_copied = S.queue.stats.bytes_copied;
 }
+
+static void entry_check(const coll_desc *d);
 
 /* fatal_error's hook once hvd_init has run: every rank of the job goes down with this one, and
  * the watchdog passes the message to the others. */
@@ -254,6 +257,7 @@ int hvd_init(int *argc, char ***argv)
                                                           : DEFAULT_GPU_WAIT_LIMIT_SECONDS};
     gpu_ops_init(&g); /* after the settings agree: the choice is collective */
     allreduce_init(S.comm, S.hierarchical, S.host_group_size); /* the hosts, for allreduce.h */
+    vote_init(S.comm, entry_check); /* the vote's communicator, here: collective on every rank */
     watchdog_set_progress_check(S.stall_check ? S.stall_warn_s : 0, S.stall_shutdown_s);
     watchdog_start(S.comm); /* a rank that dies is named by the others (watchdog.h) */
     const char *tl = getenv("HVD_TIMELINE");
@@ -263,13 +267,18 @@ int hvd_init(int *argc, char ***argv)
 }
 
 /* Before every collective: the stall inspector's handshake (which also does the collective
- * check when it is on), or the check alone. */
-static void enter_call(const coll_desc *d)
+ * check when it is on), or the check alone. The vote (vote.h) joins it too. */
+static void entry_check(const coll_desc *d)
 {
     if (S.stall_check)
         stall_enter(&S.stall, d);
     else if (S.check)
         coll_check(S.check_comm, d);
+}
+
+static void enter_call(const coll_desc *d)
+{
+    entry_check(d);
     watchdog_busy(d); /* every rank is in: from here the progress check watches (watchdog.h) */
 }
 
@@ -285,6 +294,7 @@ void hvd_shutdown(void)
     fusion_free(&S.queue);
     gpu_ops_shutdown();
     allreduce_free(); /* the shared window goes here, on every rank of each host */
+    vote_free();
     stall_free(&S.stall);
     watchdog_stop(); /* a goodbye: the end of this rank is no death */
     timeline_close();
