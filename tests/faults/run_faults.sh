@@ -393,7 +393,7 @@ f10() {
         lost="the epoch in progress"
         [ $saved = 1 ] && [ "$lines" -ge 1 ] && lost="nothing (saved at the stop)"
         if [ "$lines" -ge 1 ] && [ "$RC" != 0 ]; then
-            does="$(grep -m1 -o 'hvdlab: .*' "$W/f10.out" | cut -c9-158), $(status)"
+            does="$(grep -m1 -o 'hvdlab: .*' "$W/f10.out" | sed "s#$W/##g" | cut -c9-158), $(status)"
         else does="no message, $(status)"; fi
         [ "$lines" -ge 1 ] && [ "$RC" != 0 ] && [ $saved = 1 ] && ok=1
     else finish f10 "$(now)"; fi
