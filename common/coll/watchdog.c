@@ -47,6 +47,7 @@ typedef struct {
 
 static struct {
     int on, rank, size;
+    pid_t owner;              /* a forked child's exit() must not stop its parent's watchdog */
     uint32_t nonce;
     whoami *who;              /* (size) */
     int *fd;                  /* (size): rank 0: every peer's socket; others: fd[0] */
@@ -627,6 +628,7 @@ void watchdog_start(MPI_Comm comm)
         return;
     }
     W.on = 1;
+    W.owner = getpid();
     install_signal_notes();
     if (pthread_create(&W.thread, NULL, watch, NULL) != 0) {
         W.on = 0;
@@ -642,7 +644,7 @@ void watchdog_start(MPI_Comm comm)
 
 void watchdog_stop(void)
 {
-    if (!W.on)
+    if (!W.on || getpid() != W.owner)
         return;
     ssize_t r = write(W.wake[1], "x", 1);
     (void)r;

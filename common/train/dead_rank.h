@@ -17,7 +17,8 @@
 
 /* Gives the watchdog this context, with a's --log-dir and --use-checkpointing (copied). */
 void dead_rank_watch(const args *a);
-/* After batch `done` of `steps` of epoch `epoch` (0-based), on every rank. */
+/* After batch `done` of `steps` of epoch `epoch` (0-based; done 0 at the epoch's start), on
+ * every rank. */
 void dead_rank_at(int epoch, int done, int steps);
 
 #endif

@@ -198,6 +198,7 @@ void progress_print(progress *p, const char *fmt, ...)
 void progress_epoch_begin(progress *p, int epoch, size_t steps)
 {
     close_bar(p);
+    dead_rank_at(epoch, 0, (int)steps); /* before "Epoch E/N" is out */
     p->epoch = epoch;
     p->steps = steps;
     p->plain_decile = 0;
