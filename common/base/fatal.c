@@ -9,10 +9,10 @@
 #include "base/errmsg.h"
 
 static int fatal_rank;
-static void (*fatal_abort_job)(void);
+static void (*fatal_abort_job)(const char *msg);
 
 void fatal_set_rank(int rank) { fatal_rank = rank; }
-void fatal_set_abort_hook(void (*abort_job)(void)) { fatal_abort_job = abort_job; }
+void fatal_set_abort_hook(void (*abort_job)(const char *msg)) { fatal_abort_job = abort_job; }
 
 void fatal_error(const char *fmt, ...)
 {
@@ -25,6 +25,6 @@ void fatal_error(const char *fmt, ...)
     fprintf(stderr, "hvdlab: error: [rank %d] %s\n", fatal_rank, msg);
     fflush(stderr);
     if (fatal_abort_job)
-        fatal_abort_job(); /* takes every rank down: nobody waits forever */
+        fatal_abort_job(msg); /* takes every rank down: nobody waits forever */
     exit(EXIT_FAILURE);
 }

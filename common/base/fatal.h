@@ -14,8 +14,8 @@ void fatal_error(const char *fmt, ...) __attribute__((noreturn, format(printf, 1
 /* The rank named in the prefix (0 until set). */
 void fatal_set_rank(int rank);
 
-/* Called after the line is written, before exit(1); it should not return (MPI_Abort).
- * NULL: none. */
-void fatal_set_abort_hook(void (*abort_job)(void));
+/* Called with the message after the line is written, before exit(1); it should not return
+ * (MPI_Abort). NULL: none. */
+void fatal_set_abort_hook(void (*abort_job)(const char *msg));
 
 #endif

@@ -43,13 +43,14 @@
  * Public, on plain buffers (the format's ckpt_data and ckpt_file):
  *   ckpt_check.c (expectations) ckpt_check, ckpt_opt_name, ckpt_nonfinite
  *   ckpt_files.c (directories)  ckpt_mkdirs, ckpt_write_temp, ckpt_commit, ckpt_save, ckpt_load,
- *                               ckpt_latest_epoch, ckpt_found_batch, ckpt_set_aside
+ *                               ckpt_latest_epoch, ckpt_newest_valid, ckpt_found_batch,
+ *                               ckpt_set_aside
  *   ckpt_dir.c (the log dir)    ckpt_set_restart, ckpt_prepare_dir, ckpt_expect_bytes
  * Public (ckpt_model.c, on a param_set and an optimizer):
  *   ckpt_data_of, ckpt_expect_of, ckpt_save_params, ckpt_load_params, ckpt_set_target,
  *   ckpt_has_target, ckpt_save_target, ckpt_target_iterations, ckpt_target_checksum,
- *   ckpt_set_world_size,
- *   ckpt_loaded_world_size
+ *   ckpt_set_world_size, ckpt_loaded_world_size, ckpt_set_early_stop_source,
+ *   ckpt_loaded_early_stop_count
  * Public (inline here, on a wrn_model): ckpt_save_model, ckpt_load_model, ckpt_latest_model
  */
 #ifndef HVDLAB_CKPT_H
@@ -120,6 +121,11 @@ int ckpt_load(const char *dir, int epoch, const ckpt_expect *want, ckpt_file *f,
 int ckpt_latest_epoch(const char *dir, const ckpt_expect *want, int max_epoch, char *err,
                       size_t errlen);
 
+/* The newest valid checkpoint of dir (format, CRCs, finite, its name), whatever its model:
+ * 0 and *epoch, *batch (0 for an end-of-epoch file); -1 if none or dir cannot be listed.
+ * Read only: unlike ckpt_latest_epoch it renames nothing (the dead-rank line asks it). */
+int ckpt_newest_valid(const char *dir, int *epoch, int *batch);
+
 /* The batch of the mid-epoch file the last ckpt_latest_epoch of dir (NULL: of any dir) found
  * at epoch, else 0.
  * Files saved mid-epoch (on a signal, ckpt_save_target) are named checkpoint-{epoch}.{batch}.ckpt
@@ -187,6 +193,11 @@ uint64_t ckpt_target_checksum(void);
 void ckpt_set_world_size(int n);
 /* The world size recorded in the file the last ckpt_load_params read; 0 when none was. */
 int ckpt_loaded_world_size(void);
+/* count() gives the early-stop count every file written from now on records (train/progress.c
+ * sets it); NULL: 0. */
+void ckpt_set_early_stop_source(int (*count)(void));
+/* The early-stop count recorded in the file the last ckpt_load_params read; 0 when none was. */
+int ckpt_loaded_early_stop_count(void);
 
 /* ckpt_prepare_dir, then ckpt_latest_epoch with the requirements of (m, opt): config, optimizer
  * kind, counts, views; (m, opt) become the signal's target. A file saved mid-epoch in the

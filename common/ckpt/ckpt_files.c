@@ -242,12 +242,13 @@ static int cmp_desc(const void *a, const void *b)
     return (x->batch < y->batch) - (x->batch > y->batch);
 }
 
-int ckpt_latest_epoch(const char *dir, const ckpt_expect *want, int max_epoch, char *err,
-                      size_t errlen)
+/* The positions of dir's checkpoint files, newest first, up to max_epoch (<= 0: any): 0 and
+ * *ep (free it; NULL when none) and *n; -1 and one line in err. A missing dir has none. */
+static int list_positions(const char *dir, int max_epoch, position **out, int *count, char *err,
+                          size_t errlen)
 {
-    found.batch = 0;
-    if (!dir || !*dir)
-        return errmsg_set(err, errlen, "(ckpt)", "no checkpoint directory given");
+    *out = NULL;
+    *count = 0;
     DIR *dp = opendir(dir);
     if (!dp) {
         if (errno == ENOENT)
@@ -276,6 +277,45 @@ int ckpt_latest_epoch(const char *dir, const ckpt_expect *want, int max_epoch, c
     closedir(dp);
     if (n > 1) /* qsort(NULL, 0, ...) is undefined */
         qsort(ep, (size_t)n, sizeof *ep, cmp_desc);
+    *out = ep;
+    *count = n;
+    return 0;
+}
+
+int ckpt_newest_valid(const char *dir, int *epoch, int *batch)
+{
+    char msg[ERRMSG_LEN];
+    position *ep;
+    int n, hit = -1;
+    if (!dir || !*dir || list_positions(dir, 0, &ep, &n, msg, sizeof msg))
+        return -1;
+    for (int i = 0; i < n && hit < 0; i++) {
+        char path[4096];
+        ckpt_file f;
+        if (ckpt_path_at(path, sizeof path, dir, ep[i].epoch, ep[i].batch) == 0 &&
+            read_checked(path, ep[i].epoch, ep[i].batch, NULL, &f, msg, sizeof msg) == 0) {
+            ckpt_file_free(&f);
+            hit = i;
+        }
+    }
+    if (hit >= 0) {
+        *epoch = ep[hit].epoch;
+        *batch = ep[hit].batch;
+    }
+    free(ep);
+    return hit >= 0 ? 0 : -1;
+}
+
+int ckpt_latest_epoch(const char *dir, const ckpt_expect *want, int max_epoch, char *err,
+                      size_t errlen)
+{
+    found.batch = 0;
+    if (!dir || !*dir)
+        return errmsg_set(err, errlen, "(ckpt)", "no checkpoint directory given");
+    position *ep;
+    int n;
+    if (list_positions(dir, max_epoch, &ep, &n, err, errlen))
+        return -1;
     /* Newest first, down to the first file this run can resume from: only the newer ones
      * would be overwritten. A damaged one is renamed aside; one of another model or optimizer
      * stops the run, as does a directory whose every checkpoint is damaged. */

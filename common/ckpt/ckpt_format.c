@@ -161,6 +161,7 @@ static void encode_resume(uint8_t *b, const ckpt_resume *r)
     put_u64(b, r->model_steps);
     put_u32(b + 8, (uint32_t)r->batch);
     put_u32(b + 12, (uint32_t)r->world_size);
+    put_u32(b + 16, (uint32_t)r->early_stop_count);
 }
 
 static void decode_resume(const uint8_t *b, ckpt_resume *r)
@@ -168,6 +169,7 @@ static void decode_resume(const uint8_t *b, ckpt_resume *r)
     r->model_steps = get_u64(b);
     r->batch = (int)get_u32(b + 8);
     r->world_size = (int)get_u32(b + 12);
+    r->early_stop_count = (int)get_u32(b + 16);
 }
 
 int ckpt_write_fd(int fd, const ckpt_data *d, const char *path, char *err, size_t errlen)

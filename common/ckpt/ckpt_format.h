@@ -41,7 +41,10 @@
  *                 +12 i32 world_size: ranks that ran those batches (elastic training resumes
  *                     with another count and maps `batch` onto it, train/resume.h); 0 = not
  *                     recorded (files written before it, or by programs outside the lab loop)
- *                 +16 16 bytes reserved = 0
+ *                 +16 i32 early_stop_count: epochs in a row above --target-accuracy after the
+ *                     epoch this file ends (train/progress.h; 0 in files written before it,
+ *                     which resume the count from 0 as they always did)
+ *                 +20 12 bytes reserved = 0
  *                A reader takes the first 32 bytes and skips any more (a later version's fields).
  *                The data order, augmentation and learning rate follow from (epoch, batch) alone;
  *                the optimizer's step count and state are in the header and the arrays above.
@@ -92,6 +95,7 @@ typedef struct {
     uint64_t model_steps; /* param_set.steps: training batches run, keys dropout */
     int batch;            /* batches of the current epoch already run (0: at an epoch's end) */
     int world_size;       /* ranks that ran them; 0: not recorded */
+    int early_stop_count; /* epochs in a row above the early-stop target; 0: none or unknown */
 } ckpt_resume;
 
 /* Everything a checkpoint holds. Arrays are borrowed: the writer reads them, the reader points

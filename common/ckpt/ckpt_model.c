@@ -22,9 +22,13 @@ static ckpt_config stored_config(const wrn_config *c)
 
 static int world_size;   /* stored in every file written from now on (ckpt_set_world_size) */
 static int loaded_world; /* the last file ckpt_load_params read */
+static int loaded_early_stop;              /* likewise */
+static int (*early_stop_source)(void);     /* ckpt_set_early_stop_source */
 
 void ckpt_set_world_size(int n) { world_size = n > 0 ? n : 0; }
 int ckpt_loaded_world_size(void) { return loaded_world; }
+void ckpt_set_early_stop_source(int (*count)(void)) { early_stop_source = count; }
+int ckpt_loaded_early_stop_count(void) { return loaded_early_stop; }
 
 ckpt_data ckpt_data_of(const wrn_config *cfg, const param_set *ps, const optimizer *opt,
                        int epoch)
@@ -45,7 +49,8 @@ ckpt_data ckpt_data_of(const wrn_config *cfg, const param_set *ps, const optimiz
         .n_state = ps->n_state,
         .opt_state = opt ? opt->state : NULL,
         .n_opt_state = opt ? opt->n_state : 0,
-        .resume = {.model_steps = ps->steps, .world_size = world_size},
+        .resume = {.model_steps = ps->steps, .world_size = world_size,
+                   .early_stop_count = early_stop_source ? early_stop_source() : 0},
     };
     return d;
 }
@@ -111,6 +116,7 @@ int ckpt_load_params(const char *dir, int epoch, const wrn_config *cfg, param_se
     params_from_host(ps->state, f.d.state, ps->n_state, ps->device);
     ps->steps = f.d.resume.model_steps;
     loaded_world = f.d.resume.world_size > 0 ? f.d.resume.world_size : 0;
+    loaded_early_stop = f.d.resume.early_stop_count > 0 ? f.d.resume.early_stop_count : 0;
     if (!f.resume_bytes) /* version 1 kept no dropout counter */
         fprintf(stderr, "hvdlab: warning: %s/checkpoint-%d.ckpt: format version 1 has no dropout "
                 "counter; the resumed run draws new dropout masks\n", dir, epoch);

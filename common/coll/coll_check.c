@@ -18,6 +18,7 @@ const char *coll_kind_name(int kind)
     case COLL_BARRIER: return "barrier";
     case COLL_SYNCHRONIZE: return "synchronize";
     case COLL_SHUTDOWN: return "shutdown";
+    case COLL_VOTE: return "vote";
     default: return "unknown";
     }
 }
@@ -62,6 +63,7 @@ static void format_call(const coll_desc *d, int detail, char *out, size_t outlen
     switch (d->kind) {
     case COLL_BARRIER:
     case COLL_SHUTDOWN:
+    case COLL_VOTE:
         snprintf(out, outlen, "%s()", coll_kind_name(d->kind));
         break;
     case COLL_SYNCHRONIZE:

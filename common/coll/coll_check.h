@@ -20,7 +20,8 @@ typedef enum {
     COLL_ALLGATHER,
     COLL_BARRIER,
     COLL_SYNCHRONIZE,
-    COLL_SHUTDOWN
+    COLL_SHUTDOWN,
+    COLL_VOTE /* coll/vote.h: the training's per-step stop vote, and the resume's votes */
 } coll_kind;
 
 #define COLL_NAME_MAX 64

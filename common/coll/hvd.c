@@ -26,6 +26,8 @@
 #include "coll/profile.h"
 #include "coll/stall.h"
 #include "coll/timeline.h"
+#include "coll/vote.h"
+#include "coll/watchdog.h"
 #ifdef HVDLAB_CUDA
 #include "coll/nccl.h"
 #include "coll/staged.h"
@@ -72,9 +74,13 @@ void hvd_fusion_stats(size_t *ring_calls, size_t *tensors, size_t *bytes_copied)
     *bytes_copied = S.queue.stats.bytes_copied;
 }
 
-/* fatal_error's hook once hvd_init has run: every rank of the job goes down with this one. */
-static void abort_job(void)
+static void entry_check(const coll_desc *d);
+
+/* fatal_error's hook once hvd_init has run: every rank of the job goes down with this one, and
+ * the watchdog passes the message to the others. */
+static void abort_job(const char *msg)
 {
+    watchdog_note_fatal(msg);
     int init = 0, fin = 0;
     MPI_Initialized(&init);
     MPI_Finalized(&fin);
@@ -251,6 +257,9 @@ int hvd_init(int *argc, char ***argv)
                                                           : DEFAULT_GPU_WAIT_LIMIT_SECONDS};
     gpu_ops_init(&g); /* after the settings agree: the choice is collective */
     allreduce_init(S.comm, S.hierarchical, S.host_group_size); /* the hosts, for allreduce.h */
+    vote_init(S.comm, entry_check); /* the vote's communicator, here: collective on every rank */
+    watchdog_set_progress_check(S.stall_check ? S.stall_warn_s : 0, S.stall_shutdown_s);
+    watchdog_start(S.comm); /* a rank that dies is named by the others (watchdog.h) */
     const char *tl = getenv("HVD_TIMELINE");
     if (tl && *tl)
         hvd_start_timeline(tl);
@@ -258,13 +267,19 @@ int hvd_init(int *argc, char ***argv)
 }
 
 /* Before every collective: the stall inspector's handshake (which also does the collective
- * check when it is on), or the check alone. */
-static void enter_call(const coll_desc *d)
+ * check when it is on), or the check alone. The vote (vote.h) joins it too. */
+static void entry_check(const coll_desc *d)
 {
     if (S.stall_check)
         stall_enter(&S.stall, d);
     else if (S.check)
         coll_check(S.check_comm, d);
+}
+
+static void enter_call(const coll_desc *d)
+{
+    entry_check(d);
+    watchdog_busy(d); /* every rank is in: from here the progress check watches (watchdog.h) */
 }
 
 void hvd_shutdown(void)
@@ -274,11 +289,14 @@ void hvd_shutdown(void)
     flush_queue(); /* nothing queued is lost */
     coll_desc d = coll_describe(COLL_SHUTDOWN, "", 0, -1);
     enter_call(&d);
+    watchdog_idle();
     profile_report(S.comm); /* every rank is here: the stall handshake above saw them all */
     fusion_free(&S.queue);
     gpu_ops_shutdown();
     allreduce_free(); /* the shared window goes here, on every rank of each host */
+    vote_free();
     stall_free(&S.stall);
+    watchdog_stop(); /* a goodbye: the end of this rank is no death */
     timeline_close();
     MPI_Comm_free(&S.check_comm);
     MPI_Comm_free(&S.comm);
@@ -337,6 +355,7 @@ void hvd_barrier(void)
     double t = profile_begin();
     check_call(COLL_BARRIER, "", 0, -1, 0);
     MPI_Barrier(S.comm);
+    watchdog_idle();
     profile_end(PROFILE_BARRIER, 0, t);
 }
 
@@ -373,6 +392,7 @@ void hvd_synchronize(void)
     double t = profile_begin();
     fusion_flush(&S.queue, S.comm, S.fusion_threshold,
                  S.stall_check || S.check ? enter_call : NULL);
+    watchdog_idle();
     profile_add(PROFILE_ALLREDUCE, 0, 0, profile_since(t));
 }
 
@@ -419,6 +439,7 @@ static void broadcast(void *buf, size_t count, size_t esize, int root, const cha
         size_t len = nbytes - off < PIECE ? nbytes - off : PIECE;
         MPI_Bcast((char *)buf + off, (int)len, MPI_BYTE, root, S.comm);
     }
+    watchdog_idle();
     if (timeline_enabled())
         timeline_event(name, "BROADCAST", 'E');
     profile_end(PROFILE_BROADCAST, (double)nbytes, t);
@@ -505,6 +526,7 @@ float *hvd_allgather(const float *buf, size_t n, size_t *total, size_t *counts, 
     } else if (n) {
         memcpy(out, buf, n * sizeof *out);
     }
+    watchdog_idle();
     profile_end(PROFILE_ALLGATHER, (double)n * sizeof *buf, t);
     free(all);
     free(cnt);

@@ -13,8 +13,9 @@
  * With check set (HVD_CHECK_COLLECTIVES), a mismatch seen by rank 0 stops the job at once with
  * coll_check's line instead of waiting.
  *
- * It covers the entry of every call. A rank stopped in the middle of a ring pass, after every
- * rank has entered, is not seen (as with Horovod's, which watches negotiation only).
+ * It covers the entry of every call (as Horovod's, which watches negotiation only). A rank
+ * stopped in the middle of a transfer, after every rank has entered, is the watchdog's progress
+ * check's (watchdog.h): the same two settings, a warning naming the rank that does not answer.
  */
 #ifndef HVDLAB_STALL_H
 #define HVDLAB_STALL_H

@@ -11,6 +11,7 @@
 #include "base/errmsg.h"
 #include "base/fatal.h"
 #include "base/trace.h"
+#include "train/dead_rank.h"
 #include "train/lab_agree.h"
 #include "train/resume.h"
 
@@ -43,6 +44,7 @@ static loader make_loader(const dataset_split *s, const loader_options *o, const
 loader lab_train_loader(const args *a, const dataset *ds, lab_shard me)
 {
     lab_agree_data(a, ds); /* before any step: ranks on different data would never line up */
+    dead_rank_watch(a);    /* a peer that dies from here is named with the epoch and the resume */
     loader_options o = common_options(a, ds, me);
     o.shuffle = 1;
     o.augment = 1;

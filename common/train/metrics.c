@@ -36,6 +36,16 @@ double metrics_accuracy(const metrics *m)
 
 size_t metrics_count(const metrics *m) { return m->count; }
 
+static unsigned val_serial;  /* averages of "val" so far */
+static double val_accuracy;  /* the last one's accuracy */
+
+unsigned metrics_last_validation(double *accuracy)
+{
+    if (accuracy)
+        *accuracy = val_accuracy;
+    return val_serial;
+}
+
 void hvd_metric_average(metrics *m, const char *name)
 {
     if (!name)
@@ -56,4 +66,8 @@ void hvd_metric_average(metrics *m, const char *name)
     m->averaged = 1;
     trace_event("metrics", "when=averaged name=%s loss=%.9g accuracy=%.9g", name, (double)loss,
                 (double)acc);
+    if (strcmp(name, "val") == 0) { /* what a checkpoint written next counts (progress.c) */
+        val_accuracy = metrics_accuracy(m);
+        val_serial++;
+    }
 }

@@ -18,7 +18,7 @@
  * float values that went into / came out of the allreduce.
  *
  * Public: metrics_reset, metrics_add, metrics_loss, metrics_accuracy, metrics_count,
- *         hvd_metric_average.
+ *         hvd_metric_average, metrics_last_validation.
  */
 #ifndef HVDLAB_METRICS_H
 #define HVDLAB_METRICS_H
@@ -43,5 +43,10 @@ size_t metrics_count(const metrics *m); /* samples added on this rank */
 
 /* Averages loss and accuracy over all ranks (see above). name: "train", "val", "test"… */
 void hvd_metric_average(metrics *m, const char *name);
+
+/* How many times metrics named "val" were averaged, and (accuracy, may be NULL) the last one's
+ * averaged accuracy: the epoch's validation a checkpoint written before progress_epoch_end
+ * already counts (progress.c). */
+unsigned metrics_last_validation(double *accuracy);
 
 #endif

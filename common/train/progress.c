@@ -14,7 +14,10 @@
 
 #include "base/timer.h"
 #include "base/trace.h"
+#include "train/dead_rank.h"
+#include "ckpt/ckpt.h"
 #include "train/elastic.h"
+#include "train/metrics.h"
 #include "train/stop.h"
 
 #define LINE_LEN 1024
@@ -121,11 +124,36 @@ void progress_init(progress *p, int verbose, int epochs, size_t total_images)
     stop_install(); /* from here a signal stops the training at a step's end (stop.h) */
 }
 
+/* The early stop a checkpoint records (ckpt_set_early_stop_source): the count after the epoch
+ * whose validation was averaged last, which the step programs save before progress_epoch_end
+ * has counted it. */
+static progress *early_stop;
+
+static int early_stop_count(void)
+{
+    const progress *p = early_stop;
+    double acc;
+    if (!p || p->patience <= 0)
+        return 0;
+    if (metrics_last_validation(&acc) != p->val_seen)
+        return acc > p->target ? p->met + 1 : 0;
+    return p->met;
+}
+
 void progress_set_early_stop(progress *p, double target, int patience)
 {
     p->target = target;
     p->patience = patience > 0 ? patience : 0;
     p->met = 0;
+    p->val_seen = metrics_last_validation(NULL);
+    early_stop = p;
+    ckpt_set_early_stop_source(early_stop_count);
+}
+
+void progress_restore_early_stop(int count)
+{
+    if (early_stop && count > 0)
+        early_stop->met = count;
 }
 
 /* A whole line to the trace as progress text="…". */
@@ -170,6 +198,7 @@ void progress_print(progress *p, const char *fmt, ...)
 void progress_epoch_begin(progress *p, int epoch, size_t steps)
 {
     close_bar(p);
+    dead_rank_at(epoch, 0, (int)steps); /* before "Epoch E/N" is out */
     p->epoch = epoch;
     p->steps = steps;
     p->plain_decile = 0;
@@ -219,6 +248,7 @@ static void redraw(progress *p, const char *line, size_t n)
 
 void progress_batch(progress *p, size_t step, double loss, double accuracy)
 {
+    dead_rank_at(p->epoch, (int)step, (int)p->steps); /* what a dead peer's line says */
     stop_step(p->epoch, (int)step, (int)p->steps); /* every rank, at every step's end */
     elastic_step(p->epoch, (int)step, (int)p->steps); /* a commit every K steps (elastic.h) */
     if (!p->verbose || step == 0)
@@ -274,6 +304,7 @@ int progress_epoch_end(progress *p, double loss, double accuracy, double val_los
                        now - p->t_train);
     }
     /* The lab's StopAtAccuracy: strictly above the target, patience epochs in a row. */
+    p->val_seen = metrics_last_validation(NULL);
     if (p->patience <= 0)
         return 0;
     p->met = val_accuracy > p->target ? p->met + 1 : 0;

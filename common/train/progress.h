@@ -31,13 +31,18 @@
  * Early stop (the lab's StopAtAccuracy): an epoch with val_accuracy > target counts, any other
  * resets the count; when the count reaches patience, progress_epoch_end returns 1. It depends
  * only on the values passed in (pass the averaged metrics and every rank decides the same) and
- * is decided on every rank, verbose or not.
+ * is decided on every rank, verbose or not. The count is part of every checkpoint written after
+ * progress_set_early_stop (counting the epoch whose validation was averaged last, even when the
+ * program saves before progress_epoch_end), and a resumed run goes on from it
+ * (progress_restore_early_stop, which resume_batch calls), so it stops where an uninterrupted
+ * run would.
  *
  * Trace (HVDLAB_TRACE): every line printed → "progress text=\"…\"" (the plain-mode lines, also
  * on a terminal); every rank at epoch end → "metrics when=epoch epoch=N loss= accuracy=
  * val_loss= val_accuracy=" (N counts finished epochs, 1-based as printed).
  *
- * Public: progress_init, progress_set_early_stop, progress_epoch_begin, progress_batch,
+ * Public: progress_init, progress_set_early_stop, progress_restore_early_stop,
+ *         progress_epoch_begin, progress_batch,
  *         progress_epoch_end, progress_train_end, progress_test, progress_print,
  *         progress_format_bar, progress_format_eta, progress_format_per_step,
  *         progress_format_value.
@@ -71,6 +76,7 @@ typedef struct {
     double target;        /* val_accuracy must exceed this … */
     int patience;         /* … this many epochs in a row (0: early stop off) */
     int met;              /* epochs in a row above target so far */
+    unsigned val_seen;    /* metrics_last_validation's count at the last epoch end */
     int stopped_epoch;    /* 1-based epoch it stopped after, 0 = not stopped */
 } progress;
 
@@ -80,6 +86,9 @@ typedef struct {
 void progress_init(progress *p, int verbose, int epochs, size_t total_images);
 /* The lab's --target-accuracy and --patience (patience 0 switches early stop off). */
 void progress_set_early_stop(progress *p, double target, int patience);
+/* The count a resumed run's checkpoint recorded (every rank the same), for the progress of the
+ * last progress_set_early_stop. */
+void progress_restore_early_stop(int count);
 
 /* Prints "Epoch N/E" (N = epoch + 1) and starts the epoch's clock; steps = batches to come. */
 void progress_epoch_begin(progress *p, int epoch /* 0-based */, size_t steps);

@@ -11,6 +11,7 @@
 #include "coll/hvd.h"
 #include "coll/vote.h"
 #include "train/elastic.h"
+#include "train/progress.h"
 #include "train/stop.h"
 
 static int first_epoch = -1, first_batch; /* decided at the first call */
@@ -31,12 +32,14 @@ int resume_batch(loader *train, int epoch)
     if (first_epoch < 0) {
         /* The ranks that loaded the checkpoint know the batch and the world size it was saved
          * with, the others learn them: every rank is here, and the largest of {its value, 0,
-         * ...} is the loader's. Two votes, once per run. */
+         * ...} is the loader's. Three votes, once per run. */
         int mine = ckpt_found_batch(NULL, epoch);
         vote_start(mine);
         int saved = vote_finish();
         vote_start(ckpt_loaded_world_size());
         int was = vote_finish();
+        vote_start(ckpt_loaded_early_stop_count()); /* the early stop goes on counting */
+        progress_restore_early_stop(vote_finish());
         first_batch = map_batch(saved, was, hvd_size());
         first_epoch = epoch;
         stop_allow_mid_epoch();

@@ -14,6 +14,7 @@
 #include "ckpt/ckpt.h"
 #include "coll/hvd.h"
 #include "coll/vote.h"
+#include "coll/watchdog.h"
 
 static volatile sig_atomic_t caught; /* the first signal's number, 0 before */
 static int installed, mid_epoch_ok;
@@ -24,6 +25,7 @@ static void on_signal(int sig)
         static const char msg[] = "hvdlab: second signal: exiting at once\n";
         ssize_t r = write(2, msg, sizeof msg - 1);
         (void)r;
+        watchdog_note_signal(sig); /* the others name this exit, not a vanished rank */
         _exit(128 + sig);
     }
     caught = sig;

@@ -6,9 +6,9 @@
 # Usage: sh tests/faults/run_faults.sh [--quick] [--write-doc] [--only "N ..."]
 #   --quick      only the rows marked quick (they end in seconds even where the kit still fails)
 #   --write-doc  also put the table into notebooks-md/appendix-faults.md between its markers
-#   --only       only these rows (numbers as in the table: 1 2 3 4 5 6 7a 7b 8 9 10)
+#   --only       only these rows (numbers as in the table: 1 2 2b 3 4 5 5b 6 7a 7b 8 8b 9 10)
 # Env: BUILD (build), MPIRUN (mpirun with its flags), FAULTS_REQUIRE (rows that must hold: the
-#      exit status is 1 when one of them that ran does not; default "4 6"), FAULTS_KEEP=1 keeps
+#      exit status is 1 when one of them that ran does not; default: all), FAULTS_KEEP=1 keeps
 #      the scratch directory.
 # Needs: make solution10 and build/tests/progs/prog_fault_ops (make test-faults builds both),
 # Fashion-MNIST (make setup).
@@ -19,7 +19,7 @@ if [ -z "${MPIRUN:-}" ]; then
     MPIRUN="mpirun --oversubscribe"
     [ "$(id -u)" = 0 ] && MPIRUN="$MPIRUN --allow-run-as-root"
 fi
-REQUIRE=${FAULTS_REQUIRE:-1 2 3 4 6 7a 7b 8 9 10}
+REQUIRE=${FAULTS_REQUIRE:-1 2 2b 3 4 5 5b 6 7a 7b 8 8b 9 10}
 PROG=$(pwd)/$BUILD/solutions/step10
 OPS=$(pwd)/$BUILD/tests/progs/prog_fault_ops
 quick=0 write_doc=0 only=""
@@ -165,6 +165,30 @@ f2() {
     row 2 1 $ok "resume after epoch 1, compared with an uninterrupted run" "$does" "$SECS" "$lost"
 }
 
+# 2b. Resume with early stopping on: every epoch is above the target, patience 3. Uninterrupted:
+# stops after epoch 3; stopped after epoch 2 and resumed, it must stop after epoch 3 too (the
+# count of epochs above the target is in the checkpoint), with the same checkpoint-3 bytes.
+f2b() {
+    a=$W/f2ba b=$W/f2bb
+    mkdir -p "$a" "$b"
+    es="--target-accuracy 0.01 --patience 3 --use-checkpointing"
+    run f2ba 60 -n 2 "$PROG" $SMALL --epochs 6 $es --log-dir "$a"
+    run f2bb 60 -n 2 "$PROG" $SMALL --epochs 2 $es --log-dir "$b"
+    run f2bc 60 -n 2 "$PROG" $SMALL --epochs 6 $es --log-dir "$b"
+    whole=$(grep -o 'Early stopping after epoch [0-9]*' "$W/f2ba.out")
+    resumed=$(grep -o 'Early stopping after epoch [0-9]*' "$W/f2bc.out")
+    ok=0
+    if [ -n "$whole" ] && [ "$whole" = "$resumed" ] && [ ! -e "$b/checkpoint-4.ckpt" ] &&
+        cmp -s "$a/checkpoint-3.ckpt" "$b/checkpoint-3.ckpt"; then
+        ok=1 does="resumes the count: both runs print '$whole', checkpoint-3 byte-identical"
+    else
+        does="the uninterrupted run: '${whole:-no early stop}'; the resumed one: '${resumed:-no early stop}' ($(status))"
+    fi
+    lost="nothing"
+    [ $ok = 1 ] || lost="the early-stop count: the resumed run trains on"
+    row 2b 1 $ok "resume with early stopping (\`--target-accuracy 0.01 --patience 3\`) after epoch 2" "$does" "$SECS" "$lost"
+}
+
 # 3. HVD_CHECK_COLLECTIVES=1 on rank 0 only.
 f3() {
     run f3 12 -n 1 env HVD_CHECK_COLLECTIVES=1 "$PROG" $SMALL --epochs 1 : -n 1 "$PROG" $SMALL --epochs 1
@@ -203,7 +227,9 @@ open(sys.argv[2] + '/t10k-labels-idx1-ubyte', 'wb').write(b)" "$src" "$b"
     row 4 1 $ok "one rank's test labels differ by one label (\`--data-dir\` per rank)" "$does" "$SECS" "nothing"
 }
 
-# 5. kill -9 of rank 1 in epoch 2.
+# 5. kill -9 of rank 1 in epoch 2: rank 0's last line names it, how, where, and the resume.
+# 5b. Rank 2 of 3 crashes (SIGSEGV): both survivors say so (rank 1 hears it through rank 0).
+under_10s() { awk -v s="${SECS% s}" 'BEGIN { exit !(s < 10) }'; }
 f5() {
     d=$W/f5
     mkdir -p "$d"
@@ -214,9 +240,12 @@ f5() {
         t0=$(now)
         kill -9 "$(cat "$W/f5.pid")"
         finish f5 "$t0"
-        last=$(grep -v '^ *$' "$W/f5.out" | grep -E 'hvdlab:' | tail -n1)
-        if echo "$last" | grep -q 'rank 1' && echo "$last" | grep -q -- '--use-checkpointing'; then
-            ok=1 does="$(echo "$last" | sed -E 's/^hvdlab: (error|warning): (\[rank [0-9]+\] )?//' | cut -c1-150)"
+        last=$(grep -o 'hvdlab: .*' "$W/f5.out" | tail -n1)
+        if echo "$last" | grep -q 'rank 1 (pid [0-9]* on .*) died: vanished without a word' &&
+            echo "$last" | grep -q 'epoch 2 after batch' &&
+            echo "$last" | grep -q -- '--use-checkpointing to resume after epoch 1 from' && under_10s; then
+            ok=1 does="$(echo "$last" | sed -E 's/^hvdlab: (error|warning): //' | sed "s#$W/##g" |
+                cut -c1-400 | sed 's/|/\\|/g')"
         else
             does="only mpirun's report: $(grep -m1 -o 'exited on signal [0-9]*' "$W/f5.out" || status)"
         fi
@@ -224,6 +253,24 @@ f5() {
     lost="the epoch in progress (checkpoint-1 kept)"
     [ -s "$d/checkpoint-1.ckpt" ] || lost="checkpoint-1 missing"
     row 5 1 $ok "\`kill -9\` of rank 1 in epoch 2" "$does" "$SECS" "$lost"
+}
+f5b() {
+    start f5b 60 -n 2 "$PROG" $LONG : -n 1 $(rank1 f5b) $LONG
+    does="did not reach epoch 1" ok=0 SECS="-"
+    if wait_for f5b 'Epoch 1/'; then
+        sleep 0.5
+        t0=$(now)
+        kill -SEGV "$(cat "$W/f5b.pid")"
+        finish f5b "$t0"
+        named=$(grep -c 'rank 2 (pid [0-9]* on .*) died: killed by SIGSEGV' "$W/f5b.out")
+        if [ "$named" = 2 ] && under_10s; then
+            ok=1 does="ranks 0 and 1: $(grep -m1 -o 'rank 2 (pid.*' "$W/f5b.out" | cut -c1-200 |
+                sed 's/|/\\|/g')"
+        else
+            does="$named of 2 survivors name it: $(grep -m1 -o 'exited on signal [0-9]*' "$W/f5b.out" || status)"
+        fi
+    else finish f5b "$(now)"; fi
+    row 5b 1 $ok "rank 2 of 3 crashes (\`kill -SEGV\`) in epoch 1" "$does" "$SECS" "the epoch in progress"
 }
 
 # 6. Divergence: --base-lr 1000 --warmup-epochs 0.
@@ -286,6 +333,33 @@ f8() {
         "$does" "$SECS" "the epoch in progress"
 }
 
+# 8b. Rank 1 frozen inside a collective every rank has entered (a 64 MiB broadcast, looped):
+# the entry handshake is over, the progress check must name it. Check at 1 s, shutdown at 3 s.
+f8b() {
+    e="env HVD_STALL_CHECK_TIME_SECONDS=1 HVD_STALL_SHUTDOWN_TIME_SECONDS=3"
+    printf '#!/bin/sh\necho $$ >"%s"\nexec "$@"\n' "$W/f8b.pid" >"$W/f8b.sh"
+    chmod +x "$W/f8b.sh"
+    start f8b 20 -n 1 $e "$OPS" loop : -n 1 $e "$W/f8b.sh" "$OPS" loop
+    does="did not start looping" ok=0 SECS="-"
+    if wait_for f8b 'prog_fault_ops: looping'; then
+        sleep 0.5
+        t0=$(now)
+        kill -STOP "$(cat "$W/f8b.pid")"
+        finish f8b "$t0"
+        kill -9 "$(cat "$W/f8b.pid")" 2>/dev/null
+        line=$(grep -m1 -o 'hvdlab: error: .*entered by every rank.*' "$W/f8b.out")
+        if echo "$line" | grep -q 'not answering: rank 1 (pid [0-9]* on [^,]*, stopped' &&
+            grep -q 'hvdlab: warning: .*after 1 s (HVD_STALL_CHECK_TIME_SECONDS): not answering: rank 1' "$W/f8b.out" &&
+            [ "$RC" != 124 ] && [ "$RC" != 137 ] && [ "$RC" != 0 ]; then
+            ok=1 does="warns at 1 s, then stops: $(echo "$line" | cut -c16-300 | sed 's/|/\\|/g')"
+        elif grep -q 'missing ranks: 1 (not arrived)' "$W/f8b.out"; then
+            does="stopped between two calls, not inside one: run it again ($(status))"
+        else does="waits silently ($(status))"; fi
+    else finish f8b "$(now)"; fi
+    row 8b 1 $ok "rank 1 frozen (\`kill -STOP\`) inside a broadcast every rank entered, \`HVD_STALL_CHECK_TIME_SECONDS=1\`, \`HVD_STALL_SHUTDOWN_TIME_SECONDS=3\`" \
+        "$does" "$SECS" "nothing (no training)"
+}
+
 # 9. SUM on rank 0 against AVERAGE on rank 1, collective checks on.
 f9() {
     run f9 20 -n 2 env HVD_CHECK_COLLECTIVES=1 "$OPS"
@@ -319,14 +393,14 @@ f10() {
         lost="the epoch in progress"
         [ $saved = 1 ] && [ "$lines" -ge 1 ] && lost="nothing (saved at the stop)"
         if [ "$lines" -ge 1 ] && [ "$RC" != 0 ]; then
-            does="$(grep -m1 -o 'hvdlab: .*' "$W/f10.out" | cut -c9-158), $(status)"
+            does="$(grep -m1 -o 'hvdlab: .*' "$W/f10.out" | sed "s#$W/##g" | cut -c9-158), $(status)"
         else does="no message, $(status)"; fi
         [ "$lines" -ge 1 ] && [ "$RC" != 0 ] && [ $saved = 1 ] && ok=1
     else finish f10 "$(now)"; fi
     row 10 1 $ok "SIGTERM to \`mpirun\` in epoch 2" "$does" "$SECS" "$lost"
 }
 
-for f in "1 1" "2 1" "3 0" "4 1" "5 1" "6 1" "7a 1" "7b 0" "8 0" "9 1" "10 1"; do
+for f in "1 1" "2 1" "2b 1" "3 0" "4 1" "5 1" "5b 1" "6 1" "7a 1" "7b 0" "8 0" "8b 1" "9 1" "10 1"; do
     set -- $f
     wanted "$1" "$2" && "f$1"
 done

@@ -143,11 +143,13 @@ wait $job
 rc=$?
 secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { print b - a }') # bc is not on every machine
 msg=$(grep -m1 -o 'process rank [0-9]* with PID [0-9]* on node h2 exited on signal 9' "$out")
-if [ -n "$victim" ] && [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ -n "$msg" ] &&
+# and every survivor's own line (coll/watchdog.h), the two on h1 and the one left on h2
+named=$(grep -c "rank [0-9]* (pid $victim on h2) died: vanished without a word" "$out")
+if [ -n "$victim" ] && [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ -n "$msg" ] && [ "$named" = 3 ] &&
     awk -v s="$secs" 'BEGIN { exit !(s < 10) }'; then
-    ok kill "job ended $(printf %.1f "$secs") s after the kill, exit $rc: $msg"
+    ok kill "job ended $(printf %.1f "$secs") s after the kill, exit $rc: $msg; the 3 survivors name it"
 else
-    bad kill "victim '$victim', exit $rc after $(printf %.1f "$secs") s, message '$msg'"
+    bad kill "victim '$victim', exit $rc after $(printf %.1f "$secs") s, message '$msg', named by $named of 3 survivors"
 fi
 
 echo "multinode: $pass passed, $fail failed"
