@@ -41,10 +41,13 @@
 
 /* The per-channel workers are built for x86-64-v4 (AVX-512) and AVX2 as well as the baseline,
  * picked at load time (without FMA contraction: -std=c11 leaves it off, so all give the same
- * bits; checked on the wrn-16-1 shapes). The AVX-512 clone matters for the fused dropout: its
- * mask hashes 64-bit integers, and only AVX-512 multiplies those in vectors (vpmullq); AVX2
- * emulates them with 32-bit multiplies, 2.5x slower per wrn-16-1 step (10.4 -> 4.2 ms). */
+ * bits; tests/unit/test_bn_clones.c compares them). The AVX-512 clone matters for the fused
+ * dropout: its mask hashes 64-bit integers, and only AVX-512 multiplies those in vectors
+ * (vpmullq); AVX2 emulates them with 32-bit multiplies, 2.5x slower per wrn-16-1 step
+ * (10.4 -> 4.2 ms). */
+#ifndef HOT /* tests/unit/test_bn_clones.c builds this file once per target (mk/bn_clones.mk) */
 #define HOT __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#endif
 
 static inline __attribute__((always_inline)) float lanes_sum(const float *l)
 {
