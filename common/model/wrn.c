@@ -118,7 +118,6 @@ static void backward(wrn_model *m, const float *x, const int *y, int B)
     for (int b = m->nblocks - 1; b >= 0; b--) {
         wrn_block *blk = &m->blocks[b];
         const float *in = block_input(m, b);
-        WRN_ZERO(m->gpu, m->g[nxt], (size_t)B * blk->cin * blk->h * blk->w);
         wrn_block_backward(blk, m->g[nxt], m->g[cur], in, B, block_key(m, b), m->g[2], m->g[3],
                            m->work);
         cur = nxt;

@@ -1,6 +1,6 @@
 /* wrn_block.c — one WideResNet residual block, forward and backward. See wrn_block.h.
  * Public: wrn_block_forward, wrn_block_backward, wrn_conv_forward, wrn_conv_backward,
- *         wrn_bn_forward, wrn_bn_backward, wrn_bn_relu_backward.
+ *         wrn_conv_backward_set, wrn_bn_forward, wrn_bn_backward, wrn_bn_relu_backward.
  *
  * Memory: the block keeps three activations for backward (c1, r1, c2). Batch norm runs fused
  * with what follows it (bn.h): bn1 + ReLU + dropout writes r1 in one pass, bn2 + ReLU + the
@@ -50,6 +50,20 @@ void wrn_conv_backward(wrn_conv *c, float *din, const float *dout, const float *
                  conv2d_cudnn_backward(din, c->dw, c->db, dout, in, c->w, &c->d,
                                        wrn_gpu_work(c, work), c->work_floats),
                  conv2d_backward(din, c->dw, c->db, dout, in, c->w, &c->d, work));
+    conv_prof(t0, c, "bwd");
+}
+
+void wrn_conv_backward_set(wrn_conv *c, float *din, const float *dout, const float *in, int B,
+                           float *work)
+{
+    const double t0 = lprof_start();
+    c->d.n = B;
+    /* cuDNN adds into din: zero it first there */
+    WRN_DISPATCH(c->gpu,
+                 gpu_context_zero(din, (size_t)B * c->d.cin * c->d.h * c->d.w * sizeof(float));
+                 conv2d_cudnn_backward(din, c->dw, c->db, dout, in, c->w, &c->d,
+                                       wrn_gpu_work(c, work), c->work_floats),
+                 conv2d_backward_set(din, c->dw, c->db, dout, in, c->w, &c->d, work));
     conv_prof(t0, c, "bwd");
 }
 
@@ -138,10 +152,9 @@ void wrn_block_backward(wrn_block *blk, float *din, const float *dout, const flo
     const size_t n = (size_t)B * blk->cout * blk->h * blk->w;
     /* residual branch: (relu2 -> bn2) -> conv2 -> (dropout -> relu1 -> bn1) -> conv1 */
     wrn_bn_relu_backward(&blk->bn2, t1, dout, blk->c2, NULL, 0.0f, B); /* t1: ∂/∂c2 */
-    WRN_ZERO(blk->gpu, t2, n);
-    wrn_conv_backward(&blk->conv2, t2, t1, blk->r1, B, work); /* t2: ∂/∂r1 */
+    wrn_conv_backward_set(&blk->conv2, t2, t1, blk->r1, B, work);      /* t2: ∂/∂r1 */
     wrn_bn_relu_backward(&blk->bn1, t1, t2, blk->c1, blk->r1, blk->dropout, B); /* t1: ∂/∂c1 */
-    wrn_conv_backward(&blk->conv1, din, t1, in, B, work);
+    wrn_conv_backward_set(&blk->conv1, din, t1, in, B, work);          /* din =, then += */
     /* shortcut branch */
     if (blk->has_short) {
         wrn_conv_backward(&blk->shortcut, din, dout, in, B, work);

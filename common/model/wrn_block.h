@@ -53,9 +53,10 @@ void wrn_block_forward(wrn_block *blk, float *out /* (B,Cout,H,W) */,
                        const float *in /* (B,Cin,H,W) */, int B, int train, uint64_t key,
                        float *work);
 
-/* After a training forward with the same in, B and key: din += ∂/∂in, parameter gradients +=.
- * t1, t2: scratch of B·Cout·H·W floats each; din, dout, t1, t2 must not overlap. */
-void wrn_block_backward(wrn_block *blk, float *din /* (B,Cin,H,W) += */,
+/* After a training forward with the same in, B and key: din = ∂/∂in (overwritten: the convs
+ * write it without a zeroing pass), parameter gradients +=. t1, t2: scratch of B·Cout·H·W
+ * floats each; din, dout, t1, t2 must not overlap. */
+void wrn_block_backward(wrn_block *blk, float *din /* (B,Cin,H,W) = */,
                         const float *dout /* (B,Cout,H,W) */, const float *in /* (B,Cin,H,W) */,
                         int B, uint64_t key, float *t1, float *t2, float *work);
 
@@ -63,6 +64,9 @@ void wrn_block_backward(wrn_block *blk, float *din /* (B,Cin,H,W) += */,
 void wrn_conv_forward(wrn_conv *c, float *out, const float *in, int B, float *work);
 void wrn_conv_backward(wrn_conv *c, float *din, const float *dout, const float *in, int B,
                        float *work);
+/* din = ∂/∂in (overwritten), dw and db +=. */
+void wrn_conv_backward_set(wrn_conv *c, float *din, const float *dout, const float *in, int B,
+                           float *work);
 void wrn_bn_forward(wrn_bn *bn, float *out, const float *in, int B, int train);
 void wrn_bn_backward(wrn_bn *bn, float *din, const float *dout, const float *in, int B);
 /* Backward of the fused bn + ReLU (+ dropout p) whose output was relu_out (NULL: recompute the

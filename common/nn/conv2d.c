@@ -2,8 +2,8 @@
  * hands each call to it: conv2d_gemm.c (im2col + OpenBLAS, the reference) or conv2d_dnnl.c
  * (oneDNN, when the build found it).
  *
- * Public: conv2d_work_floats, conv2d_forward, conv2d_backward, conv2d_set_backend,
- *         conv2d_backend (conv2d.h).
+ * Public: conv2d_work_floats, conv2d_forward, conv2d_backward, conv2d_backward_set,
+ *         conv2d_set_backend, conv2d_backend (conv2d.h).
  */
 #include "nn/conv2d.h"
 
@@ -102,5 +102,19 @@ void conv2d_backward(float *din, float *dw, float *db, const float *dout, const 
         return;
     }
 #endif
+    conv2d_gemm_backward(din, dw, db, dout, in, w, d, work);
+}
+
+void conv2d_backward_set(float *din, float *dw, float *db, const float *dout, const float *in,
+                         const float *w, const conv2d_dims *d, float *work)
+{
+#ifdef HVDLAB_DNNL
+    if (current_backend() == BACKEND_DNNL) {
+        conv2d_dnnl_backward_set(din, dw, db, dout, in, w, d, work);
+        return;
+    }
+#endif
+    if (din)
+        memset(din, 0, (size_t)d->n * d->cin * d->h * d->w * sizeof *din);
     conv2d_gemm_backward(din, dw, db, dout, in, w, d, work);
 }

@@ -12,8 +12,9 @@
  * same results up to float rounding (tests/unit/test_conv_backends.c). conv2d_work_floats covers
  * every backend and does not depend on d->n (the batch goes through in fixed-size pieces).
  *
- * Public: conv2d_work_floats, conv2d_forward, conv2d_backward, conv2d_set_backend,
- *         conv2d_backend, conv2d_gemm_work_floats, conv2d_gemm_forward, conv2d_gemm_backward;
+ * Public: conv2d_work_floats, conv2d_forward, conv2d_backward, conv2d_backward_set,
+ *         conv2d_set_backend, conv2d_backend, conv2d_gemm_work_floats, conv2d_gemm_forward,
+ *         conv2d_gemm_backward;
  *         with HVDLAB_CUDA conv2d_cudnn_work_floats, conv2d_cudnn_forward, conv2d_cudnn_backward,
  *         conv2d_cudnn_algos, conv2d_cudnn_release.
  */
@@ -36,6 +37,15 @@ void conv2d_forward(float *out /* (N,Cout,H,W) */, const float *in /* (N,Cin,H,W
 void conv2d_backward(float *din /* (N,Cin,H,W) += or NULL */, float *dw /* (Cout,Cin,k,k) += */,
                      float *db /* (Cout) += or NULL */, const float *dout /* (N,Cout,H,W) */,
                      const float *in, const float *w, const conv2d_dims *d, float *work);
+
+/* conv2d_backward with din overwritten (=), not added to; dw and db still +=. For a din that
+ * would otherwise be zeroed first: on the oneDNN path it saves that zeroing and the slower
+ * adding reorder (conv2d_dnnl.c). Same values as zeroing din and calling conv2d_backward (a
+ * zero may come out as -0). */
+void conv2d_backward_set(float *din /* (N,Cin,H,W) = or NULL */,
+                         float *dw /* (Cout,Cin,k,k) += */, float *db /* (Cout) += or NULL */,
+                         const float *dout /* (N,Cout,H,W) */, const float *in, const float *w,
+                         const conv2d_dims *d, float *work);
 
 /* "gemm" or "dnnl": 0, or -1 (backend unchanged) for a name this build does not have. */
 int conv2d_set_backend(const char *name);

@@ -1,6 +1,6 @@
 /* conv2d_dnnl.c — conv2d.h's convolution through oneDNN. See conv2d_dnnl.h.
  * Public: conv2d_dnnl_work_floats, conv2d_dnnl_forward, conv2d_dnnl_backward,
- *         conv2d_dnnl_set_chunk, conv2d_dnnl_release.
+ *         conv2d_dnnl_backward_set, conv2d_dnnl_set_chunk, conv2d_dnnl_release.
  *
  * One plan per shape (dims + whether there is a bias): the forward, backward-data and
  * backward-weights primitives with oneDNN's preferred layouts ("any"), and the reorders between
@@ -54,6 +54,7 @@ typedef struct plan {
     dnnl_primitive_t bwd;
     dnnl_memory_t d_dsrc, d_wei, d_ddst;
     xfer d_ddst_in, d_wei_in, d_dsrc_out; /* d_dsrc_out adds */
+    xfer d_dsrc_set;                      /* overwrites (p NULL: diff_src is NCHW already) */
     int d_ddst_shared;                    /* bwd-data reads backward-weights' blocked diff_dst */
     size_t b_off_ddst, b_off_src, b_off_ddst_d, b_off_wei, b_off_dw, b_off_db, b_floats;
 } plan;
@@ -232,6 +233,7 @@ static plan *build(const conv2d_dims *d, int bias)
     p->d_ddst_in = p->d_ddst_shared ? (xfer){NULL, NULL, NULL} : make_xfer(&dst_u, ddd, 0, d);
     p->d_wei_in = make_xfer(&wei_u, dw, 0, d);
     p->d_dsrc_out = make_xfer(ds, &src_u, 1, d);
+    p->d_dsrc_set = make_xfer(ds, &src_u, 0, d);
 
     top = 0; /* weight-sized pieces first, as above */
     p->b_off_wei = take(&top, dw);
@@ -364,8 +366,11 @@ void conv2d_dnnl_forward(float *out, const float *in, const float *w, const floa
     }
 }
 
-void conv2d_dnnl_backward(float *din, float *dw, float *db, const float *dout, const float *in,
-                          const float *w, const conv2d_dims *d, float *work)
+/* set: din = ∂L/∂in (a plain reorder out of oneDNN's layout, or none) instead of += (a reorder
+ * with a sum post-op, which oneDNN 2.6 runs in its generic "jit:uni" kernel: 3-4x slower than
+ * the plain "jit:blk" one on the 16-channel layers). */
+static void backward(float *din, float *dw, float *db, const float *dout, const float *in,
+                     const float *w, const conv2d_dims *d, float *work, int set_din)
 {
     const size_t in_img = (size_t)d->cin * d->h * d->w, out_img = (size_t)d->cout * d->h * d->w;
     const int nb = chunk_images(d);
@@ -403,14 +408,29 @@ void conv2d_dnnl_backward(float *din, float *dw, float *db, const float *dout, c
                 staged = p;
             }
             set(p->d_wei, wei, d);
-            set(p->d_dsrc, work + p->b_off_src, d);
+            float *user = din + (size_t)i0 * in_img;
+            const int direct = set_din && !p->d_dsrc_set.p; /* bwd-data writes din itself */
+            set(p->d_dsrc, direct ? user : work + p->b_off_src, d);
             const dnnl_exec_arg_t a[3] = {{DNNL_ARG_DIFF_DST, p->d_ddst},
                                           {DNNL_ARG_WEIGHTS, p->d_wei},
                                           {DNNL_ARG_DIFF_SRC, p->d_dsrc}};
             run(p->bwd, 3, a, d);
-            run_xfer(&p->d_dsrc_out, work + p->b_off_src, din + (size_t)i0 * in_img, d);
+            if (!direct)
+                run_xfer(set_din ? &p->d_dsrc_set : &p->d_dsrc_out, work + p->b_off_src, user, d);
         }
     }
+}
+
+void conv2d_dnnl_backward(float *din, float *dw, float *db, const float *dout, const float *in,
+                          const float *w, const conv2d_dims *d, float *work)
+{
+    backward(din, dw, db, dout, in, w, d, work, 0);
+}
+
+void conv2d_dnnl_backward_set(float *din, float *dw, float *db, const float *dout,
+                              const float *in, const float *w, const conv2d_dims *d, float *work)
+{
+    backward(din, dw, db, dout, in, w, d, work, 1);
 }
 
 static void free_plan(plan *p)
@@ -423,7 +443,7 @@ static void free_plan(plan *p)
     for (size_t i = 0; i < sizeof ms / sizeof *ms; i++)
         dnnl_memory_destroy(ms[i]);
     xfer *xs[] = {&p->f_src_in, &p->f_wei_in, &p->f_dst_out, &p->w_src_in, &p->w_ddst_in,
-                  &p->w_dw_out, &p->d_ddst_in, &p->d_wei_in, &p->d_dsrc_out};
+                  &p->w_dw_out, &p->d_ddst_in, &p->d_wei_in, &p->d_dsrc_out, &p->d_dsrc_set};
     for (size_t i = 0; i < sizeof xs / sizeof *xs; i++)
         free_xfer(xs[i]);
     free(p);

@@ -16,7 +16,7 @@
  * of count gets its own. One caller thread at a time per shape (the plans hold memory objects).
  *
  * Public: conv2d_dnnl_work_floats, conv2d_dnnl_forward, conv2d_dnnl_backward,
- *         conv2d_dnnl_set_chunk, conv2d_dnnl_release.
+ *         conv2d_dnnl_backward_set, conv2d_dnnl_set_chunk, conv2d_dnnl_release.
  */
 #ifndef HVDLAB_CONV2D_DNNL_H
 #define HVDLAB_CONV2D_DNNL_H
@@ -37,6 +37,15 @@ void conv2d_dnnl_backward(float *din /* (N,Cin,H,W) += or NULL */,
                           float *db /* (Cout) += or NULL */, const float *dout /* (N,Cout,H,W) */,
                           const float *in /* (N,Cin,H,W) */, const float *w /* (Cout,Cin,k,k) */,
                           const conv2d_dims *d, float *work /* (conv2d_dnnl_work_floats) */);
+
+/* conv2d_dnnl_backward with din overwritten (=) instead of added to (conv2d_backward_set). */
+void conv2d_dnnl_backward_set(float *din /* (N,Cin,H,W) = or NULL */,
+                              float *dw /* (Cout,Cin,k,k) += or NULL */,
+                              float *db /* (Cout) += or NULL */,
+                              const float *dout /* (N,Cout,H,W) */,
+                              const float *in /* (N,Cin,H,W) */,
+                              const float *w /* (Cout,Cin,k,k) */, const conv2d_dims *d,
+                              float *work /* (conv2d_dnnl_work_floats) */);
 
 /* Images per primitive call (the batch goes through in pieces; see conv2d_dnnl.c). 0: chosen
  * by size (default). A fixed value is for tests and experiments (also HVDLAB_DNNL_CHUNK). Call

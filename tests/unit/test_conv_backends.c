@@ -1,6 +1,7 @@
 /* test_conv_backends.c — the oneDNN convolution (conv2d_dnnl.c) against the im2col + OpenBLAS
  * reference (conv2d_gemm_*, conv2d.c) on every conv shape of wrn-16-1, wrn-16-4 and wrn-16-10,
- * and the dispatcher (conv2d_forward/backward follow conv2d_set_backend).
+ * and the dispatcher (conv2d_forward/backward follow conv2d_set_backend); conv2d_backward_set
+ * (din overwritten) against zeroing din and adding, on both backends.
  *
  * Method: random inputs, weights, bias and output gradients in ranges that tell positions apart;
  * both paths run forward (with and without bias) and backward with din, dw, db starting from
@@ -267,6 +268,68 @@ START_TEST(dispatch_follows_backend)
 }
 END_TEST
 
+/* conv2d_backward_set (din overwritten) gives the values of zeroing din and calling
+ * conv2d_backward (== per element: the adding path turns a -0 into +0), and the same dW and db
+ * bits, on every conv shape of wrn-16-1 and wrn-16-4 (the stem's 1-channel din included: oneDNN
+ * writes it in NCHW directly) with each backend, the batch whole and cut into pieces. din starts
+ * as garbage: whatever was there must not leak through. */
+START_TEST(backward_set_equals_zero_then_add)
+{
+#ifdef HVDLAB_DNNL
+    const char *names[2] = {"gemm", "dnnl"};
+    const int nnames = 2;
+#else
+    const char *names[1] = {"gemm"};
+    const int nnames = 1;
+#endif
+    shape shapes[32];
+    int ns = wrn_shapes(1, shapes);
+    ns += wrn_shapes(4, shapes + ns);
+    for (int bi = 0; bi < nnames; bi++) {
+        CK_EXPECT(conv2d_set_backend(names[bi]) == 0, "conv2d_set_backend(%s) failed", names[bi]);
+        for (int chunk = 0; chunk < 2; chunk++) {
+#ifdef HVDLAB_DNNL
+            conv2d_dnnl_set_chunk(chunk ? 5 : 0);
+#endif
+            for (int i = 0; i < ns; i++) {
+                const shape *sh = &shapes[i];
+                const int N = 7;
+                conv2d_dims d = {.n = N, .cin = sh->cin, .h = sh->hw, .w = sh->hw,
+                                 .cout = sh->cout, .k = sh->k};
+                const size_t nin = (size_t)N * sh->cin * sh->hw * sh->hw;
+                const size_t nout = (size_t)N * sh->cout * sh->hw * sh->hw;
+                const size_t nw = (size_t)sh->cout * sh->cin * sh->k * sh->k;
+                float *work = malloc(conv2d_work_floats(&d) * sizeof(float) + 64);
+                float *in = randf(nin, -1, 1), *w = randf(nw, -0.5f, 0.5f);
+                float *dout = randf(nout, -1, 1), *dw0 = randf(nw, -0.25f, 0.25f);
+                float *db0 = randf(sh->cout, -0.25f, 0.25f);
+                float *din_a = calloc(nin, sizeof(float)), *din_s = randf(nin, 5, 6);
+                float *dw_a = copyf(dw0, nw), *dw_s = copyf(dw0, nw);
+                float *db_a = copyf(db0, sh->cout), *db_s = copyf(db0, sh->cout);
+                conv2d_backward(din_a, dw_a, db_a, dout, in, w, &d, work);
+                conv2d_backward_set(din_s, dw_s, db_s, dout, in, w, &d, work);
+                size_t bad = 0;
+                for (size_t j = 0; j < nin; j++)
+                    bad += din_a[j] != din_s[j];
+                CK_EXPECT(bad == 0 && !memcmp(dw_a, dw_s, nw * sizeof(float)) &&
+                              !memcmp(db_a, db_s, sh->cout * sizeof(float)),
+                          "%s, conv %dx%d %d->%d on %dx%d%s: backward_set differs from zero + "
+                          "backward (%zu of %zu din values)",
+                          names[bi], sh->k, sh->k, sh->cin, sh->cout, sh->hw, sh->hw,
+                          chunk ? ", pieces of 5" : "", bad, nin);
+                free(work), free(in), free(w), free(dout), free(dw0), free(db0), free(din_a);
+                free(din_s), free(dw_a), free(dw_s), free(db_a), free(db_s);
+            }
+        }
+    }
+#ifdef HVDLAB_DNNL
+    conv2d_dnnl_set_chunk(0);
+#endif
+    conv2d_set_backend(names[nnames - 1]);
+    CK_AGREE();
+}
+END_TEST
+
 START_TEST(shapes_listed)
 {
     shape s[16];
@@ -287,6 +350,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, shapes_listed);
     tcase_add_test(tc, dispatch_follows_backend);
+    tcase_add_test(tc, backward_set_equals_zero_then_add);
 #ifdef HVDLAB_DNNL
     tcase_add_test(tc, wrn16_1_shapes);
     tcase_add_test(tc, batch_in_pieces);

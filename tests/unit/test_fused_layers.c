@@ -12,6 +12,9 @@
  * channels, dropout 0.3 (many dropped elements), and p equal to one element's own draw (the
  * integer threshold of the fused dropout must keep it, as dropout_forward does).
  *
+ * Max-pool backward (vectorised with selects) against the plain loop, bit for bit, on the wrn
+ * pools' shapes with tied maxima.
+ *
  * Threads: batch norm (all forms) and the pools split their work by channel/plane; the results
  * must not depend on how many threads run (compared bit for bit on 1, 2 and 3 threads).
  */
@@ -154,6 +157,57 @@ START_TEST(fused_inference)
 }
 END_TEST
 
+/* Max-pool backward as the plain loop it replaces (pool.c vectorises it with selects): the
+ * first input of a window (row-major) equal to the maximum gets += g, the others keep their
+ * bits. */
+static void ref_maxpool2_backward(float *dx, const float *dy, const float *x, const float *y,
+                                  const pool_dims *d)
+{
+    const int H = d->h, W = d->w, Ho = H / 2, Wo = W / 2;
+    for (long pl = 0; pl < (long)d->n * d->c; pl++)
+        for (int i = 0; i < Ho; i++)
+            for (int j = 0; j < Wo; j++) {
+                const size_t o = (size_t)pl * Ho * Wo + (size_t)i * Wo + j;
+                const size_t p0 = (size_t)pl * H * W + (size_t)(2 * i) * W + 2 * j;
+                const size_t win[4] = {p0, p0 + 1, p0 + W, p0 + W + 1};
+                for (int t = 0; t < 4; t++)
+                    if (x[win[t]] == y[o]) {
+                        dx[win[t]] += dy[o];
+                        break;
+                    }
+            }
+}
+
+/* The wrn pools' shapes (16 channels at 28x28, 32 at 14x14; 64 and 160 channels for wrn-16-4)
+ * and odd ones (a window left over after the pairs, a dropped last row/column), inputs on a
+ * coarse grid so that many windows have tied maxima, dx prefilled (with some -0) as the model
+ * leaves it: bit for bit. */
+START_TEST(maxpool_backward_equals_reference)
+{
+    const int shapes[5][4] = {{3, 16, 28, 28}, {2, 32, 14, 14}, {2, 64, 28, 28},
+                              {2, 128, 14, 14}, {3, 5, 7, 11}};
+    for (int s = 0; s < 5; s++) {
+        const pool_dims pd = {shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3]};
+        const size_t n = (size_t)pd.n * pd.c * pd.h * pd.w;
+        const size_t np = (size_t)pd.n * pd.c * (pd.h / 2) * (pd.w / 2);
+        float *x = randf(n, -1, 1), *dy = randf(np, -1, 1), *y = malloc(np * sizeof *y);
+        for (size_t i = 0; i < n; i++)
+            x[i] = roundf(x[i] * 2.0f) / 2.0f; /* 5 values: ties everywhere */
+        float *dx1 = randf(n, -1, 1);
+        for (size_t i = 0; i < n; i += 7)
+            dx1[i] = -0.0f;
+        float *dx2 = copyf(dx1, n);
+        maxpool2_forward(y, x, &pd);
+        ref_maxpool2_backward(dx1, dy, x, y, &pd);
+        maxpool2_backward(dx2, dy, x, y, &pd);
+        CK_EXPECT(same(dx1, dx2, n), "maxpool backward (%dx%dx%dx%d) differs from the reference",
+                  pd.n, pd.c, pd.h, pd.w);
+        free(x), free(dy), free(y), free(dx1), free(dx2);
+    }
+    CK_AGREE();
+}
+END_TEST
+
 /* Every threaded layer, run on 1, 2 and 3 threads: identical bits. */
 START_TEST(thread_count_does_not_matter)
 {
@@ -204,6 +258,7 @@ static Suite *suite(void)
     tcase_add_test(tc, fused_equals_separate);
     tcase_add_test(tc, fused_inference);
     tcase_add_test(tc, thread_count_does_not_matter);
+    tcase_add_test(tc, maxpool_backward_equals_reference);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -144,7 +144,7 @@ static void check_block(int cin, int cout, float p)
 
     ref_var v[1 + NPAR];
     int nv = 0;
-    v[nv++] = (ref_var){"in", c.x, dx, nx, PREFILL};
+    v[nv++] = (ref_var){"in", c.x, dx, nx, 0.0f}; /* overwritten, not added to */
     for (int i = 0; i < (blk.has_short ? NPAR : WS); i++)
         v[nv++] = (ref_var){par_name[i], c.par[i], grad[i], sz[i], PREFILL};
     char what[80];
@@ -155,7 +155,7 @@ static void check_block(int cin, int cout, float p)
     double gmax = 0;
     for (int i = 0; i < nv; i++)
         for (size_t j = 0; j < v[i].n; j++)
-            gmax = fmax(gmax, fabs(v[i].grad[j] - PREFILL));
+            gmax = fmax(gmax, fabs(v[i].grad[j] - v[i].prefill));
     report(what, ref_gradcheck(block_loss, &c, v, nv, 200, H_STEP, 1e-4, gmax), 1e-4);
 
     for (int i = 0; i < NPAR; i++)
