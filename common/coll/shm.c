@@ -132,7 +132,7 @@ static void futex_wake_all(atomic_uint *word)
  * are sequentially consistent, so either
  * the opener sees a sleeper and wakes it, or the sleeper sees the new generation (and
  * FUTEX_WAIT returns at once when gen has moved on). */
-static void node_barrier(const shm_node *s, int spins)
+static void node_barrier(const shm_node *s, int spins, int yield)
 {
     barrier_header *h = (barrier_header *)s->base;
     unsigned g = atomic_load_explicit(&h->gen, memory_order_acquire);
@@ -148,7 +148,7 @@ static void node_barrier(const shm_node *s, int spins)
             return;
         cpu_relax();
     }
-    if (s->shared_cores) {
+    if (yield && s->shared_cores) {
         double t0 = timer_seconds();
         do {
             if (atomic_load_explicit(&h->gen, memory_order_acquire) != g)
@@ -171,7 +171,7 @@ char *shm_node_board(shm_node *s)
 void shm_node_barrier(shm_node *s)
 {
     ensure_window(s);
-    node_barrier(s, s->spins);
+    node_barrier(s, s->spins, 1);
 }
 
 static char *slot(const shm_node *s, unsigned long seq, int r)
@@ -241,16 +241,16 @@ static void reduce_pieces(shm_node *s, char *buf, size_t n, shm_elem t, float sc
         char *piece = buf + off * es, *mine = slot(s, s->seq, me);
         if (all && m * es <= whole) { /* one barrier: every rank sums the whole piece */
             memcpy(mine, piece, m * es);
-            node_barrier(s, s->spins);
+            node_barrier(s, s->spins, 1);
             reduce_whole(s, s->seq, m, piece, t, scale);
             continue;
         }
         size_t b = ring_chunk_begin(m, L, me), e = ring_chunk_begin(m, L, me + 1);
         memcpy(mine, piece, b * es); /* before and after my slice */
         memcpy(mine + e * es, piece + e * es, (m - e) * es);
-        node_barrier(s, s->spins);
+        node_barrier(s, s->spins, 1);
         reduce_slice(s, s->seq, b, e, piece, all || me == 0 ? piece : NULL, t, scale);
-        node_barrier(s, s->spins);
+        node_barrier(s, s->spins, 1);
         if (!all && me != 0)
             continue;
         for (int r = 0; r < L; r++) {
@@ -284,9 +284,9 @@ void shm_broadcast_from_root(shm_node *s, void *buf_, size_t n, shm_elem t)
         if (s->rank == 0)
             memcpy(slot(s, s->seq, 0), buf + off * es, m * es);
         /* the piece is in; the next write to this set waits for the next barrier. The first
-         * piece's wait spans the leaders' ring across hosts: the others sleep soon, leaving
-         * the cores to it (namespace hosts share them) */
-        node_barrier(s, off == 0 ? SPINS_SHARED_CORE : s->spins);
+         * piece's wait spans the leaders' ring across hosts: the others sleep soon, without
+         * the yield phase, leaving the cores to it (namespace hosts share them) */
+        node_barrier(s, off == 0 ? SPINS_SHARED_CORE : s->spins, off != 0);
         if (s->rank != 0)
             memcpy(buf + off * es, slot(s, s->seq, 0), m * es);
     }
