@@ -200,7 +200,8 @@ int main(int argc, char **argv)
         }
         else
             fatal_error("unknown argument %s (use --min-bytes, --max-bytes, --passes, "
-                        "--plain-malloc, --variants, --pieces, --cma-blocks, --shm-whole)", argv[i]);
+                        "--plain-malloc, --variants, --pieces, --cma-blocks, --shm-whole)",
+                        argv[i]);
     }
     int rank = hvd_rank(), size = hvd_size();
     double worst_ratio = 1e30, at64[2] = {0, 0}; /* median busbw: hvd, MPI */

@@ -23,13 +23,17 @@ typedef struct {
 } board_entry;
 #define MAX_RANKS ((int)(SHM_BOARD_BYTES / sizeof(board_entry)))
 
-/* 256 KiB per copy: 64 KiB blocks took 1.4x the time at 1 MiB with 2 ranks (a system call
- * costs ~1 us here), 1 MiB blocks lost 5-15 % at 8-256 MiB with 4 ranks (the block, the peer's
- * and the sum fall out of L2); bench/allreduce --cma-blocks 256K,512K,1M, 2026-11-23. */
-#define DEFAULT_BLOCK ((size_t)256 << 10)
-static size_t block_bytes = DEFAULT_BLOCK;
+/* Bytes per copy (bench/allreduce --cma-blocks 256K,512K,1M, 2026-11-23): 64 KiB blocks took
+ * 1.4x the time at 1 MiB with 2 ranks (a system call costs ~1 us here); 1 MiB blocks were 5-7 %
+ * faster than 256 KiB ones at 2-4 MiB with a core per rank (two interleaved runs: 4 MiB 126 vs
+ * 134 us) but lost 10-40 % from 16 MiB with 2 ranks and from 4 MiB with 4 ranks on 2 cores (the
+ * block, the peer's and the sum fall out of L2). */
+#define BLOCK ((size_t)256 << 10)
+#define BIG_BLOCK ((size_t)1 << 20)  /* a core per rank, buffers up to BIG_BLOCK_UP_TO */
+#define BIG_BLOCK_UP_TO ((size_t)8 << 20)
+static size_t forced_block; /* 0: by the rule above */
 
-void cma_set_block_bytes(size_t bytes) { block_bytes = bytes ? bytes : DEFAULT_BLOCK; }
+void cma_set_block_bytes(size_t bytes) { forced_block = bytes; }
 
 static board_entry *entry(shm_node *s, int r) { return (board_entry *)shm_node_board(s) + r; }
 
@@ -104,9 +108,14 @@ static void write_or_die(const shm_node *s, int r, pid_t pid, uint64_t to, void 
 /* Slice [b, e) of this rank: x_0 + x_1 + ... + x_{L-1}, in place in buf and then into every
  * other rank's buf, block by block. Ranks 0 and 1 add into their own values (x_1 + x_0 ==
  * x_0 + x_1 bitwise); the others gather x_0 + x_1 + ... in acc first. */
-static void reduce_own_slice(shm_node *s, char *buf, size_t b, size_t e, shm_elem t, float scale)
+static void reduce_own_slice(shm_node *s, char *buf, size_t b, size_t e, size_t n, shm_elem t,
+                             float scale)
 {
-    size_t es = t == SHM_F16 ? 2 : 4, per = block_bytes / es;
+    size_t es = t == SHM_F16 ? 2 : 4;
+    size_t block = forced_block                                        ? forced_block
+                   : !s->shared_cores && n * es <= BIG_BLOCK_UP_TO ? BIG_BLOCK
+                                                                       : BLOCK;
+    size_t per = block / es;
     void (*add)(void *, const void *, size_t, float) = t == SHM_F16 ? ring_add_f16 : ring_add_f32;
     /* one allreduce at a time per process, as for the window: static, not on the stack */
     _Alignas(64) static char acc_mem[(size_t)1 << 20], tmp_mem[(size_t)1 << 20];
@@ -156,6 +165,6 @@ void cma_allreduce(shm_node *s, void *buf_, size_t n, shm_elem t, float scale)
     entry(s, me)->addr = (uint64_t)(uintptr_t)buf;
     shm_node_barrier(s); /* every buffer posted and filled */
     size_t b = ring_chunk_begin(n, L, me), e = ring_chunk_begin(n, L, me + 1);
-    reduce_own_slice(s, buf, b, e, t, scale);
+    reduce_own_slice(s, buf, b, e, n, t, scale);
     shm_node_barrier(s); /* every slice summed and written to every rank */
 }

@@ -4,11 +4,11 @@
  *
  * Each call, every rank posts its buffer's address on the host window's board (shm.h) and meets
  * the others at the window's barrier. Rank r owns slice r of the buffer (ring_chunk_begin). Block
- * by block (256 KiB: it stays in cache) it reads the other ranks' values of its slice straight
- * out of their buffers, adds them in local-rank order (rank 0's values first, then 1, 2, ...: the
- * ring's kernels; the last addition applies scale) into its own buffer, and writes the block's
- * sum straight into every other rank's buffer while it is still in cache. A second barrier, and
- * every rank holds the whole sum. Only rank r touches slice r of any buffer, so nothing else
+ * by block (256 KiB or 1 MiB, cma.c says when: a block stays in cache) it reads the other ranks'
+ * values of its slice straight out of their buffers, adds them in local-rank order (rank 0's
+ * values first, then 1, 2, ...: the ring's kernels; the last addition applies scale) into its
+ * own buffer, and writes the block's sum straight into every other rank's buffer while it is
+ * still in cache. A second barrier, and every rank holds the whole sum. Only rank r touches slice r of any buffer, so nothing else
  * needs ordering; the second barrier also keeps every rank in the call until nobody reads or
  * writes its buffer any more.
  *
