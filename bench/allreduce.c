@@ -15,7 +15,8 @@
  *
  *   mpirun -n 2 build/bench/allreduce [--min-bytes 4K] [--max-bytes 256M] [--passes N]
  *                                     [--plain-malloc] [--variants SEG:BLOCK,…]
- *                                     [--pieces BYTES,…]
+ *                                     [--pieces BYTES,…] [--cma-blocks BYTES,…]
+ *                                     [--shm-whole BYTES,…]
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -27,13 +28,16 @@
 #include "base/stats.h"
 #include "base/timer.h"
 #include "coll/allreduce.h"
+#include "coll/cma.h"
 #include "coll/hvd.h"
 #include "coll/ring.h"
 #include "coll/shm.h"
 
 /* Implementations timed: 0 hvd_allreduce, 1 MPI_Allreduce, 2 hvd_allreduce with the stall
  * inspector off, 3 hvd_allreduce on the ring, 4.. hvd_allreduce with other ring tuning
- * (--variants SEG:BLOCK,…) or other shared-memory piece sizes (--pieces, forced onto shm),
+ * (--variants SEG:BLOCK,…) or other shared-memory piece sizes (--pieces, forced onto shm) or
+ * single-copy read sizes (--cma-blocks, forced onto cma) or whole-piece limits of the window
+ * with more ranks than cores (--shm-whole, 0 = never, forced onto shm),
  * for tuning on a new machine. */
 #define MAXIMPL 12
 #define STALL_OFF 2
@@ -41,6 +45,8 @@
 #define FIRST_VARIANT 4
 static int nimpl = FIRST_VARIANT;
 static size_t var_seg[MAXIMPL], var_block[MAXIMPL], var_piece[MAXIMPL]; /* piece: shm variant */
+static size_t var_cma[MAXIMPL]; /* bytes per read: a single-copy variant (--cma-blocks) */
+static size_t var_whole[MAXIMPL]; /* 1 + the window's whole-piece limit (--shm-whole), forced shm */
 static int profile_hvd;
 
 static size_t parse_size(const char *flag, const char *s)
@@ -81,7 +87,13 @@ static stat2 stats(double *v, int n)
 /* Seconds per call for `iters` calls, the slowest rank's. */
 static double timed(int which, float *buf, size_t n, int iters)
 {
-    if (which >= FIRST_VARIANT && var_piece[which]) {
+    if (which >= FIRST_VARIANT && var_whole[which]) {
+        shm_set_whole_bytes(var_whole[which] - 1);
+        allreduce_force_path(ALLREDUCE_SHM);
+    } else if (which >= FIRST_VARIANT && var_cma[which]) {
+        cma_set_block_bytes(var_cma[which]);
+        allreduce_force_path(ALLREDUCE_CMA);
+    } else if (which >= FIRST_VARIANT && var_piece[which]) {
         shm_set_piece_bytes(var_piece[which]);
         allreduce_new_window(); /* collective; allocated (untimed) by the warm-up call below */
         allreduce_force_path(ALLREDUCE_SHM);
@@ -105,8 +117,16 @@ static double timed(int which, float *buf, size_t n, int iters)
     }
     double t = (timer_seconds() - t0) / iters, tmax;
     ring_set_tuning(0, 0);
+    cma_set_block_bytes(0);
+    shm_set_whole_bytes((size_t)-1);
     allreduce_force_path(ALLREDUCE_AUTO);
-    if (which >= FIRST_VARIANT && var_piece[which]) {
+    if (which >= FIRST_VARIANT && var_whole[which]) {
+        shm_set_whole_bytes(var_whole[which] - 1);
+        allreduce_force_path(ALLREDUCE_SHM);
+    } else if (which >= FIRST_VARIANT && var_cma[which]) {
+        cma_set_block_bytes(var_cma[which]);
+        allreduce_force_path(ALLREDUCE_CMA);
+    } else if (which >= FIRST_VARIANT && var_piece[which]) {
         shm_set_piece_bytes(0);
         allreduce_new_window();
         hvd_allreduce(buf, n, HVD_SUM, "bench"); /* the default window again, untimed */
@@ -152,6 +172,16 @@ int main(int argc, char **argv)
             profile_hvd = 1; /* time hvd_allreduce only (for perf record) */
         else if (strcmp(argv[i], "--plain-malloc") == 0)
             plain = 1;
+        else if (i + 1 < argc && strcmp(argv[i], "--shm-whole") == 0) {
+            for (char *tok = strtok(argv[++i], ","); tok && nimpl < MAXIMPL;
+                 tok = strtok(NULL, ","))
+                var_whole[nimpl++] = 1 + (strcmp(tok, "0") ? parse_size("--shm-whole", tok) : 0);
+        }
+        else if (i + 1 < argc && strcmp(argv[i], "--cma-blocks") == 0) {
+            for (char *tok = strtok(argv[++i], ","); tok && nimpl < MAXIMPL;
+                 tok = strtok(NULL, ","))
+                var_cma[nimpl++] = parse_size("--cma-blocks", tok);
+        }
         else if (i + 1 < argc && strcmp(argv[i], "--pieces") == 0) {
             for (char *tok = strtok(argv[++i], ","); tok && nimpl < MAXIMPL;
                  tok = strtok(NULL, ","))
@@ -170,7 +200,8 @@ int main(int argc, char **argv)
         }
         else
             fatal_error("unknown argument %s (use --min-bytes, --max-bytes, --passes, "
-                        "--plain-malloc, --variants, --pieces)", argv[i]);
+                        "--plain-malloc, --variants, --pieces, --cma-blocks, --shm-whole)",
+                        argv[i]);
     }
     int rank = hvd_rank(), size = hvd_size();
     double worst_ratio = 1e30, at64[2] = {0, 0}; /* median busbw: hvd, MPI */
@@ -236,7 +267,7 @@ int main(int argc, char **argv)
             stat2 rg = stats(t[RING_ONLY], passes);
             printf("  %9s %11zu | %-12s %10.1f %10.1f %7.2f %7.2f | %10.1f %10.1f %7.2f %7.2f | "
                    "%10.1f %10.1f | %7.2f %8.2f | %7.2f\n", sz, n,
-                   allreduce_path_name(allreduce_choice(bytes)), h.min * 1e6, h.med * 1e6,
+                   allreduce_path_name(allreduce_choice(buf, bytes)), h.min * 1e6, h.med * 1e6,
                    hb_max, hb_min, m.min * 1e6, m.med * 1e6, mb_max, mb_min, rg.min * 1e6,
                    rg.med * 1e6, m.med / h.med, m.med / rg.med, mc);
             if (bytes >= (64u << 10) && m.med / h.med < worst_ratio) {
@@ -258,6 +289,17 @@ int main(int argc, char **argv)
             }
             for (int k = FIRST_VARIANT; k < nimpl; k++) {
                 stat2 v = stats(t[k], passes);
+                if (var_whole[k]) {
+                    printf("  %9s   variant shm whole <= %zuK: %10.1f %10.1f us, ratio %.2f\n",
+                           "", (var_whole[k] - 1) >> 10, v.min * 1e6, v.med * 1e6,
+                           m.med / v.med);
+                    continue;
+                }
+                if (var_cma[k]) {
+                    printf("  %9s   variant cma block %zuK: %10.1f %10.1f us, ratio %.2f\n", "",
+                           var_cma[k] >> 10, v.min * 1e6, v.med * 1e6, m.med / v.med);
+                    continue;
+                }
                 if (var_piece[k]) {
                     printf("  %9s   variant shm piece %zuK: %10.1f %10.1f us, ratio %.2f\n", "",
                            var_piece[k] >> 10, v.min * 1e6, v.med * 1e6, m.med / v.med);

@@ -4,7 +4,8 @@ PNG or SVG image, for a terminal with no browser (an ssh session) and for the la
 
 One row per tensor (the trace's "process_name"), in the trace's order; each B/E span (or X event)
 a bar: NEGOTIATE_ALLREDUCE light, ALLREDUCE mid, and inside it, dark and narrower, the pass that
-moved the bytes: MPI_ALLREDUCE (the ring) or SHM_ALLREDUCE (one host's shared window). It shows
+moved the bytes: MPI_ALLREDUCE (the ring), SHM_ALLREDUCE (one host's shared window) or
+CMA_ALLREDUCE (one host's ranks reading each other's buffers, a single copy). It shows
 training step --step (1-based; default: a typical step, the one of median length, or with --zoom
 of median allreduce phase) and the --steps-1 steps after it, a step being one round of the
 gradient tensors' allreduces; --from-ms/--to-ms pick any window instead (ms after the first
@@ -23,6 +24,7 @@ PHASE_COLOR = {
     "ALLREDUCE": "#6baed6",
     "MPI_ALLREDUCE": "#08519c",
     "SHM_ALLREDUCE": "#08519c",  # one host's ranks through a shared window (coll/shm.c)
+    "CMA_ALLREDUCE": "#08519c",  # one host's ranks, a single cross-process copy (coll/cma.c)
     "SHM_REDUCE": "#08519c",  # the hierarchy's phases (coll/hier.c)
     "SHM_BROADCAST": "#08519c",
     "BROADCAST": "#fd8d3c",

@@ -1,12 +1,38 @@
 /* memory.c — huge-page backed, pre-faulted buffers. See memory.h.
- * Public: memory_alloc, memory_free. */
+ * Public: memory_alloc, memory_free, memory_on_huge_pages. */
 #include "base/memory.h"
 
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
 #define HUGE_PAGE ((size_t)2 << 20)
+
+/* The live buffers, for memory_on_huge_pages: a few dozen in the kit (the model's flat buffers,
+ * the fusion buffer, the ring's scratch); one past MAX_BUFFERS is simply not listed. */
+#define MAX_BUFFERS 256
+static struct {
+    uintptr_t begin, end;
+} live[MAX_BUFFERS];
+static int nlive;
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static int thp = -1; /* the kernel backs MADV_HUGEPAGE regions with huge pages: 1, 0 */
+
+/* "always" or "madvise" selected in /sys/kernel/mm/transparent_hugepage/enabled. */
+static int thp_enabled(void)
+{
+    char line[128] = "";
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (!f)
+        return 0;
+    if (!fgets(line, sizeof line, f))
+        line[0] = '\0';
+    fclose(f);
+    return strstr(line, "[always]") != NULL || strstr(line, "[madvise]") != NULL;
+}
 
 void *memory_alloc(size_t bytes)
 {
@@ -14,9 +40,40 @@ void *memory_alloc(size_t bytes)
     void *p = NULL;
     if (posix_memalign(&p, HUGE_PAGE, len) != 0)
         return NULL;
-    madvise(p, len, MADV_HUGEPAGE); /* advice only: without THP the buffer still works */
-    memset(p, 0, len);              /* fault every page in now, not during a collective */
+    /* advice only: without THP the buffer still works */
+    int advised = madvise(p, len, MADV_HUGEPAGE) == 0;
+    memset(p, 0, len); /* fault every page in now, not during a collective */
+    pthread_mutex_lock(&live_lock);
+    if (thp < 0)
+        thp = thp_enabled();
+    if (advised && thp && nlive < MAX_BUFFERS) {
+        live[nlive].begin = (uintptr_t)p;
+        live[nlive].end = (uintptr_t)p + len;
+        nlive++;
+    }
+    pthread_mutex_unlock(&live_lock);
     return p;
 }
 
-void memory_free(void *p) { free(p); }
+void memory_free(void *p)
+{
+    pthread_mutex_lock(&live_lock);
+    for (int i = 0; i < nlive; i++)
+        if (live[i].begin == (uintptr_t)p) {
+            live[i] = live[--nlive];
+            break;
+        }
+    pthread_mutex_unlock(&live_lock);
+    free(p);
+}
+
+int memory_on_huge_pages(const void *p, size_t bytes)
+{
+    uintptr_t b = (uintptr_t)p, e = b + bytes;
+    int found = 0;
+    pthread_mutex_lock(&live_lock);
+    for (int i = 0; i < nlive && !found; i++)
+        found = live[i].begin <= b && e <= live[i].end;
+    pthread_mutex_unlock(&live_lock);
+    return found;
+}

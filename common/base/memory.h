@@ -15,4 +15,9 @@
 void *memory_alloc(size_t bytes);
 void memory_free(void *p);
 
+/* Whether [p, p + bytes) lies in one buffer of memory_alloc's that the kernel backs with huge
+ * pages (transparent huge pages on, "always" or "madvise"): the allreduce picks its one-host
+ * algorithm by it (coll/allreduce.c). */
+int memory_on_huge_pages(const void *p, size_t bytes);
+
 #endif

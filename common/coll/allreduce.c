@@ -4,6 +4,8 @@
  */
 #include "coll/allreduce.h"
 
+#include "base/memory.h"
+#include "coll/cma.h"
 #include "coll/hier.h"
 #include "coll/profile.h"
 #include "coll/shm.h"
@@ -56,32 +58,38 @@ const char *allreduce_path_name(allreduce_path p)
     case ALLREDUCE_RING: return "ring";
     case ALLREDUCE_SHM: return "shm";
     case ALLREDUCE_HIERARCHICAL: return "hierarchical";
+    case ALLREDUCE_CMA: return "cma";
     default: return "auto";
     }
 }
 
-allreduce_path allreduce_choice(size_t bytes)
+allreduce_path allreduce_choice(const void *buf, size_t bytes)
 {
-    (void)bytes; /* every path serves every size today; the choice stays per call */
     if (!A.ready || A.topo.size == 1)
         return ALLREDUCE_RING; /* the ring of one only scales */
     allreduce_path p = A.forced;
+    if (p == ALLREDUCE_AUTO && A.topo.nhosts > 1)
+        p = A.hierarchical ? ALLREDUCE_HIERARCHICAL : ALLREDUCE_RING;
     if (p == ALLREDUCE_AUTO) {
-        /* One host: the shared window at every size. Measured quiet on the 2-core VM
-         * (make bench-allreduce, 2026-11-23; MPI_Allreduce median time / this path's): with
-         * plain malloc buffers 1.2-4.9x at every size from 64 KiB to 256 MiB, 2 and 4 ranks; with
-         * the kit's huge-page buffers 1.0-4.5x with 2 ranks except 1-4 MiB (0.74-0.89), where
-         * Open MPI's single cross-process copy (vader's CMA) on 2 MiB pages beats the window's
-         * copy-in, sum, copy-out and the ring only ties MPI; 4 ranks on 2 cores lose below
-         * 8 MiB (0.67-0.92), waiting at the window's barriers. One path for every size keeps a
-         * model's fused buffers on one code path; the ring stays one allreduce_force_path
-         * away for comparison. */
-        if (A.topo.nhosts == 1)
-            p = ALLREDUCE_SHM;
-        else
-            p = A.hierarchical ? ALLREDUCE_HIERARCHICAL : ALLREDUCE_RING;
+        /* One host. Measured on the 2-core VM, make bench-allreduce with --cma-blocks and the
+         * window alone, interleaved (2026-11-23, load average 0.4-1.9; median times):
+         * - buffers on huge pages (memory_alloc), 2 ranks: the single copy beats the window from
+         *   256 KiB on (9.0 vs 11.7 us; 1 MiB 33 vs 42, 4 MiB 128 vs 178, 64 MiB 3.8 vs 6.7 ms),
+         *   ties it at 128 KiB (6.2 vs 6.3 us) and loses at 64 KiB (5.0 vs 4.2: two system
+         *   calls of ~1 us each), and beats MPI_Allreduce's own single copy (vader's CMA)
+         *   1.05-1.18x at 1-4 MiB, where the window lost (0.84-0.92x);
+         * - 4 ranks on 2 cores: the single copy wins from 1 MiB (129 vs 132 us, 4 MiB 466 vs
+         *   579, 256 MiB 42 vs 48 ms); below it the window, whose one or two barriers cost less
+         *   than 6 system calls per rank (64 KiB 36 vs 42 us);
+         * - plain malloc buffers (4 KiB pages, which the kernel pins one by one): the single
+         *   copy ties the window with 2 ranks and takes twice its time with 4 (4 MiB 1.2 vs
+         *   0.67 ms): the window, at every size. */
+        size_t from = A.topo.shm.shared_cores ? ALLREDUCE_CMA_FROM_SHARED_CORES
+                                              : ALLREDUCE_CMA_FROM_OWN_CORES;
+        p = bytes >= from && buf && memory_on_huge_pages(buf, bytes) ? ALLREDUCE_CMA
+                                                                     : ALLREDUCE_SHM;
     }
-    if (p == ALLREDUCE_SHM && A.topo.nhosts > 1)
+    if ((p == ALLREDUCE_SHM || p == ALLREDUCE_CMA) && A.topo.nhosts > 1)
         p = ALLREDUCE_RING;
     return p;
 }
@@ -97,12 +105,23 @@ void allreduce_run(MPI_Comm comm, void *buf, size_t n, int fp16, float scale, ri
                    const fusion_entry *e, size_t len)
 {
     size_t bytes = n * (fp16 ? 2 : 4);
-    allreduce_path p = A.ready && comm == A.topo.comm ? allreduce_choice(bytes) : ALLREDUCE_RING;
+    allreduce_path p =
+        A.ready && comm == A.topo.comm ? allreduce_choice(buf, bytes) : ALLREDUCE_RING;
     if (p == ALLREDUCE_HIERARCHICAL) {
         const fusion_entry *g[2] = {e, e + len};
         double t = profile_begin();
         hier_allreduce(&A.topo, buf, n, fp16, scale, ws, mark_group, g);
         profile_end(PROFILE_HIER, (double)bytes, t);
+        return;
+    }
+    if (p == ALLREDUCE_CMA && !cma_usable(&A.topo.shm))
+        p = ALLREDUCE_SHM; /* the host forbids the reads (cma.h): the same on every rank */
+    if (p == ALLREDUCE_CMA) {
+        fusion_mark(e, len, "CMA_ALLREDUCE", 'B');
+        double t = profile_begin();
+        cma_allreduce(&A.topo.shm, buf, n, fp16 ? SHM_F16 : SHM_F32, scale);
+        profile_end(PROFILE_SHM, (double)bytes, t);
+        fusion_mark(e, len, "CMA_ALLREDUCE", 'E');
         return;
     }
     if (p == ALLREDUCE_SHM) {

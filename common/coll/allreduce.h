@@ -3,8 +3,12 @@
  *
  * - RING (ring.h): MPI point-to-point around all ranks. Any layout.
  * - SHM (shm.h): every rank of the job on one host: the ranks reduce through one shared window,
- *   no MPI message at all. Chosen by default when every rank is on one host, at every size
- *   (allreduce.c says what bench/allreduce measured).
+ *   no MPI message at all. Chosen by default when every rank is on one host, for small buffers
+ *   and for buffers not on huge pages (allreduce.c says what bench/allreduce measured).
+ * - CMA (cma.h): every rank on one host: each rank reads the others' buffers with one kernel
+ *   copy (process_vm_readv/writev), no staging copy. Chosen by default on one host for buffers
+ *   of memory_alloc's (huge pages) from ALLREDUCE_CMA_FROM_*; where the kernel forbids the
+ *   reads, SHM runs instead.
  * - HIERARCHICAL (hier.h): reduce within each host, ring across the hosts' leaders, broadcast
  *   within each host. Chosen when HVD_HIERARCHICAL_ALLREDUCE=1 and there are several hosts
  *   (with one host the SHM path is the same thing minus a copy).
@@ -24,7 +28,8 @@ typedef enum {
     ALLREDUCE_AUTO = 0, /* by layout and size, as above */
     ALLREDUCE_RING,
     ALLREDUCE_SHM,      /* forced on several hosts: the ring instead (no window spans hosts) */
-    ALLREDUCE_HIERARCHICAL
+    ALLREDUCE_HIERARCHICAL,
+    ALLREDUCE_CMA       /* likewise; where the host forbids its reads: SHM (cma.h) */
 } allreduce_path;
 
 /* Collective over comm (hvd_init): finds the hosts. hierarchical: HVD_HIERARCHICAL_ALLREDUCE;
@@ -39,8 +44,13 @@ void allreduce_free(void);
 void allreduce_run(MPI_Comm comm, void *buf, size_t n, int fp16, float scale, ring_workspace *ws,
                    const fusion_entry *e, size_t len);
 
-/* The path allreduce_run takes for a buffer of this many bytes on allreduce_init's comm. */
-allreduce_path allreduce_choice(size_t bytes);
+/* The path allreduce_run takes for buf, of this many bytes, on allreduce_init's comm (buf: only
+ * whether it lies on huge pages matters, base/memory.h; NULL: it does not). */
+allreduce_path allreduce_choice(const void *buf, size_t bytes);
+/* One host, a buffer on huge pages: the single copy (CMA) from this many bytes on, with a core
+ * per rank and with more ranks than cores (allreduce.c says what was measured). */
+#define ALLREDUCE_CMA_FROM_OWN_CORES ((size_t)128 << 10)
+#define ALLREDUCE_CMA_FROM_SHARED_CORES ((size_t)1 << 20)
 const char *allreduce_path_name(allreduce_path p);
 int allreduce_hosts(void); /* hosts found by allreduce_init (1 before it) */
 

@@ -22,7 +22,7 @@ typedef enum {
     /* the hvd_* collectives: their sum is the communication time */
     PROFILE_ALLREDUCE, PROFILE_BROADCAST, PROFILE_ALLGATHER, PROFILE_BARRIER,
     PROFILE_RING, /* one ring pass of the fused allreduce */
-    PROFILE_SHM,  /* one pass through the host's shared memory instead (allreduce.h) */
+    PROFILE_SHM,  /* one pass on one host instead: window or single copy (allreduce.h) */
     PROFILE_HIER, /* one hierarchical pass: its ring across the hosts is counted as RING too */
     /* MPI, underneath */
     PROFILE_MPI_ISEND, PROFILE_MPI_IRECV, PROFILE_MPI_SEND, PROFILE_MPI_RECV, PROFILE_MPI_SENDRECV,

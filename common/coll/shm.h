@@ -13,8 +13,12 @@
  * needs only two barriers: a slot is written again only after every rank has passed the
  * barrier that follows its last reader.
  *
- * Every element is summed on one rank only, in local-rank order, so every rank ends with the
- * same bits. With 2 ranks that is also the ring's result bit for bit (a + b == b + a); with more
+ * With more ranks than cores a barrier costs a trip through the scheduler, so a small piece
+ * (up to 64 KiB) is instead copied in whole by every rank and, after one barrier, summed whole by
+ * every rank in the same order: one barrier, the same bits.
+ *
+ * Every element is summed in local-rank order (on one rank, or whole on every rank the same
+ * way), so every rank ends with the same bits. With 2 ranks that is also the ring's result bit for bit (a + b == b + a); with more
  * the order of the additions differs from the ring's (float summation order).
  */
 #ifndef HVDLAB_SHM_H
@@ -33,6 +37,8 @@ typedef struct {
     size_t piece;  /* bytes of one slot */
     unsigned long seq; /* pieces moved so far: picks the set, the same on every rank */
     int spins;     /* barrier polls before sleeping (shm.c) */
+    int shared_cores; /* more ranks on the host than cores: waiters yield before sleeping */
+    int cma;       /* single-copy reads between the ranks (cma.h): 0 not probed, 1 yes, -1 no */
 } shm_node;
 
 /* Records comm (every rank of it on this host); allocates nothing yet. */
@@ -48,8 +54,19 @@ void shm_reduce_to_root(shm_node *s, void *buf, size_t n, shm_elem t);
 /* Collective: every rank's buf receives node rank 0's. */
 void shm_broadcast_from_root(shm_node *s, void *buf, size_t n, shm_elem t);
 
+/* For other algorithms on the same host's ranks (cma.c), collective the first time (the window
+ * is allocated then): the board, SHM_BOARD_BYTES in the window's header that the shm path does
+ * not use, and the window's barrier (every write before it is visible to every rank after it). */
+#define SHM_BOARD_BYTES ((size_t)3840)
+char *shm_node_board(shm_node *s);
+void shm_node_barrier(shm_node *s);
+
 /* Benchmarks: bytes per slot for windows allocated from now on (0: the default). */
 void shm_set_piece_bytes(size_t bytes);
+/* Benchmarks and tests: pieces up to this many bytes are summed whole on every rank after one
+ * barrier, whatever the cores (0: never; (size_t)-1: the default, shm.c's limit where the host
+ * has more ranks than cores, else never). */
+void shm_set_whole_bytes(size_t bytes);
 /* Windows allocated and not yet freed in this process (tests: 0 after hvd_shutdown). */
 int shm_windows_open(void);
 

@@ -1,4 +1,5 @@
-/* test_hierarchical.c — the shared-memory and hierarchical allreduce paths (coll/allreduce.h)
+/* test_hierarchical.c — the one-host (shared window, single copy) and hierarchical allreduce
+ * paths (coll/allreduce.h)
  * under mpirun -n 1..4, on one machine playing several hosts.
  *
  * Test-only host groups: allreduce_reconfigure(h, g) does what HVD_HOST_GROUP_SIZE=g does at
@@ -7,6 +8,8 @@
  * Each layout is checked for exact sums (values that are multiples of 1/4, exact in any order),
  * for bitwise agreement between ranks and for closeness to the ring on values that round, for
  * SUM and AVERAGE, fp16 compression, fusion, and lengths that cut pieces and slices unevenly.
+ * The single-copy path must give the shared window's bits (both add in local-rank order) on
+ * every length, buffers at new addresses and unaligned offsets call after call.
  */
 #include <float.h>
 #include <math.h>
@@ -14,7 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "base/memory.h"
 #include "coll/allreduce.h"
 #include "coll/hvd.h"
 #include "coll/shm.h"
@@ -28,6 +33,8 @@ typedef struct {
 
 static const layout LAYOUTS[] = {
     {0, 0, ALLREDUCE_SHM, "shm, every rank on the one host"},
+    {0, 0, ALLREDUCE_CMA, "cma (single copy), every rank on the one host"},
+    {0, 2, ALLREDUCE_CMA, "cma forced, hosts of 2 (the ring instead)"},
     {1, 0, ALLREDUCE_HIERARCHICAL, "hierarchical, every rank on one host"},
     {1, 1, ALLREDUCE_HIERARCHICAL, "hierarchical, one rank per host"},
     {1, 2, ALLREDUCE_HIERARCHICAL, "hierarchical, hosts of 2 (uneven with 3 ranks)"},
@@ -112,32 +119,68 @@ static int same_on_every_rank(const void *p, size_t nbytes)
     return lo == hi;
 }
 
+/* One host, the default: the shared window below the crossover, the single copy from it on
+ * (allreduce.c's thresholds, restated: a changed threshold must change this too). */
+static allreduce_path one_host_path(int huge, size_t bytes)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t from = cores > 0 && hvd_size() > cores ? ALLREDUCE_CMA_FROM_SHARED_CORES
+                                                  : ALLREDUCE_CMA_FROM_OWN_CORES;
+    return huge && bytes >= from ? ALLREDUCE_CMA : ALLREDUCE_SHM;
+}
+
 /* The path the layout takes on this many ranks: what allreduce_choice must say. */
-static allreduce_path expected_path(const layout *l, size_t bytes)
+static allreduce_path expected_path(const layout *l, int huge, size_t bytes)
 {
     int size = hvd_size(), hosts = l->group ? (size + l->group - 1) / l->group : 1;
-    (void)bytes;
     if (size == 1)
         return ALLREDUCE_RING;
     if (l->path == ALLREDUCE_AUTO)
-        return hosts == 1 ? ALLREDUCE_SHM : l->hierarchical ? ALLREDUCE_HIERARCHICAL
-                                                            : ALLREDUCE_RING;
+        return hosts == 1 ? one_host_path(huge, bytes)
+                          : l->hierarchical ? ALLREDUCE_HIERARCHICAL : ALLREDUCE_RING;
+    if ((l->path == ALLREDUCE_SHM || l->path == ALLREDUCE_CMA) && hosts > 1)
+        return ALLREDUCE_RING;
     return l->path;
 }
+
+#define HUGE_BYTES ((size_t)2 << 20)
 
 START_TEST(layouts_take_their_path)
 {
     int size = hvd_size();
+    char *hp = memory_alloc(HUGE_BYTES), *plain = malloc(HUGE_BYTES);
+    /* the kit's buffers are listed as huge-page ones where the kernel has THP on; malloc's not */
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    char thp[128] = "";
+    if (f && !fgets(thp, sizeof thp, f))
+        thp[0] = '\0';
+    if (f)
+        fclose(f);
+    int thp_on = strstr(thp, "[always]") || strstr(thp, "[madvise]");
+    CK_EXPECT(memory_on_huge_pages(hp, HUGE_BYTES) == thp_on &&
+                  memory_on_huge_pages(hp + 4096, 4096) == thp_on &&
+                  !memory_on_huge_pages(hp + 4096, HUGE_BYTES) && /* runs past its end */
+                  !memory_on_huge_pages(plain, HUGE_BYTES),
+              "memory_on_huge_pages: %d %d %d %d (THP %s)", memory_on_huge_pages(hp, HUGE_BYTES),
+              memory_on_huge_pages(hp + 4096, 4096), memory_on_huge_pages(hp + 4096, HUGE_BYTES),
+              memory_on_huge_pages(plain, HUGE_BYTES), thp_on ? "on" : "off");
     for (size_t k = 0; k < NLAYOUTS; k++) {
         const layout *l = &LAYOUTS[k];
         use(l);
         int hosts = l->group ? (size + l->group - 1) / l->group : 1;
         CK_EXPECT(allreduce_hosts() == hosts, "%s: %d hosts, want %d", l->label,
                   allreduce_hosts(), hosts);
-        allreduce_path got = allreduce_choice(1 << 20), want = expected_path(l, 1 << 20);
-        CK_EXPECT(got == want, "%s: path %s, want %s", l->label, allreduce_path_name(got),
-                  allreduce_path_name(want));
+        for (size_t bytes = 4; bytes <= HUGE_BYTES; bytes *= 2)
+            for (int huge = 0; huge < 2; huge++) {
+                allreduce_path got = allreduce_choice(huge ? hp : plain, bytes),
+                               want = expected_path(l, huge, bytes);
+                CK_EXPECT(got == want, "%s, %zu bytes%s: path %s, want %s", l->label, bytes,
+                          huge ? " on huge pages" : "", allreduce_path_name(got),
+                          allreduce_path_name(want));
+            }
     }
+    memory_free(hp);
+    free(plain);
     restore();
     CK_AGREE();
 }
@@ -203,7 +246,7 @@ static void check_rough(hvd_op op, int fp16)
         hvd_allreduce_ex(b, n, op, "rough", fp16 ? HVD_COMPRESS_FP16 : HVD_COMPRESS_NONE);
         CK_EXPECT(same_on_every_rank(b, n * sizeof *b), "%s%s: ranks differ bitwise", l->label,
                   fp16 ? ", fp16" : "");
-        allreduce_path p = expected_path(l, n * sizeof *b);
+        allreduce_path p = expected_path(l, 0, n * sizeof *b);
         int ring_order = size <= 2 || p == ALLREDUCE_RING ||
                          (p == ALLREDUCE_HIERARCHICAL && l->group == 1);
         size_t bad = 0, first = 0;
@@ -237,6 +280,54 @@ START_TEST(rounding_averages_agree) { check_rough(HVD_AVERAGE, 0); }
 END_TEST
 
 START_TEST(fp16_agrees) { check_rough(HVD_SUM, 1); check_rough(HVD_AVERAGE, 1); }
+END_TEST
+
+/* The single copy and the window's whole-piece sums against the window's slices, bitwise, on
+ * values that round: every length, fp16 too, SUM and AVERAGE, each call on a buffer at a new
+ * address (an offset of 1..3 elements into a fresh allocation: unaligned for the copies' vector
+ * loads), the slices' result made first on another buffer. */
+START_TEST(one_host_ways_give_the_same_bits)
+{
+    int rank = hvd_rank();
+    size_t lens[16], nl = lengths(lens);
+    for (int fp16 = 0; fp16 < 2; fp16++)
+        for (int avg = 0; avg < 2; avg++)
+            for (size_t j = 0; j < nl; j++) {
+                size_t n = lens[j], off = 1 + (j + (size_t)fp16) % 3;
+                float *want = malloc((n + 4) * sizeof *want), *got = malloc((n + 4) * sizeof *got);
+                for (size_t i = 0; i < n + 4; i++)
+                    want[i] = got[i] = rough_val(i + 3, rank);
+                hvd_op op = avg ? HVD_AVERAGE : HVD_SUM;
+                int c = fp16 ? HVD_COMPRESS_FP16 : HVD_COMPRESS_NONE;
+                allreduce_force_path(ALLREDUCE_SHM);
+                shm_set_whole_bytes(0); /* a slice per rank, two barriers per piece */
+                hvd_allreduce_ex(want + off, n, op, "window", c);
+                for (int way = 0; way < 2; way++) {
+                    for (size_t i = 0; i < n + 4; i++)
+                        got[i] = rough_val(i + 3, rank);
+                    /* way 0: the single copy; 1: the window, every piece summed whole */
+                    allreduce_force_path(way ? ALLREDUCE_SHM : ALLREDUCE_CMA);
+                    shm_set_whole_bytes(way ? (size_t)1 << 30 : (size_t)-1);
+                    hvd_allreduce_ex(got + off, n, op, way ? "whole" : "single", c);
+                    size_t bad = 0, first = 0;
+                    for (size_t i = 0; i < n + 4; i++) /* the elements around it untouched */
+                        if (memcmp(&want[i], &got[i], sizeof *got) != 0 && bad++ == 0)
+                            first = i;
+                    CK_EXPECT(bad == 0, "%s, %s%s, n=%zu at +%zu: %zu elements differ from the "
+                              "window's slices, first at %zu: %.9g vs %.9g",
+                              way ? "whole pieces" : "single copy", avg ? "average" : "sum",
+                              fp16 ? ", fp16" : "", n, off, bad, first, (double)got[first],
+                              (double)want[first]);
+                    CK_EXPECT(same_on_every_rank(got + off, n * sizeof *got),
+                              "%s, n=%zu: ranks differ bitwise", way ? "whole" : "single", n);
+                }
+                shm_set_whole_bytes((size_t)-1);
+                free(want);
+                free(got);
+            }
+    restore();
+    CK_AGREE();
+}
 END_TEST
 
 /* Fusion: tensors scattered in memory and back to back, ops alternating, a threshold that cuts
@@ -318,6 +409,7 @@ static Suite *suite(void)
     tcase_add_test(tc, rounding_sums_agree);
     tcase_add_test(tc, rounding_averages_agree);
     tcase_add_test(tc, fp16_agrees);
+    tcase_add_test(tc, one_host_ways_give_the_same_bits);
     tcase_add_test(tc, fusion_every_layout);
     tcase_add_test(tc, windows_do_not_pile_up);
     suite_add_tcase(s, tc);
