@@ -268,6 +268,22 @@ static void free_all(void)
 
 static void at_exit(void) { watchdog_stop(); }
 
+/* A forked child is not the rank: its copies of the sockets would hide the rank's death from
+ * the others (no EOF while the child lives) and its crash would be the rank's note. It closes
+ * them and has no watchdog (no thread came along). Only close() and sigaction() here. */
+static void in_forked_child(void)
+{
+    if (!wd.on)
+        return;
+    wd.on = 0;
+    remove_signal_notes();
+    for (int r = 0; r < wd.size; r++)
+        if (wd.fd[r] >= 0)
+            close(wd.fd[r]);
+    close(wd.wake[0]);
+    close(wd.wake[1]);
+}
+
 void watchdog_start(MPI_Comm comm)
 {
     static int registered;
@@ -360,6 +376,7 @@ void watchdog_start(MPI_Comm comm)
     if (!registered) {
         registered = 1;
         atexit(at_exit);
+        pthread_atfork(NULL, NULL, in_forked_child);
     }
 }
 
