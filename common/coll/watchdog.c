@@ -178,6 +178,14 @@ static void heard(int r, const note *n)
 static void *watch(void *arg)
 {
     (void)arg;
+    /* Signals sent to the process (SIGTERM, a profiler's timer) go to the other threads: their
+     * handlers expect the main thread, and this one then sees no EINTR. Faults stay on. */
+    sigset_t async;
+    sigfillset(&async);
+    for (size_t i = 0; i < sizeof FATAL_SIGNALS / sizeof *FATAL_SIGNALS; i++)
+        sigdelset(&async, FATAL_SIGNALS[i]);
+    sigdelset(&async, SIGTRAP);
+    pthread_sigmask(SIG_BLOCK, &async, NULL);
     struct pollfd *p = calloc((size_t)wd.size + 1, sizeof *p);
     int *who = calloc((size_t)wd.size + 1, sizeof *who);
     if (!p || !who)
@@ -222,7 +230,10 @@ static int accept_all(int lfd)
     while (missing > 0) {
         int ms = (int)((ACCEPT_WAIT_S - (timer_seconds() - t0)) * 1000);
         struct pollfd p = {lfd, POLLIN, 0};
-        if (ms <= 0 || poll(&p, 1, ms) <= 0)
+        int ready = ms > 0 ? poll(&p, 1, ms) : 0;
+        if (ready < 0 && errno == EINTR)
+            continue; /* a signal (a profiler's timer) does not end the wait */
+        if (ready <= 0)
             break;
         int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
         if (fd < 0)
@@ -338,7 +349,7 @@ void watchdog_start(MPI_Comm comm)
         for (int i = 0; i < rv.naddr && i < WATCHDOG_NET_MAX_ADDRS && fd < 0; i++)
             fd = watchdog_net_connect(rv.addr[i], rv.port, CONNECT_WAIT_MS);
         note hello = watchdog_make_note(NOTE_HELLO);
-        if (fd >= 0 && send(fd, &hello, sizeof hello, MSG_NOSIGNAL) != (ssize_t)sizeof hello) {
+        if (fd >= 0 && watchdog_net_send(fd, &hello, sizeof hello) != (ssize_t)sizeof hello) {
             close(fd);
             fd = -1;
         }

@@ -3,11 +3,11 @@
  * Public: watchdog_note_signal, watchdog_note_fatal, watchdog_set_context, watchdog_make_note,
  *         watchdog_send_note, watchdog_broadcast_note, watchdog_read_note. */
 #include "coll/watchdog.h"
+#include "coll/watchdog_net.h"
 #include "coll/watchdog_state.h"
 
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
 
 watchdog_state wd = {.wake = {-1, -1}, .lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -16,7 +16,7 @@ watchdog_state wd = {.wake = {-1, -1}, .lock = PTHREAD_MUTEX_INITIALIZER};
 void watchdog_send_note(int fd, const note *n)
 {
     if (fd >= 0) {
-        ssize_t r = send(fd, n, sizeof *n, MSG_NOSIGNAL);
+        ssize_t r = watchdog_net_send(fd, n, sizeof *n);
         (void)r;
     }
 }
@@ -43,7 +43,7 @@ note watchdog_make_note(int kind)
 
 int watchdog_read_note(int fd, note *n)
 {
-    ssize_t got = recv(fd, n, sizeof *n, MSG_WAITALL);
+    ssize_t got = watchdog_net_recv(fd, n, sizeof *n);
     return got == (ssize_t)sizeof *n && n->magic == WATCHDOG_MAGIC && n->nonce == wd.nonce;
 }
 

@@ -4,14 +4,14 @@
  *                             child must not keep rank 1's socket open (rank 0 names it at once)
  *   prog_watchdog fork-crash  rank 1's forked child dies by SIGSEGV, then rank 1 by SIGKILL: the
  *                             child's crash is not rank 1's note ("vanished", not "SIGSEGV")
- *   prog_watchdog eintr       a 1 ms interval timer (SIGALRM, a profiler's kind) runs on every
- *                             rank through hvd_init and after: the watchdog still starts, then
+ *   prog_watchdog eintr       a 0.1 ms interval timer (SIGALRM, a profiler's kind) interrupts
+ *                             the main thread of every rank through hvd_init and after: the watchdog still starts, then
  *                             rank 1 dies by SIGKILL and is named */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,8 +28,15 @@ int main(int argc, char **argv)
         memset(&sa, 0, sizeof sa);
         sa.sa_handler = on_tick; /* no SA_RESTART: the calls it lands in see EINTR */
         sigaction(SIGALRM, &sa, NULL);
-        struct itimerval it = {{0, 1000}, {0, 1000}};
-        setitimer(ITIMER_REAL, &it, NULL);
+        struct sigevent ev; /* at the main thread: the other threads would take most ticks */
+        memset(&ev, 0, sizeof ev);
+        ev.sigev_notify = SIGEV_THREAD_ID;
+        ev.sigev_signo = SIGALRM;
+        ev._sigev_un._tid = gettid();
+        timer_t t;
+        struct itimerspec it = {{0, 100000}, {0, 100000}};
+        if (timer_create(CLOCK_MONOTONIC, &ev, &t) == 0)
+            timer_settime(t, 0, &it, NULL);
     }
     hvd_init(&argc, &argv);
     float x = 1;
