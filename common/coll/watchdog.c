@@ -99,8 +99,9 @@ static void report_and_exit(int dead, const note *cause)
         _exit(1); /* our own fatal_error's line is the one to read */
     char how[600], ctx[1200] = "stopping this rank too";
     describe_cause(cause, how, sizeof how);
-    if (wd.context)
-        wd.context(ctx, sizeof ctx);
+    watchdog_context_fn context = wd.context;
+    if (context)
+        context(ctx, sizeof ctx);
     fflush(stdout);
     fprintf(stderr, "hvdlab: error: [rank %d] rank %d (pid %d on %s) died: %s; %s\n", wd.rank,
             dead, (int)wd.who[dead].pid, wd.who[dead].host, how, ctx);
@@ -144,13 +145,10 @@ static void lost(int r)
     report_and_exit(r, cause);
 }
 
-/* Peer r is not watched any more: it said goodbye, or its own error line is out. */
-static void forget(int r)
-{
-    wd.left[r] = 1;
-    close(wd.fd[r]);
-    wd.fd[r] = -1;
-}
+/* Peer r is not watched any more: it said goodbye, or its own error line is out. Its socket
+ * stays open until watchdog_stop: closed here, its number could be reused by a file or MPI's
+ * own socket while another thread or a signal handler is about to send a note on it. */
+static void forget(int r) { wd.left[r] = 1; }
 
 static void heard(int r, const note *n)
 {
@@ -273,7 +271,8 @@ static void free_all(void)
     free(wd.ponged);
     wd.ponged = NULL;
     wd.who = NULL;
-    wd.fd = wd.left = NULL;
+    wd.fd = NULL;
+    wd.left = NULL;
     wd.heard = NULL;
 }
 
@@ -381,6 +380,9 @@ void watchdog_start(MPI_Comm comm)
     if (pthread_create(&wd.thread, NULL, watch, NULL) != 0) {
         wd.on = 0;
         remove_signal_notes();
+        close(wd.wake[0]);
+        close(wd.wake[1]);
+        wd.wake[0] = wd.wake[1] = -1;
         free_all();
         return;
     }

@@ -51,8 +51,9 @@ void watchdog_note_signal(int sig)
 {
     if (!wd.on)
         return;
-    wd.signal_note.sig = sig; /* prebuilt: nothing here that is not async-signal-safe */
-    watchdog_broadcast_note(&wd.signal_note);
+    note n = wd.signal_note; /* prebuilt: nothing here that is not async-signal-safe; a copy, */
+    n.sig = sig;             /* as two threads may fault at once */
+    watchdog_broadcast_note(&n);
 }
 
 void watchdog_note_fatal(const char *msg)

@@ -7,6 +7,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -30,18 +31,26 @@ typedef struct {
     char host[60];
 } whoami;
 
+typedef void (*watchdog_context_fn)(char *out, size_t len);
+
+/* Who writes what: the main thread sets up and tears down (before the thread starts, after it
+ * ends); on, left, dying and context are also read or written by the other side (the thread,
+ * fatal_error, the signal handlers) while both run, so they are atomic; fd[] does not change
+ * while the thread runs (a socket is closed at watchdog_stop only, so a note can never go to a
+ * file that reused its number). */
 typedef struct {
-    int on, rank, size;
+    atomic_int on;
+    int rank, size;
     pid_t owner;              /* a forked child's exit() must not stop its parent's watchdog */
     uint32_t nonce;
     whoami *who;              /* (size) */
     int *fd;                  /* (size): rank 0: every peer's socket; others: fd[0] */
-    int *left;                /* (size): 1 once a peer said goodbye or was reported */
+    atomic_int *left;         /* (size): 1 once a peer said goodbye or was reported */
     note *heard;              /* (size): the last note of each peer (kind 0: none) */
     int wake[2];              /* self-pipe: watchdog_stop wakes the thread */
     pthread_t thread;
-    volatile sig_atomic_t dying; /* this rank's own fatal_error is under way */
-    void (*context)(char *out, size_t len);
+    atomic_int dying;         /* this rank's own fatal_error is under way */
+    _Atomic(watchdog_context_fn) context;
     note signal_note;         /* prebuilt for the signal handlers */
     /* the progress check: the collective this rank is in (main thread writes, under lock) */
     pthread_mutex_t lock;
