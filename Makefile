@@ -162,6 +162,7 @@ test: setup  ## install if needed, build, check the CUDA build, the layers, unit
 	@$(MAKE) --no-print-directory check-docs
 	@$(MAKE) --no-print-directory test-scaling-plots
 	@$(MAKE) --no-print-directory test-faults-quick
+	@$(MAKE) --no-print-directory test-watchdog
 	@$(MAKE) --no-print-directory test-elastic
 	@$(MAKE) --no-print-directory test-multinode
 
