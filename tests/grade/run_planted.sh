@@ -14,7 +14,9 @@
 # Env: BUILD (build dir), MPIRUN (with flags). Ends with "planted answers: N passed, N failed".
 set -u
 cd "$(dirname "$0")/../.." || exit 2
-B=${BUILD:-build}
+# Absolute: the leftover check below matches processes by their command line, and a relative
+# path would also match the planted programs of another checkout running at the same time.
+B=$(cd "${BUILD:-build}" && pwd) || exit 2
 pass=0
 fail=0
 out=$(mktemp)
