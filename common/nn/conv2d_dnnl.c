@@ -167,7 +167,7 @@ enum { PASS_FWD = 0, PASS_BWD_DATA = 1, PASS_BWD_WEIGHTS = 2 };
  * F(4x4, 3x3) ("jit_wino_4x3", 2.25x fewer multiplications than direct) for the forward and
  * backward-data passes of 3x3 layers with 32 or more input channels, direct elsewhere. Measured
  * (kernels alone, batch pieces of 41-128 images, 1 thread, AVX-512): Winograd takes 0.64-0.88x
- * the time of direct on the 32- and 64-channel layers of wrn-16-1 but 1.2-1.3x on 16->16 28x28
+ * the time of direct on the 32- and 64-channel layers of wrn-16-1 but 1.2-1.3x on 16->16 28x28 and
  * 7-8x on the 1-channel stem; backward-weights stays direct (oneDNN 2.6's Winograd one crashed
  * (SIGSEGV in its kernel) on small batches in test_conv_backends, and oneDNN's own
  * convolution_auto never picks it for these shapes). Fixed by shape, not timed at run time: the
