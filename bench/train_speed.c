@@ -12,7 +12,8 @@
  * backward-data, backward-weights) except the stem, ×2 (no gradient for the input image); the
  * dense layer 2·C·10, ×3. Batch norm, ReLU, dropout, pools, loss and the optimizer are not
  * counted. GFLOP/s = these nominal FLOPs / time: "effective" figures, since a library may do the
- * work in fewer FLOPs (Winograd, FFT); the kit asks oneDNN for direct convolution, and the
+ * work in fewer FLOPs (Winograd, FFT); the kit asks oneDNN for direct convolution unless
+ * HVDLAB_CONV_ALGO=auto (then Winograd on some layers: nn/conv2d_dnnl.c), and the
  * implementation oneDNN picked per layer is printed (ONEDNN_VERBOSE). Peak: the faster of an
  * AVX2 and an AVX-512 FMA loop on 1 and 2 threads, measured in this run (bench/fma_peak.h).
  * The kit's per-layer breakdown (layer_prof.h) comes from extra profiled steps after the timed
@@ -40,8 +41,21 @@
 #include "model/params.h"
 #include "model/wrn.h"
 #include "nn/conv2d.h"
+#ifdef HVDLAB_DNNL
+#include "nn/conv2d_dnnl.h"
+#endif
 #include "nn/layer_prof.h"
 #include "optim/optim.h"
+
+/* The oneDNN convolution algorithm in use (HVDLAB_CONV_ALGO), "none" in a build without oneDNN. */
+static const char *conv_algo(void)
+{
+#ifdef HVDLAB_DNNL
+    return conv2d_dnnl_algo();
+#else
+    return "none";
+#endif
+}
 
 #define MAXM 8
 #define MAXT 4
@@ -117,6 +131,7 @@ static int child(const child_opts *o)
     printf("kit.params %zu count\n", wrn_param_count(m));
     printf("kit.loss %.4f nats\n", loss);
     printf("kit.conv_backend %s name\n", conv2d_backend());
+    printf("kit.conv_algo %s name\n", conv_algo());
     if (o->profile > 0) {
         lprof_reset();
         lprof_enable(1);
@@ -231,8 +246,9 @@ static void split_list(const char *s, char out[][32], int *n, int max)
 
 /* Which implementation oneDNN picked for each convolution of `model` (one untimed child step run
  * with ONEDNN_VERBOSE=1): a line per implementation and pass with the layer shapes it ran. The
- * kit asks for direct convolution (nn/conv2d_dnnl.c), so its nominal FLOP count is the work done;
- * PyTorch's choice is not reported, which is why both GFLOP/s columns are "effective". */
+ * kit asks for direct convolution (nn/conv2d_dnnl.c) unless HVDLAB_CONV_ALGO=auto, so its nominal
+ * FLOP count is the work done where the list shows no "wino"; PyTorch's choice is not reported,
+ * which is why both GFLOP/s columns are "effective". */
 static void report_dnnl_impls(const char *self, const char *model, const char *threads)
 {
     char *argv[] = {(char *)self, "--child", "--model", (char *)model, "--threads",
@@ -276,8 +292,8 @@ static void report_dnnl_impls(const char *self, const char *model, const char *t
         if (!strstr(shapes[i], shape) && strlen(shapes[i]) + strlen(shape) + 2 < sizeof shapes[i])
             strcat(strcat(shapes[i], " "), shape);
     }
-    printf("# %s: oneDNN convolution implementations (ONEDNN_VERBOSE, %s thread(s)):\n", model,
-           threads);
+    printf("# %s: oneDNN convolution implementations (ONEDNN_VERBOSE, %s thread(s), "
+           "HVDLAB_CONV_ALGO=%s):\n", model, threads, conv_algo());
     for (int i = 0; i < n; i++)
         printf("#   %-40s%s\n", key[i], shapes[i]);
     fflush(stdout);

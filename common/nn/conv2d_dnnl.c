@@ -1,6 +1,7 @@
 /* conv2d_dnnl.c — conv2d.h's convolution through oneDNN. See conv2d_dnnl.h.
  * Public: conv2d_dnnl_work_floats, conv2d_dnnl_forward, conv2d_dnnl_backward,
- *         conv2d_dnnl_backward_set, conv2d_dnnl_set_chunk, conv2d_dnnl_release.
+ *         conv2d_dnnl_backward_set, conv2d_dnnl_set_chunk, conv2d_dnnl_set_algo,
+ *         conv2d_dnnl_algo, conv2d_dnnl_release.
  *
  * One plan per shape (dims + whether there is a bias): the forward, backward-data and
  * backward-weights primitives with oneDNN's preferred layouts ("any"), and the reorders between
@@ -24,6 +25,7 @@
 
 #include <oneapi/dnnl/dnnl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,6 +42,7 @@ typedef struct plan {
     conv2d_dims d;
     int bias;
     int threads; /* oneDNN fixes its split of the work when a primitive is created */
+    int algo;    /* the setting it was built for: ALGO_DIRECT or ALGO_AUTO */
     struct plan *next;
     /* forward */
     dnnl_primitive_t fwd;
@@ -157,7 +160,66 @@ static size_t take(size_t *top, const dnnl_memory_desc_t *md)
     return at;
 }
 
-static plan *build(const conv2d_dims *d, int bias)
+enum { ALGO_DIRECT = 0, ALGO_AUTO = 1 };
+enum { PASS_FWD = 0, PASS_BWD_DATA = 1, PASS_BWD_WEIGHTS = 2 };
+
+/* The algorithm of one pass of one layer under setting `algo`. auto: oneDNN's Winograd
+ * F(4x4, 3x3) ("jit_wino_4x3", 2.25x fewer multiplications than direct) for the forward and
+ * backward-data passes of 3x3 layers with 32 or more input channels, direct elsewhere. Measured
+ * (kernels alone, batch pieces of 41-128 images, 1 thread, AVX-512): Winograd takes 0.64-0.88x
+ * the time of direct on the 32- and 64-channel layers of wrn-16-1 but 1.2-1.3x on 16->16 28x28 and
+ * 7-8x on the 1-channel stem; backward-weights stays direct (oneDNN 2.6's Winograd one crashed
+ * (SIGSEGV in its kernel) on small batches in test_conv_backends, and oneDNN's own
+ * convolution_auto never picks it for these shapes). Fixed by shape, not timed at run time: the
+ * same setting gives the same bits run after run and on every rank. */
+static dnnl_alg_kind_t pass_algo(int algo, int pass, const conv2d_dims *d)
+{
+    if (algo == ALGO_AUTO && d->k == 3 && d->cin >= 32 && pass != PASS_BWD_WEIGHTS)
+        return dnnl_convolution_winograd;
+    return dnnl_convolution_direct;
+}
+
+/* The primitive descriptor of one pass with algorithm alg, or NULL where oneDNN has no
+ * implementation of it (Winograd: only some shapes and CPUs). hint: the forward one. */
+static dnnl_primitive_desc_t conv_pd(int pass, dnnl_alg_kind_t alg, const dnnl_memory_desc_t *src,
+                                     const dnnl_memory_desc_t *wei, const dnnl_memory_desc_t *bia,
+                                     const dnnl_memory_desc_t *dst, const conv2d_dims *d,
+                                     const_dnnl_primitive_desc_t hint)
+{
+    const dnnl_dims_t strides = {1, 1}, pad = {d->k / 2, d->k / 2};
+    dnnl_convolution_desc_t cd;
+    if (pass == PASS_FWD)
+        DNNL_OK(dnnl_convolution_forward_desc_init(&cd, dnnl_forward_training, alg, src, wei, bia,
+                                                   dst, strides, pad, pad), d);
+    else if (pass == PASS_BWD_WEIGHTS)
+        DNNL_OK(dnnl_convolution_backward_weights_desc_init(&cd, alg, src, wei, bia, dst, strides,
+                                                            pad, pad), d);
+    else
+        DNNL_OK(dnnl_convolution_backward_data_desc_init(&cd, alg, src, wei, dst, strides, pad,
+                                                         pad), d);
+    dnnl_primitive_desc_t pd;
+    if (dnnl_primitive_desc_create(&pd, &cd, NULL, engine, hint) != dnnl_success)
+        return NULL;
+    return pd;
+}
+
+/* conv_pd with the algorithm `algo` picks for this pass, direct where that one has none. */
+static dnnl_primitive_desc_t pass_pd(int algo, int pass, const dnnl_memory_desc_t *src,
+                                     const dnnl_memory_desc_t *wei, const dnnl_memory_desc_t *bia,
+                                     const dnnl_memory_desc_t *dst, const conv2d_dims *d,
+                                     const_dnnl_primitive_desc_t hint)
+{
+    const dnnl_alg_kind_t alg = pass_algo(algo, pass, d);
+    dnnl_primitive_desc_t pd = conv_pd(pass, alg, src, wei, bia, dst, d, hint);
+    if (!pd && alg != dnnl_convolution_direct)
+        pd = conv_pd(pass, dnnl_convolution_direct, src, wei, bia, dst, d, hint);
+    if (!pd)
+        fatal_error("conv2d_dnnl: no oneDNN convolution for conv %dx%d %d->%d on %dx%dx%d", d->k,
+                    d->k, d->cin, d->cout, d->n, d->h, d->w);
+    return pd;
+}
+
+static plan *build(const conv2d_dims *d, int bias, int algo)
 {
     plan *p = calloc(1, sizeof *p);
     if (!p)
@@ -166,7 +228,6 @@ static plan *build(const conv2d_dims *d, int bias)
     p->bias = bias;
     const dnnl_dims_t sd = {d->n, d->cin, d->h, d->w}, wd = {d->cout, d->cin, d->k, d->k},
                       bd = {d->cout}, dd = {d->n, d->cout, d->h, d->w};
-    const dnnl_dims_t strides = {1, 1}, pad = {d->k / 2, d->k / 2};
     dnnl_memory_desc_t src_any, wei_any, dst_any, bia, src_u, wei_u, dst_u;
     DNNL_OK(dnnl_memory_desc_init_by_tag(&src_any, 4, sd, dnnl_f32, dnnl_format_tag_any), d);
     DNNL_OK(dnnl_memory_desc_init_by_tag(&wei_any, 4, wd, dnnl_f32, dnnl_format_tag_any), d);
@@ -177,12 +238,8 @@ static plan *build(const conv2d_dims *d, int bias)
     DNNL_OK(dnnl_memory_desc_init_by_tag(&dst_u, 4, dd, dnnl_f32, dnnl_nchw), d);
 
     /* forward */
-    dnnl_convolution_desc_t cd;
     dnnl_primitive_desc_t fpd, wpd, dpd;
-    DNNL_OK(dnnl_convolution_forward_desc_init(&cd, dnnl_forward_training, dnnl_convolution_direct,
-                                               &src_any, &wei_any, bias ? &bia : NULL, &dst_any,
-                                               strides, pad, pad), d);
-    DNNL_OK(dnnl_primitive_desc_create(&fpd, &cd, NULL, engine, NULL), d);
+    fpd = pass_pd(algo, PASS_FWD, &src_any, &wei_any, bias ? &bia : NULL, &dst_any, d, NULL);
     DNNL_OK(dnnl_primitive_create(&p->fwd, fpd), d);
     const dnnl_memory_desc_t *fs = dnnl_primitive_desc_query_md(fpd, dnnl_query_src_md, 0);
     const dnnl_memory_desc_t *fw = dnnl_primitive_desc_query_md(fpd, dnnl_query_weights_md, 0);
@@ -201,10 +258,7 @@ static plan *build(const conv2d_dims *d, int bias)
     p->f_floats = top;
 
     /* backward weights (with bias gradient) */
-    DNNL_OK(dnnl_convolution_backward_weights_desc_init(&cd, dnnl_convolution_direct, &src_any,
-                                                        &wei_any, &bia, &dst_any, strides, pad,
-                                                        pad), d);
-    DNNL_OK(dnnl_primitive_desc_create(&wpd, &cd, NULL, engine, fpd), d);
+    wpd = pass_pd(algo, PASS_BWD_WEIGHTS, &src_any, &wei_any, &bia, &dst_any, d, fpd);
     DNNL_OK(dnnl_primitive_create(&p->bww, wpd), d);
     const dnnl_memory_desc_t *ws = dnnl_primitive_desc_query_md(wpd, dnnl_query_src_md, 0);
     const dnnl_memory_desc_t *wdw = dnnl_primitive_desc_query_md(wpd, dnnl_query_diff_weights_md, 0);
@@ -219,9 +273,7 @@ static plan *build(const conv2d_dims *d, int bias)
     p->w_dw_out = make_xfer(wdw, &wei_u, 1, d);
 
     /* backward data */
-    DNNL_OK(dnnl_convolution_backward_data_desc_init(&cd, dnnl_convolution_direct, &src_any,
-                                                     &wei_any, &dst_any, strides, pad, pad), d);
-    DNNL_OK(dnnl_primitive_desc_create(&dpd, &cd, NULL, engine, fpd), d);
+    dpd = pass_pd(algo, PASS_BWD_DATA, &src_any, &wei_any, NULL, &dst_any, d, fpd);
     DNNL_OK(dnnl_primitive_create(&p->bwd, dpd), d);
     const dnnl_memory_desc_t *ds = dnnl_primitive_desc_query_md(dpd, dnnl_query_diff_src_md, 0);
     const dnnl_memory_desc_t *dw = dnnl_primitive_desc_query_md(dpd, dnnl_query_weights_md, 0);
@@ -251,20 +303,62 @@ static plan *build(const conv2d_dims *d, int bias)
     return p;
 }
 
+/* HVDLAB_CONV_ALGO=direct|auto or conv2d_dnnl_set_algo() (conv2d_dnnl.h). */
+static int algo_setting = -1; /* -1: not read yet */
+
+static int algo_of(const char *name)
+{
+    if (strcmp(name, "direct") == 0)
+        return ALGO_DIRECT;
+    if (strcmp(name, "auto") == 0)
+        return ALGO_AUTO;
+    return -1;
+}
+
+static int current_algo(void)
+{
+    if (algo_setting < 0) {
+        algo_setting = ALGO_DIRECT;
+        const char *e = getenv("HVDLAB_CONV_ALGO");
+        if (e && *e) {
+            if (algo_of(e) < 0)
+                fprintf(stderr, "hvdlab: warning: HVDLAB_CONV_ALGO=%s is not direct or auto; "
+                                "using direct\n", e);
+            else
+                algo_setting = algo_of(e);
+        }
+    }
+    return algo_setting;
+}
+
+int conv2d_dnnl_set_algo(const char *name)
+{
+    const int a = name ? algo_of(name) : -1;
+    if (a < 0)
+        return -1;
+    algo_setting = a;
+    return 0;
+}
+
+const char *conv2d_dnnl_algo(void) { return current_algo() == ALGO_AUTO ? "auto" : "direct"; }
+
 static plan *get_plan(const conv2d_dims *d, int bias)
 {
     const int threads = compute_threads(); /* also sets OpenMP's count for creation */
+    const int algo = current_algo();
     pthread_mutex_lock(&lock);
     if (!engine) {
         DNNL_OK(dnnl_engine_create(&engine, dnnl_cpu, 0), d);
         DNNL_OK(dnnl_stream_create(&stream, engine, dnnl_stream_default_flags), d);
     }
     plan *p = plans;
-    while (p && !(memcmp(&p->d, d, sizeof *d) == 0 && p->bias == bias && p->threads == threads))
+    while (p && !(memcmp(&p->d, d, sizeof *d) == 0 && p->bias == bias &&
+                  p->threads == threads && p->algo == algo))
         p = p->next;
     if (!p) {
-        p = build(d, bias);
+        p = build(d, bias, algo);
         p->threads = threads;
+        p->algo = algo;
         p->next = plans;
         plans = p;
     }

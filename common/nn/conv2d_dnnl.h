@@ -16,7 +16,8 @@
  * of count gets its own. One caller thread at a time per shape (the plans hold memory objects).
  *
  * Public: conv2d_dnnl_work_floats, conv2d_dnnl_forward, conv2d_dnnl_backward,
- *         conv2d_dnnl_backward_set, conv2d_dnnl_set_chunk, conv2d_dnnl_release.
+ *         conv2d_dnnl_backward_set, conv2d_dnnl_set_chunk, conv2d_dnnl_set_algo,
+ *         conv2d_dnnl_algo, conv2d_dnnl_release.
  */
 #ifndef HVDLAB_CONV2D_DNNL_H
 #define HVDLAB_CONV2D_DNNL_H
@@ -51,6 +52,14 @@ void conv2d_dnnl_backward_set(float *din /* (N,Cin,H,W) = or NULL */,
  * by size (default). A fixed value is for tests and experiments (also HVDLAB_DNNL_CHUNK). Call
  * before sizing workspaces: conv2d_dnnl_work_floats grows with it. */
 void conv2d_dnnl_set_chunk(int images);
+
+/* The algorithm oneDNN is asked for: "direct" (default) or "auto": Winograd F(4x4,3x3) for the
+ * forward and backward-data passes of the 3x3 layers where it is faster (32+ input channels;
+ * see conv2d_dnnl.c), direct elsewhere. Results then differ from direct by rounding; each
+ * setting is deterministic. Also HVDLAB_CONV_ALGO=direct|auto (another name: a warning, then
+ * direct). set_algo returns -1 for another name; primitives are cached per setting. */
+int conv2d_dnnl_set_algo(const char *name);
+const char *conv2d_dnnl_algo(void);
 
 /* Frees every cached primitive (optional, e.g. at exit for leak checkers). */
 void conv2d_dnnl_release(void);

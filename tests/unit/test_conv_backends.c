@@ -11,7 +11,7 @@
  * max |dnnl − gemm| ≤ 2e-5 · max |gemm result − start value| per tensor (the worst seen is
  * printed; it is ~1e-6 here). Batch 3 (odd, so no batch blocking hides a missing image),
  * batch 17 for wrn-16-1's shapes, and batch 17 cut into pieces of 5 images (the oneDNN path
- * runs the batch piece by piece).
+ * runs the batch piece by piece). The same under HVDLAB_CONV_ALGO=auto (Winograd): auto_algo.
  */
 #include <math.h>
 #include <stdio.h>
@@ -221,6 +221,48 @@ END_TEST
 START_TEST(wrn16_4_shapes) { run_model(4, 3); }
 END_TEST
 
+/* HVDLAB_CONV_ALGO=auto (conv2d_dnnl_set_algo): Winograd on the forward and backward-data passes
+ * of the 3x3 layers with 32+ input channels. The same tolerance against the reference as direct
+ * on every shape of wrn-16-1 and wrn-16-4 (Winograd's transforms round differently, but its worst
+ * error here is ~4e-6, like direct's); its results are not direct's bits (so Winograd did run:
+ * plans are kept per setting), and are the same bits run after run. */
+START_TEST(auto_algo)
+{
+    const char *before = conv2d_dnnl_algo(); /* direct, or auto from HVDLAB_CONV_ALGO */
+    CK_EXPECT(conv2d_dnnl_set_algo("winograd") == -1 && strcmp(conv2d_dnnl_algo(), before) == 0,
+              "an unknown algorithm name was accepted or changed the setting");
+    conv2d_dims d = {.n = 19, .cin = 32, .h = 14, .w = 14, .cout = 32, .k = 3};
+    const size_t n = (size_t)19 * 32 * 196, nw = 32 * 32 * 9;
+    float *work = malloc(conv2d_dnnl_work_floats(&d) * sizeof(float) + 64);
+    float *in = randf(n, -1, 1), *w = randf(nw, -1, 1), *b = randf(32, -1, 1);
+    float *dout = randf(n, -1, 1);
+    float *out[3], *din[3], *dw[3], *db[3]; /* direct, auto, auto again */
+    for (int r = 0; r < 3; r++) {
+        CK_EXPECT(conv2d_dnnl_set_algo(r ? "auto" : "direct") == 0, "set_algo refused");
+        out[r] = calloc(n, sizeof(float)), din[r] = calloc(n, sizeof(float));
+        dw[r] = calloc(nw, sizeof(float)), db[r] = calloc(32, sizeof(float));
+        conv2d_dnnl_forward(out[r], in, w, b, &d, work);
+        conv2d_dnnl_backward_set(din[r], dw[r], db[r], dout, in, w, &d, work);
+    }
+    CK_EXPECT(strcmp(conv2d_dnnl_algo(), "auto") == 0, "conv2d_dnnl_algo() is %s, not auto",
+              conv2d_dnnl_algo());
+    CK_EXPECT(memcmp(out[0], out[1], n * sizeof(float)) != 0,
+              "auto's forward has direct's bits: Winograd did not run");
+    CK_EXPECT(memcmp(din[0], din[1], n * sizeof(float)) != 0,
+              "auto's din has direct's bits: Winograd did not run");
+    CK_EXPECT(memcmp(out[1], out[2], n * sizeof(float)) == 0, "auto: forward differs between runs");
+    CK_EXPECT(memcmp(din[1], din[2], n * sizeof(float)) == 0, "auto: din differs between runs");
+    CK_EXPECT(memcmp(dw[1], dw[2], nw * sizeof(float)) == 0, "auto: dw differs between runs");
+    for (int r = 0; r < 3; r++)
+        free(out[r]), free(din[r]), free(dw[r]), free(db[r]);
+    free(work), free(in), free(w), free(b), free(dout);
+    run_model(1, 3);
+    run_model(1, 17);
+    run_model(4, 3);
+    conv2d_dnnl_set_algo("direct");
+}
+END_TEST
+
 START_TEST(wrn16_10_shapes) { run_model(10, 3); }
 END_TEST
 
@@ -357,6 +399,7 @@ static Suite *suite(void)
     tcase_add_test(tc, repeatable);
     tcase_add_test(tc, wrn16_4_shapes);
     tcase_add_test(tc, wrn16_10_shapes);
+    tcase_add_test(tc, auto_algo);
 #else
     printf("test_conv_backends: built without oneDNN (libdnnl-dev): only the GEMM path exists\n");
 #endif
