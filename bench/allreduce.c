@@ -120,13 +120,7 @@ static double timed(int which, float *buf, size_t n, int iters)
     cma_set_block_bytes(0);
     shm_set_whole_bytes((size_t)-1);
     allreduce_force_path(ALLREDUCE_AUTO);
-    if (which >= FIRST_VARIANT && var_whole[which]) {
-        shm_set_whole_bytes(var_whole[which] - 1);
-        allreduce_force_path(ALLREDUCE_SHM);
-    } else if (which >= FIRST_VARIANT && var_cma[which]) {
-        cma_set_block_bytes(var_cma[which]);
-        allreduce_force_path(ALLREDUCE_CMA);
-    } else if (which >= FIRST_VARIANT && var_piece[which]) {
+    if (which >= FIRST_VARIANT && var_piece[which]) {
         shm_set_piece_bytes(0);
         allreduce_new_window();
         hvd_allreduce(buf, n, HVD_SUM, "bench"); /* the default window again, untimed */
