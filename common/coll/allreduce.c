@@ -116,20 +116,15 @@ void allreduce_run(MPI_Comm comm, void *buf, size_t n, int fp16, float scale, ri
     }
     if (p == ALLREDUCE_CMA && !cma_usable(&A.topo.shm))
         p = ALLREDUCE_SHM; /* the host forbids the reads (cma.h): the same on every rank */
-    if (p == ALLREDUCE_CMA) {
-        fusion_mark(e, len, "CMA_ALLREDUCE", 'B');
+    if (p == ALLREDUCE_CMA || p == ALLREDUCE_SHM) { /* the host's two ways, one signature */
+        const char *pass = p == ALLREDUCE_CMA ? "CMA_ALLREDUCE" : "SHM_ALLREDUCE";
+        void (*reduce)(shm_node *, void *, size_t, shm_elem, float) =
+            p == ALLREDUCE_CMA ? cma_allreduce : shm_allreduce;
+        fusion_mark(e, len, pass, 'B');
         double t = profile_begin();
-        cma_allreduce(&A.topo.shm, buf, n, fp16 ? SHM_F16 : SHM_F32, scale);
+        reduce(&A.topo.shm, buf, n, fp16 ? SHM_F16 : SHM_F32, scale);
         profile_end(PROFILE_SHM, (double)bytes, t);
-        fusion_mark(e, len, "CMA_ALLREDUCE", 'E');
-        return;
-    }
-    if (p == ALLREDUCE_SHM) {
-        fusion_mark(e, len, "SHM_ALLREDUCE", 'B');
-        double t = profile_begin();
-        shm_allreduce(&A.topo.shm, buf, n, fp16 ? SHM_F16 : SHM_F32, scale);
-        profile_end(PROFILE_SHM, (double)bytes, t);
-        fusion_mark(e, len, "SHM_ALLREDUCE", 'E');
+        fusion_mark(e, len, pass, 'E');
         return;
     }
     fusion_mark(e, len, "MPI_ALLREDUCE", 'B');
