@@ -35,9 +35,9 @@ static size_t count(const char *text, const char *name)
     return json_count(text, needle);
 }
 
-START_TEST(trace_is_valid_and_complete)
+/* Every rank writes to rank 0's fresh temporary path (in `path`). */
+static void start_timeline_in_tmp(int rank)
 {
-    int rank = hvd_rank();
     if (rank == 0) {
         char dir[] = "/tmp/hvdlab-timeline-XXXXXX";
         ck_assert_ptr_nonnull(mkdtemp(dir));
@@ -45,6 +45,12 @@ START_TEST(trace_is_valid_and_complete)
     }
     hvd_broadcast_bytes(path, sizeof path, 0, "path");
     hvd_start_timeline(path);
+}
+
+START_TEST(trace_is_valid_and_complete)
+{
+    int rank = hvd_rank();
+    start_timeline_in_tmp(rank);
     expect_valid("empty timeline");
 
     float flat[30], a[5], b[7], w[4];
@@ -106,13 +112,7 @@ END_TEST
 START_TEST(single_copy_pass_is_named)
 {
     int rank = hvd_rank(), size = hvd_size();
-    if (rank == 0) {
-        char dir[] = "/tmp/hvdlab-timeline-XXXXXX";
-        ck_assert_ptr_nonnull(mkdtemp(dir));
-        snprintf(path, sizeof path, "%s/timeline.json", dir);
-    }
-    hvd_broadcast_bytes(path, sizeof path, 0, "path");
-    hvd_start_timeline(path);
+    start_timeline_in_tmp(rank);
     size_t n = 100000;
     float *g = memory_alloc(n * sizeof *g);
     for (size_t i = 0; i < n; i++)
