@@ -28,6 +28,14 @@
 
 #define TOL 2e-5
 
+/* The backends this build has, the default last. */
+#ifdef HVDLAB_DNNL
+static const char *const backends[] = {"gemm", "dnnl"};
+#else
+static const char *const backends[] = {"gemm"};
+#endif
+#define NBACKENDS ((int)(sizeof backends / sizeof backends[0]))
+
 static uint64_t rng = 777;
 
 static float *randf(size_t n, float lo, float hi) { return rand_floats(&rng, n, lo, hi); }
@@ -279,18 +287,14 @@ START_TEST(dispatch_follows_backend)
     float *work = malloc(conv2d_work_floats(&d) * sizeof(float) + 64);
     float *in = randf(nin, -1, 1), *w = randf(nw, -1, 1), *b = randf(32, -1, 1);
     float *o1 = calloc(nout, sizeof(float)), *o2 = calloc(nout, sizeof(float));
-#ifdef HVDLAB_DNNL
-    const char *names[2] = {"gemm", "dnnl"};
-    const int nnames = 2;
-#else
-    const char *names[1] = {"gemm"};
-    const int nnames = 1;
+#ifndef HVDLAB_DNNL
     CK_EXPECT(conv2d_set_backend("dnnl") != 0, "a build without oneDNN accepted \"dnnl\"");
 #endif
-    for (int i = 0; i < nnames; i++) {
-        CK_EXPECT(conv2d_set_backend(names[i]) == 0, "conv2d_set_backend(%s) failed", names[i]);
-        CK_EXPECT(strcmp(conv2d_backend(), names[i]) == 0, "backend is %s, not %s",
-                  conv2d_backend(), names[i]);
+    for (int i = 0; i < NBACKENDS; i++) {
+        CK_EXPECT(conv2d_set_backend(backends[i]) == 0, "conv2d_set_backend(%s) failed",
+                  backends[i]);
+        CK_EXPECT(strcmp(conv2d_backend(), backends[i]) == 0, "backend is %s, not %s",
+                  conv2d_backend(), backends[i]);
         conv2d_forward(o1, in, w, b, &d, work);
 #ifdef HVDLAB_DNNL
         if (i == 1)
@@ -300,10 +304,10 @@ START_TEST(dispatch_follows_backend)
             conv2d_gemm_forward(o2, in, w, b, &d, work);
         CK_EXPECT(memcmp(o1, o2, nout * sizeof(float)) == 0,
                   "conv2d_forward with backend %s differs from that backend's own function",
-                  names[i]);
+                  backends[i]);
     }
     CK_EXPECT(conv2d_set_backend("cudnn") != 0, "an unknown backend name was accepted");
-    CK_EXPECT(strcmp(conv2d_backend(), names[nnames - 1]) == 0,
+    CK_EXPECT(strcmp(conv2d_backend(), backends[NBACKENDS - 1]) == 0,
               "a refused name changed the backend");
     free(work), free(in), free(w), free(b), free(o1), free(o2);
     CK_AGREE();
@@ -317,18 +321,12 @@ END_TEST
  * as garbage: whatever was there must not leak through. */
 START_TEST(backward_set_equals_zero_then_add)
 {
-#ifdef HVDLAB_DNNL
-    const char *names[2] = {"gemm", "dnnl"};
-    const int nnames = 2;
-#else
-    const char *names[1] = {"gemm"};
-    const int nnames = 1;
-#endif
     shape shapes[32];
     int ns = wrn_shapes(1, shapes);
     ns += wrn_shapes(4, shapes + ns);
-    for (int bi = 0; bi < nnames; bi++) {
-        CK_EXPECT(conv2d_set_backend(names[bi]) == 0, "conv2d_set_backend(%s) failed", names[bi]);
+    for (int bi = 0; bi < NBACKENDS; bi++) {
+        CK_EXPECT(conv2d_set_backend(backends[bi]) == 0, "conv2d_set_backend(%s) failed",
+                  backends[bi]);
         for (int chunk = 0; chunk < 2; chunk++) {
 #ifdef HVDLAB_DNNL
             conv2d_dnnl_set_chunk(chunk ? 5 : 0);
@@ -357,7 +355,7 @@ START_TEST(backward_set_equals_zero_then_add)
                               !memcmp(db_a, db_s, sh->cout * sizeof(float)),
                           "%s, conv %dx%d %d->%d on %dx%d%s: backward_set differs from zero + "
                           "backward (%zu of %zu din values)",
-                          names[bi], sh->k, sh->k, sh->cin, sh->cout, sh->hw, sh->hw,
+                          backends[bi], sh->k, sh->k, sh->cin, sh->cout, sh->hw, sh->hw,
                           chunk ? ", pieces of 5" : "", bad, nin);
                 free(work), free(in), free(w), free(dout), free(dw0), free(db0), free(din_a);
                 free(din_s), free(dw_a), free(dw_s), free(db_a), free(db_s);
@@ -367,7 +365,7 @@ START_TEST(backward_set_equals_zero_then_add)
 #ifdef HVDLAB_DNNL
     conv2d_dnnl_set_chunk(0);
 #endif
-    conv2d_set_backend(names[nnames - 1]);
+    conv2d_set_backend(backends[NBACKENDS - 1]);
     CK_AGREE();
 }
 END_TEST
