@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "base/fatal.h"
@@ -84,6 +85,35 @@ static stat2 stats(double *v, int n)
     return s;
 }
 
+/* Minor page faults per call of the last timed() block, the most of any rank's. MPI_Allreduce
+ * takes fresh pages on every call at sizes where its temporary buffer is above glibc's mmap
+ * threshold (32 MiB at most: from 64 MiB up with 2 ranks); what a fault costs differs from VM to
+ * VM, and so does MPI's time there (see README, "Allreduce"). */
+static long last_faults;
+
+static long minor_faults(void)
+{
+    struct rusage r;
+    getrusage(RUSAGE_SELF, &r);
+    return r.ru_minflt;
+}
+
+/* The machine's settings that MPI's large-size times depend on (rank 0 prints them). */
+static void print_memory_setting(void)
+{
+    char thp[128] = "unknown";
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (f) {
+        if (!fgets(thp, sizeof thp, f))
+            snprintf(thp, sizeof thp, "unknown");
+        thp[strcspn(thp, "\n")] = 0;
+        fclose(f);
+    }
+    const char *mx = getenv("MALLOC_MMAP_MAX_"), *th = getenv("MALLOC_MMAP_THRESHOLD_");
+    printf("# memory: transparent huge pages %s; glibc malloc MALLOC_MMAP_MAX_=%s "
+           "MALLOC_MMAP_THRESHOLD_=%s\n", thp, mx ? mx : "(unset)", th ? th : "(unset)");
+}
+
 /* Seconds per call for `iters` calls, the slowest rank's. */
 static double timed(int which, float *buf, size_t n, int iters)
 {
@@ -108,6 +138,7 @@ static double timed(int which, float *buf, size_t n, int iters)
     if (which == STALL_OFF)
         hvd_set_stall_check(0); /* every rank switches here, between calls */
     MPI_Barrier(MPI_COMM_WORLD);
+    const long f0 = minor_faults();
     double t0 = timer_seconds();
     for (int i = 0; i < iters; i++) {
         if (which != 1)
@@ -116,6 +147,7 @@ static double timed(int which, float *buf, size_t n, int iters)
             MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     }
     double t = (timer_seconds() - t0) / iters, tmax;
+    const long faults = iters > 0 ? (minor_faults() - f0) / iters : 0;
     ring_set_tuning(0, 0);
     cma_set_block_bytes(0);
     shm_set_whole_bytes((size_t)-1);
@@ -127,6 +159,7 @@ static double timed(int which, float *buf, size_t n, int iters)
     }
     hvd_set_stall_check(stall_was);
     MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(&faults, &last_faults, 1, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
     return tmax;
 }
 
@@ -208,10 +241,11 @@ int main(int argc, char **argv)
                "passes\n", size, allreduce_hosts(),
                getenv("HVD_HIERARCHICAL_ALLREDUCE") ? ", HVD_HIERARCHICAL_ALLREDUCE set" : "",
                plain ? "malloc" : "hvd_alloc (memory_alloc)");
-        printf("# %9s %11s | %-12s %21s %15s | %21s %15s | %21s | %6s %6s | %7s\n", "size",
-               "count", "hvd path", "hvd time(us) min/med", "busbw GB/s m/m",
+        print_memory_setting();
+        printf("# %9s %11s | %-12s %21s %15s | %21s %15s | %21s | %6s %6s | %7s | %13s\n",
+               "size", "count", "hvd path", "hvd time(us) min/med", "busbw GB/s m/m",
                "MPI time(us) min/med", "busbw GB/s m/m", "ring time(us) min/med", "MPI/hvd",
-               "MPI/ring", "memcpy");
+               "MPI/ring", "memcpy", "faults hvd/MPI");
     }
     /* The same kind of buffer the kit's model uses for its flat gradients (memory_alloc), for
      * both implementations; --plain-malloc for buffers of the C library instead. */
@@ -232,10 +266,12 @@ int main(int argc, char **argv)
             t[k] = malloc((size_t)passes * sizeof(double));
             timed(k, buf, n, 1); /* warm-up */
         }
+        long faults[MAXIMPL] = {0}; /* per call, the most of any pass */
         for (int p = 0; p < passes; p++) /* A B B A A B …: rotate, reverse every other pass */
             for (int j = 0; j < nimpl; j++) {
                 int k = (p % 2 ? nimpl - 1 - j : j + p / 2) % nimpl;
                 t[k][p] = profile_hvd && k != 0 ? 1.0 : timed(k, buf, n, iters);
+                faults[k] = last_faults > faults[k] ? last_faults : faults[k];
             }
         /* memcpy ceiling on rank 0 alone */
         double mc = 0;
@@ -260,10 +296,10 @@ int main(int argc, char **argv)
             double mb_min = bus * bytes / m.med / 1e9, mb_max = bus * bytes / m.min / 1e9;
             stat2 rg = stats(t[RING_ONLY], passes);
             printf("  %9s %11zu | %-12s %10.1f %10.1f %7.2f %7.2f | %10.1f %10.1f %7.2f %7.2f | "
-                   "%10.1f %10.1f | %7.2f %8.2f | %7.2f\n", sz, n,
+                   "%10.1f %10.1f | %7.2f %8.2f | %7.2f | %6ld %6ld\n", sz, n,
                    allreduce_path_name(allreduce_choice(buf, bytes)), h.min * 1e6, h.med * 1e6,
                    hb_max, hb_min, m.min * 1e6, m.med * 1e6, mb_max, mb_min, rg.min * 1e6,
-                   rg.med * 1e6, m.med / h.med, m.med / rg.med, mc);
+                   rg.med * 1e6, m.med / h.med, m.med / rg.med, mc, faults[0], faults[1]);
             if (bytes >= (64u << 10) && m.med / h.med < worst_ratio) {
                 worst_ratio = m.med / h.med;
                 worst_at = bytes;
@@ -311,7 +347,8 @@ int main(int argc, char **argv)
     if (rank == 0) {
         printf("# busbw m/m = from the min time / from the median time; MPI/hvd, MPI/ring = MPI "
                "median time / hvd's, the ring's (> 1: faster than MPI); memcpy = GB/s of one "
-               "rank's memcpy\n");
+               "rank's memcpy; faults hvd/MPI = minor page faults per call, the most of any "
+               "rank and pass\n");
         if (at64[0] > 0)
             printf("hvd_allreduce_busbw_64M %.2f GB/s\nmpi_allreduce_busbw_64M %.2f GB/s\n"
                    "ratio_64M %.2f x\n", at64[0], at64[1], at64[0] / at64[1]);
