@@ -1,0 +1,453 @@
+/* blocked16.c — batch norm (+ ReLU, dropout, add), max-pool and GAP on nChw16c. See blocked16.h.
+ * Public: bn_relu_forward_train_c16, bn_relu_forward_infer_c16, bn_relu_backward_c16,
+ *         maxpool2_forward_c16, maxpool2_backward_c16, gap_forward_c16, gap_backward_c16,
+ *         nchw16c_from_nchw, nchw_from_nchw16c.
+ *
+ * A pixel of a channel block is 16 consecutive floats, one per channel: every inner loop runs
+ * over those 16 lanes (one AVX-512 vector), with per-lane (per-channel) constants, so the
+ * per-channel sums need no horizontal reduction. The reductions (batch-norm statistics and
+ * backward sums) run per channel block over the images in a fixed order (each image's pixels
+ * summed in float, shifted by the channel's first value as bn.c does, the image sums added in
+ * double); the element-wise passes are split over (image, block) pairs. Neither depends on the
+ * thread count.
+ */
+#include "nn/blocked16.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "base/threads.h"
+#include "nn/layer_math.h"
+
+#define L BLOCK16
+
+/* AVX-512 and AVX2 clones beside the baseline, as in bn.c (the dropout hash multiplies 64-bit
+ * integers, which only AVX-512 does in vectors); no FMA contraction under -std=c11, so all
+ * clones give the same bits. */
+#define HOT __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+
+/* Per-channel constants of one block for the element-wise passes. */
+typedef struct {
+    float m[L], is[L], g[L], b[L];
+} block_consts;
+
+/* What follows batch norm (bn.c's bn_post). */
+typedef struct {
+    float p;          /* dropout rate (0: none) */
+    uint64_t key;     /* dropout key (act.h) */
+    const float *add; /* nChw16c, added last, or NULL */
+} post_ops;
+
+/* Batch mean and biased variance of the 16 channels of block cb, in double. */
+static inline __attribute__((always_inline)) void block_stats(const float *in, int cb,
+                                                              const bn_dims *d, double *mu,
+                                                              double *var)
+{
+    const size_t HW = (size_t)d->hw, CB = (size_t)d->c / L;
+    const double M = (double)d->n * (double)HW;
+    float shift[L];
+    memcpy(shift, in + (size_t)cb * HW * L, sizeof shift); /* image 0, pixel 0 */
+    double s[L] = {0}, ss[L] = {0};
+    for (int n = 0; n < d->n; n++) {
+        const float *x = in + ((size_t)n * CB + (size_t)cb) * HW * L;
+        float acc[L] = {0};
+        for (size_t i = 0; i < HW; i++)
+#pragma omp simd
+            for (int j = 0; j < L; j++)
+                acc[j] += x[i * L + j] - shift[j];
+        for (int j = 0; j < L; j++)
+            s[j] += acc[j];
+    }
+    float mf[L];
+    for (int j = 0; j < L; j++) {
+        mu[j] = shift[j] + s[j] / M;
+        mf[j] = (float)mu[j];
+    }
+    for (int n = 0; n < d->n; n++) {
+        const float *x = in + ((size_t)n * CB + (size_t)cb) * HW * L;
+        float acc[L] = {0};
+        for (size_t i = 0; i < HW; i++)
+#pragma omp simd
+            for (int j = 0; j < L; j++) {
+                const float t = x[i * L + j] - mf[j];
+                acc[j] += t * t;
+            }
+        for (int j = 0; j < L; j++)
+            ss[j] += acc[j];
+    }
+    for (int j = 0; j < L; j++)
+        var[j] = ss[j] / M;
+}
+
+HOT static void train_stats(const float *in, const float *gamma, const float *beta, float *mean,
+                            float *invstd, float *run_mean, float *run_var, block_consts *k,
+                            const bn_dims *d, int cb)
+{
+    const double M = (double)d->n * (double)d->hw;
+    double mu[L], var[L];
+    block_stats(in, cb, d, mu, var);
+    for (int j = 0; j < L; j++) { /* bn.c's train_channel, channel by channel */
+        const int c = cb * L + j;
+        const float m = (float)mu[j], is = (float)(1.0 / sqrt(var[j] + d->eps));
+        mean[c] = m;
+        invstd[c] = is;
+        run_mean[c] = lm_running(run_mean[c], m, d->momentum);
+        run_var[c] = lm_running(run_var[c], (float)(M > 1.0 ? var[j] * M / (M - 1.0) : var[j]),
+                                d->momentum);
+        k->m[j] = m;
+        k->is[j] = is;
+        k->g[j] = gamma[c];
+        k->b[j] = beta[c];
+    }
+}
+
+/* out = relu(bn(in)) (· dropout) (+ add) for image n, block cb: bn.c's channel_apply. */
+HOT static void apply_block(float *out, const float *in, const block_consts *k,
+                            const post_ops *po, const bn_dims *d, int n, int cb)
+{
+    const size_t HW = (size_t)d->hw, CB = (size_t)d->c / L;
+    const size_t at = ((size_t)n * CB + (size_t)cb) * HW * L;
+    const float *restrict x = in + at;
+    float *restrict y = out + at; /* out == in is fine: each element reads its x first */
+    const float *a = po->add ? po->add + at : NULL;
+    const float p = po->p, keep = p > 0.0f ? 1.0f / (1.0f - p) : 1.0f;
+    const uint64_t key = po->key;
+    const uint32_t drop = lm_dropout_threshold(p);
+    /* flat NCHW index of (n, cb·16 + j, pixel 0) */
+    const uint64_t base = (uint64_t)n * d->c * HW + (uint64_t)cb * L * HW;
+    if (p > 0.0f) { /* relu, dropout (+ add); drop = lm_uniform01 < p, as integers */
+        for (size_t i = 0; i < HW; i++) {
+            float v[L];
+#pragma omp simd
+            for (int j = 0; j < L; j++)
+                v[j] = lm_relu(lm_bn_apply(x[i * L + j], k->m[j], k->is[j], k->g[j], k->b[j])) *
+                       (lm_bits24(key, base + (uint64_t)j * HW + i) < drop ? 0.0f : keep);
+            if (a) {
+#pragma omp simd
+                for (int j = 0; j < L; j++)
+                    y[i * L + j] = v[j] + a[i * L + j];
+            } else {
+                memcpy(y + i * L, v, sizeof v);
+            }
+        }
+    } else if (a) {
+        for (size_t i = 0; i < HW; i++)
+#pragma omp simd
+            for (int j = 0; j < L; j++)
+                y[i * L + j] = lm_relu(lm_bn_apply(x[i * L + j], k->m[j], k->is[j], k->g[j],
+                                                   k->b[j])) + a[i * L + j];
+    } else {
+        for (size_t i = 0; i < HW; i++)
+#pragma omp simd
+            for (int j = 0; j < L; j++)
+                y[i * L + j] = lm_relu(lm_bn_apply(x[i * L + j], k->m[j], k->is[j], k->g[j],
+                                                   k->b[j]));
+    }
+}
+
+/* The element-wise pass over every (image, block) pair. */
+static void apply_all(float *out, const float *in, const block_consts *k, const post_ops *po,
+                      const bn_dims *d)
+{
+    const int CB = d->c / L;
+    const long pairs = (long)d->n * CB;
+#pragma omp parallel for schedule(static) num_threads(compute_threads())
+    for (long q = 0; q < pairs; q++)
+        apply_block(out, in, &k[q % CB], po, d, (int)(q / CB), (int)(q % CB));
+}
+
+/* Up to 64 blocks (1024 channels) of constants on the stack; wider layers take the rest in
+ * groups of 64 blocks. */
+#define MAX_BLOCKS 64
+
+void bn_relu_forward_train_c16(float *out, const float *in, const float *add, float p,
+                               uint64_t key, const float *gamma, const float *beta, float *mean,
+                               float *invstd, float *run_mean, float *run_var, const bn_dims *d)
+{
+    const post_ops po = {p, key, add};
+    block_consts k[MAX_BLOCKS];
+    const int CB = d->c / L;
+    for (int c0 = 0; c0 < CB; c0 += MAX_BLOCKS) {
+        const int nb = CB - c0 < MAX_BLOCKS ? CB - c0 : MAX_BLOCKS;
+#pragma omp parallel for schedule(static) num_threads(compute_threads())
+        for (int cb = 0; cb < nb; cb++)
+            train_stats(in, gamma, beta, mean, invstd, run_mean, run_var, &k[cb], d, c0 + cb);
+        if (nb == CB) {
+            apply_all(out, in, k, &po, d);
+        } else { /* a group of blocks: apply block by block */
+            for (int n = 0; n < d->n; n++)
+                for (int cb = 0; cb < nb; cb++)
+                    apply_block(out, in, &k[cb], &po, d, n, c0 + cb);
+        }
+    }
+}
+
+void bn_relu_forward_infer_c16(float *out, const float *in, const float *add,
+                               const float *gamma, const float *beta, const float *run_mean,
+                               const float *run_var, const bn_dims *d)
+{
+    const post_ops po = {0.0f, 0, add};
+    block_consts k[MAX_BLOCKS];
+    const int CB = d->c / L;
+    for (int c0 = 0; c0 < CB; c0 += MAX_BLOCKS) {
+        const int nb = CB - c0 < MAX_BLOCKS ? CB - c0 : MAX_BLOCKS;
+        for (int cb = 0; cb < nb; cb++)
+            for (int j = 0; j < L; j++) { /* bn.c's infer_channel */
+                const int c = (c0 + cb) * L + j;
+                k[cb].m[j] = run_mean[c];
+                k[cb].is[j] = 1.0f / sqrtf(run_var[c] + d->eps);
+                k[cb].g[j] = gamma[c];
+                k[cb].b[j] = beta[c];
+            }
+        if (nb == CB)
+            apply_all(out, in, k, &po, d);
+        else
+            for (int n = 0; n < d->n; n++)
+                for (int cb = 0; cb < nb; cb++)
+                    apply_block(out, in, &k[cb], &po, d, n, c0 + cb);
+    }
+}
+
+/* ---- backward ---------------------------------------------------------------------------- */
+
+/* The gradient reaching batch norm through the fused ReLU/dropout: from the fused output o
+ * (> 0 where the element passed both; keep = 1/(1-p)) or, with no output, recomputed from x
+ * (bn.c's masked_dy). */
+static inline __attribute__((always_inline)) float mdy(int from_out, float dy, float x, float o,
+                                                       float keep, float m, float is, float g,
+                                                       float b)
+{
+    if (from_out)
+        return dy * (o > 0.0f ? keep : 0.0f);
+    return lm_relu_grad(dy, lm_bn_apply(x, m, is, g, b));
+}
+
+/* Σ dy and Σ dy·xhat of block cb over the batch (per channel, in double). */
+static inline __attribute__((always_inline)) void
+block_sums(const float *dout, const float *in, const float *outp, float keep,
+           const block_consts *k, const bn_dims *d, int cb, double *sdy, double *sdyx)
+{
+    const size_t HW = (size_t)d->hw, CB = (size_t)d->c / L;
+    const int from_out = outp != NULL;
+    for (int j = 0; j < L; j++)
+        sdy[j] = sdyx[j] = 0.0;
+    for (int n = 0; n < d->n; n++) {
+        const size_t at = ((size_t)n * CB + (size_t)cb) * HW * L;
+        const float *x = in + at, *dy = dout + at, *o = from_out ? outp + at : x;
+        float a1[L] = {0}, a2[L] = {0};
+        for (size_t i = 0; i < HW; i++)
+#pragma omp simd
+            for (int j = 0; j < L; j++) {
+                const float xv = x[i * L + j];
+                const float t = mdy(from_out, dy[i * L + j], xv, o[i * L + j], keep, k->m[j],
+                                    k->is[j], k->g[j], k->b[j]);
+                a1[j] += t;
+                a2[j] += t * ((xv - k->m[j]) * k->is[j]);
+            }
+        for (int j = 0; j < L; j++) {
+            sdy[j] += a1[j];
+            sdyx[j] += a2[j];
+        }
+    }
+}
+
+HOT static void backward_sums(float *dgamma, float *dbeta, const float *dout, const float *in,
+                              const float *outp, float keep, block_consts *k, float *means,
+                              const bn_dims *d, int cb)
+{
+    const double M = (double)d->n * (double)d->hw;
+    double sdy[L], sdyx[L];
+    if (outp)
+        block_sums(dout, in, outp, keep, k, d, cb, sdy, sdyx);
+    else
+        block_sums(dout, in, NULL, keep, k, d, cb, sdy, sdyx);
+    for (int j = 0; j < L; j++) {
+        const int c = cb * L + j;
+        if (dgamma)
+            dgamma[c] += (float)sdyx[j];
+        if (dbeta)
+            dbeta[c] += (float)sdy[j];
+        means[j] = (float)(sdy[j] / M);
+        means[L + j] = (float)(sdyx[j] / M);
+    }
+}
+
+/* din = lm_bn_grad(masked dy) for image n, block cb. */
+HOT static void backward_block(float *din, const float *dout, const float *in, const float *outp,
+                               float keep, const block_consts *k, const float *means,
+                               const bn_dims *d, int n, int cb)
+{
+    const size_t HW = (size_t)d->hw, CB = (size_t)d->c / L;
+    const size_t at = ((size_t)n * CB + (size_t)cb) * HW * L;
+    const float *x = in + at, *dy = dout + at;
+    float *dx = din + at;
+    if (outp) {
+        const float *o = outp + at;
+        for (size_t i = 0; i < HW; i++)
+#pragma omp simd
+            for (int j = 0; j < L; j++)
+                dx[i * L + j] = lm_bn_grad(mdy(1, dy[i * L + j], 0.0f, o[i * L + j], keep, 0.0f,
+                                               0.0f, 0.0f, 0.0f),
+                                           x[i * L + j], k->m[j], k->is[j], k->g[j], means[j],
+                                           means[L + j]);
+    } else {
+        for (size_t i = 0; i < HW; i++)
+#pragma omp simd
+            for (int j = 0; j < L; j++)
+                dx[i * L + j] = lm_bn_grad(mdy(0, dy[i * L + j], x[i * L + j], 0.0f, keep,
+                                               k->m[j], k->is[j], k->g[j], k->b[j]),
+                                           x[i * L + j], k->m[j], k->is[j], k->g[j], means[j],
+                                           means[L + j]);
+    }
+}
+
+void bn_relu_backward_c16(float *din, float *dgamma, float *dbeta, const float *dout,
+                          const float *in, const float *out, float p, const float *gamma,
+                          const float *beta, const float *mean, const float *invstd,
+                          const bn_dims *d)
+{
+    const float keep = p > 0.0f ? 1.0f / (1.0f - p) : 1.0f;
+    const int CB = d->c / L;
+    block_consts k[MAX_BLOCKS];
+    float means[MAX_BLOCKS][2 * L]; /* per block: mean dy, then mean dy·xhat */
+    for (int c0 = 0; c0 < CB; c0 += MAX_BLOCKS) {
+        const int nb = CB - c0 < MAX_BLOCKS ? CB - c0 : MAX_BLOCKS;
+        for (int cb = 0; cb < nb; cb++)
+            for (int j = 0; j < L; j++) {
+                const int c = (c0 + cb) * L + j;
+                k[cb].m[j] = mean[c];
+                k[cb].is[j] = invstd[c];
+                k[cb].g[j] = gamma[c];
+                k[cb].b[j] = beta[c];
+            }
+#pragma omp parallel for schedule(static) num_threads(compute_threads())
+        for (int cb = 0; cb < nb; cb++)
+            backward_sums(dgamma, dbeta, dout, in, out, keep, &k[cb], means[cb], d, c0 + cb);
+        if (!din)
+            continue;
+        const long pairs = (long)d->n * nb;
+#pragma omp parallel for schedule(static) num_threads(compute_threads())
+        for (long q = 0; q < pairs; q++) {
+            const int cb = (int)(q % nb);
+            backward_block(din, dout, in, out, keep, &k[cb], means[cb], d, (int)(q / nb),
+                           c0 + cb);
+        }
+    }
+}
+
+/* ---- pooling ----------------------------------------------------------------------------- */
+
+/* pool.c's comparisons, lane by lane: the first of equal maxima in row-major order. */
+HOT void maxpool2_forward_c16(float *out, const float *in, const pool_dims *d)
+{
+    const int H = d->h, W = d->w, Ho = H / 2, Wo = W / 2;
+    const long planes = (long)d->n * (d->c / L);
+#pragma omp parallel for schedule(static) num_threads(compute_threads())
+    for (long pl = 0; pl < planes; pl++) {
+        const float *x = in + (size_t)pl * H * W * L;
+        float *y = out + (size_t)pl * Ho * Wo * L;
+        for (int i = 0; i < Ho; i++)
+            for (int j = 0; j < Wo; j++) {
+                const float *a = x + ((size_t)(2 * i) * W + 2 * j) * L, *b = a + L,
+                            *c = a + (size_t)W * L, *e = c + L;
+                float *o = y + ((size_t)i * Wo + j) * L;
+#pragma omp simd
+                for (int l = 0; l < L; l++) {
+                    float m = a[l];
+                    m = b[l] > m ? b[l] : m;
+                    m = c[l] > m ? c[l] : m;
+                    m = e[l] > m ? e[l] : m;
+                    o[l] = m;
+                }
+            }
+    }
+}
+
+/* din += dout at the window's first element equal to its maximum, selects not branches
+ * (pool.c's maxpool2_backward); the other elements keep their bits. */
+HOT void maxpool2_backward_c16(float *din, const float *dout, const float *in, const float *out,
+                               const pool_dims *d)
+{
+    const int H = d->h, W = d->w, Ho = H / 2, Wo = W / 2;
+    const long planes = (long)d->n * (d->c / L);
+#pragma omp parallel for schedule(static) num_threads(compute_threads())
+    for (long pl = 0; pl < planes; pl++) {
+        const float *x = in + (size_t)pl * H * W * L;
+        float *dx = din + (size_t)pl * H * W * L;
+        const float *y = out + (size_t)pl * Ho * Wo * L, *dy = dout + (size_t)pl * Ho * Wo * L;
+        for (int i = 0; i < Ho; i++)
+            for (int j = 0; j < Wo; j++) {
+                const size_t o0 = ((size_t)(2 * i) * W + 2 * j) * L, o1 = o0 + L,
+                             o2 = o0 + (size_t)W * L, o3 = o2 + L;
+                const float *m = y + ((size_t)i * Wo + j) * L, *g = dy + ((size_t)i * Wo + j) * L;
+#pragma omp simd
+                for (int l = 0; l < L; l++) {
+                    const int e0 = x[o0 + l] == m[l], t1 = x[o1 + l] == m[l];
+                    const int t2 = x[o2 + l] == m[l], t3 = x[o3 + l] == m[l];
+                    const int e1 = t1 & !e0, e2 = t2 & !(e0 | t1), e3 = t3 & !(e0 | t1 | t2);
+                    dx[o0 + l] = e0 ? dx[o0 + l] + g[l] : dx[o0 + l];
+                    dx[o1 + l] = e1 ? dx[o1 + l] + g[l] : dx[o1 + l];
+                    dx[o2 + l] = e2 ? dx[o2 + l] + g[l] : dx[o2 + l];
+                    dx[o3 + l] = e3 ? dx[o3 + l] + g[l] : dx[o3 + l];
+                }
+            }
+    }
+}
+
+/* Each channel's pixels summed in pool.c's order (pixel 0 first), one lane per channel. */
+void gap_forward_c16(float *out, const float *in, const pool_dims *d)
+{
+    const size_t HW = (size_t)d->h * d->w;
+    const int CB = d->c / L;
+    const long planes = (long)d->n * CB;
+#pragma omp parallel for schedule(static) num_threads(compute_threads())
+    for (long pl = 0; pl < planes; pl++) {
+        const float *x = in + (size_t)pl * HW * L;
+        float s[L] = {0};
+        for (size_t i = 0; i < HW; i++)
+#pragma omp simd
+            for (int l = 0; l < L; l++)
+                s[l] += x[i * L + l];
+        /* plane pl = (n, cb): channels n·C + cb·16 + l of the plain (N, C) output */
+        for (int l = 0; l < L; l++)
+            out[(size_t)pl * L + (size_t)l] = s[l] / (float)HW;
+    }
+}
+
+void gap_backward_c16(float *din, const float *dout, const pool_dims *d)
+{
+    const size_t HW = (size_t)d->h * d->w;
+    const long planes = (long)d->n * (d->c / L);
+#pragma omp parallel for schedule(static) num_threads(compute_threads())
+    for (long pl = 0; pl < planes; pl++) {
+        float g[L];
+        for (int l = 0; l < L; l++)
+            g[l] = dout[(size_t)pl * L + (size_t)l] / (float)HW;
+        float *dx = din + (size_t)pl * HW * L;
+        for (size_t i = 0; i < HW; i++)
+#pragma omp simd
+            for (int l = 0; l < L; l++)
+                dx[i * L + l] += g[l];
+    }
+}
+
+/* ---- layout conversion ------------------------------------------------------------------- */
+
+void nchw16c_from_nchw(float *dst, const float *src, int n, int c, int hw)
+{
+    const size_t HW = (size_t)hw;
+    for (size_t pl = 0; pl < (size_t)n * (size_t)(c / L); pl++) /* (image, block) */
+        for (size_t i = 0; i < HW; i++)
+            for (int l = 0; l < L; l++)
+                dst[(pl * HW + i) * L + (size_t)l] = src[(pl * L + (size_t)l) * HW + i];
+}
+
+void nchw_from_nchw16c(float *dst, const float *src, int n, int c, int hw)
+{
+    const size_t HW = (size_t)hw;
+    for (size_t pl = 0; pl < (size_t)n * (size_t)(c / L); pl++)
+        for (size_t i = 0; i < HW; i++)
+            for (int l = 0; l < L; l++)
+                dst[(pl * L + (size_t)l) * HW + i] = src[(pl * HW + i) * L + (size_t)l];
+}
