@@ -31,6 +31,9 @@
 #include "model/wrn.h"
 #include "model/wrn_internal.h" /* white box: the training logits */
 #include "nn/conv2d.h"
+#ifdef HVDLAB_DNNL
+#include "nn/conv2d_dnnl.h"
+#endif
 
 #define TOL 1e-4
 #define GRAD_CAP 5e-2
@@ -166,8 +169,22 @@ END_TEST
 START_TEST(layout_choice)
 {
     wrn_model *a = make("wrn-10-1", "auto"), *n = make("wrn-10-1", "nchw");
-    printf("  this machine, dnnl backend: HVDLAB_ACTIVATION_LAYOUT=auto gives %s\n",
-           wrn_activation_layout(a));
+    printf("  this machine, %s backend: HVDLAB_ACTIVATION_LAYOUT=auto gives %s\n",
+           conv2d_backend(), wrn_activation_layout(a));
+#ifdef HVDLAB_DNNL
+    /* auto = blocked exactly where oneDNN's kernels take nChw16c (wrn-10-1's convs) */
+    int want = strcmp(conv2d_backend(), "dnnl") == 0;
+    const int shapes[6][4] = {{16, 16, 28, 3}, {16, 32, 14, 3}, {32, 32, 14, 3},
+                              {16, 32, 14, 1}, {32, 64, 7, 3},  {64, 64, 7, 3}};
+    for (int i = 0; i < 6 && want; i++) {
+        const conv2d_dims d = {.n = B, .cin = shapes[i][0], .cout = shapes[i][1],
+                               .h = shapes[i][2], .w = shapes[i][2], .k = shapes[i][3]};
+        want = conv2d_dnnl_prefers_nchw16c(&d);
+    }
+    CK_EXPECT(strcmp(wrn_activation_layout(a), want ? "nChw16c" : "nchw") == 0,
+              "auto gave %s where oneDNN %s nChw16c", wrn_activation_layout(a),
+              want ? "prefers" : "does not prefer");
+#endif
     CK_EXPECT(strcmp(wrn_activation_layout(n), "nchw") == 0, "nchw gave %s",
               wrn_activation_layout(n));
     wrn_free(a), wrn_free(n);
