@@ -340,11 +340,12 @@ static void check_conv(int N, int cin, int cout, int hw, int k)
 START_TEST(conv_blocked_matches_nchw)
 {
     CK_EXPECT(conv2d_set_backend("dnnl") == 0, "no dnnl backend");
-    /* wrn-16-1's shapes (stem, 3x3, 1x1 shortcuts) at a batch over one piece of the chunking */
+    /* wrn-16-1's shapes (stem, 3x3, 1x1 shortcuts) */
     const int shapes[7][4] = {{1, 16, 28, 3},  {16, 16, 28, 3}, {16, 32, 14, 3}, {32, 32, 14, 3},
                               {16, 32, 14, 1}, {32, 64, 7, 3},  {64, 64, 7, 1}};
-    for (int s = 0; s < 7; s++)
-        check_conv(37, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3]);
+    for (int s = 0; s < 7; s++) /* one piece of the batch, and several (41 to 166 a piece) */
+        for (int n = 37; n <= 200; n += 163)
+            check_conv(n, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3]);
     CK_AGREE();
 }
 END_TEST

@@ -38,7 +38,7 @@
 #define TOL 1e-4
 #define GRAD_CAP 5e-2
 #define GRAD_L2 1e-2
-#define B 24
+#define B 96 /* several pieces of the batch in every conv (conv2d_dnnl.c) */
 
 static float x[B * DATASET_PIXELS];
 static int y[B];
