@@ -6,10 +6,10 @@
  * A pixel of a channel block is 16 consecutive floats, one per channel: every inner loop runs
  * over those 16 lanes (one AVX-512 vector), with per-lane (per-channel) constants, so the
  * per-channel sums need no horizontal reduction. The reductions (batch-norm statistics and
- * backward sums) run per channel block over the images in a fixed order (each image's pixels
- * summed in float in P partial sums, shifted by the channel's first value as bn.c does, the
- * image sums added in double); the element-wise passes are split over (image, block) pairs. Neither depends on the
- * thread count.
+ * backward sums) add each image's pixels in float (P partial sums; shifted by the channel's
+ * first value as bn.c does) and the images in double, in G fixed groups of images whose sums are
+ * added in order; (block, group) pairs run in parallel, the element-wise passes over (image,
+ * block) pairs. Neither depends on the thread count.
  */
 #include "nn/blocked16.h"
 
@@ -52,38 +52,23 @@ static inline __attribute__((always_inline)) float partials_sum(float acc[P][L],
     return t;
 }
 
-/* Batch mean and biased variance of the 16 channels of block cb, in double. */
-static inline __attribute__((always_inline)) void block_stats(const float *in, int cb,
-                                                              const bn_dims *d, double *mu,
-                                                              double *var)
+/* The reductions split the batch into G fixed groups of images (not one per thread): the
+ * (block, group) pairs run in parallel even on a layer of one block, and the groups' sums are
+ * added in group order, so results do not depend on the thread count. */
+#define G 4
+
+static int group_start(int N, int g) { return (int)((long)N * g / G); }
+
+/* out[j] = Σ over images [n0, n1) of block cb of (x − c[j]) (square = 0) or (x − c[j])²,
+ * each image in float (P partial sums), the images in double. */
+static inline __attribute__((always_inline)) void image_sums(double *out, const float *in, int cb,
+                                                             const float *c, int square, int n0,
+                                                             int n1, const bn_dims *d)
 {
     const size_t HW = (size_t)d->hw, CB = (size_t)d->c / L;
-    const double M = (double)d->n * (double)HW;
-    float shift[L];
-    memcpy(shift, in + (size_t)cb * HW * L, sizeof shift); /* image 0, pixel 0 */
-    double s[L] = {0}, ss[L] = {0};
-    for (int n = 0; n < d->n; n++) {
-        const float *x = in + ((size_t)n * CB + (size_t)cb) * HW * L;
-        float acc[P][L] = {{0}};
-        size_t i = 0;
-        for (; i + P <= HW; i += P)
-            for (int q = 0; q < P; q++)
-#pragma omp simd
-                for (int j = 0; j < L; j++)
-                    acc[q][j] += x[(i + q) * L + j] - shift[j];
-        for (; i < HW; i++)
-#pragma omp simd
-            for (int j = 0; j < L; j++)
-                acc[0][j] += x[i * L + j] - shift[j];
-        for (int j = 0; j < L; j++)
-            s[j] += partials_sum(acc, j);
-    }
-    float mf[L];
-    for (int j = 0; j < L; j++) {
-        mu[j] = shift[j] + s[j] / M;
-        mf[j] = (float)mu[j];
-    }
-    for (int n = 0; n < d->n; n++) {
+    for (int j = 0; j < L; j++)
+        out[j] = 0.0;
+    for (int n = n0; n < n1; n++) {
         const float *x = in + ((size_t)n * CB + (size_t)cb) * HW * L;
         float acc[P][L] = {{0}};
         size_t i = 0;
@@ -91,42 +76,79 @@ static inline __attribute__((always_inline)) void block_stats(const float *in, i
             for (int q = 0; q < P; q++)
 #pragma omp simd
                 for (int j = 0; j < L; j++) {
-                    const float t = x[(i + q) * L + j] - mf[j];
-                    acc[q][j] += t * t;
+                    const float t = x[(i + q) * L + j] - c[j];
+                    acc[q][j] += square ? t * t : t;
                 }
         for (; i < HW; i++)
 #pragma omp simd
             for (int j = 0; j < L; j++) {
-                const float t = x[i * L + j] - mf[j];
-                acc[0][j] += t * t;
+                const float t = x[i * L + j] - c[j];
+                acc[0][j] += square ? t * t : t;
             }
         for (int j = 0; j < L; j++)
-            ss[j] += partials_sum(acc, j);
+            out[j] += partials_sum(acc, j);
     }
-    for (int j = 0; j < L; j++)
-        var[j] = ss[j] / M;
 }
 
-HOT static void train_stats(const float *in, const float *gamma, const float *beta, float *mean,
-                            float *invstd, float *run_mean, float *run_var, block_consts *k,
-                            const bn_dims *d, int cb)
+HOT static void sums_task(double *out, const float *in, int cb, const float *c, int square,
+                          int g, const bn_dims *d)
 {
-    const double M = (double)d->n * (double)d->hw;
-    double mu[L], var[L];
-    block_stats(in, cb, d, mu, var);
-    for (int j = 0; j < L; j++) { /* bn.c's train_channel, channel by channel */
-        const int c = cb * L + j;
-        const float m = (float)mu[j], is = (float)(1.0 / sqrt(var[j] + d->eps));
-        mean[c] = m;
-        invstd[c] = is;
-        run_mean[c] = lm_running(run_mean[c], m, d->momentum);
-        run_var[c] = lm_running(run_var[c], (float)(M > 1.0 ? var[j] * M / (M - 1.0) : var[j]),
-                                d->momentum);
-        k->m[j] = m;
-        k->is[j] = is;
-        k->g[j] = gamma[c];
-        k->b[j] = beta[c];
-    }
+    const int n0 = group_start(d->n, g), n1 = group_start(d->n, g + 1);
+    if (square)
+        image_sums(out, in, cb, c, 1, n0, n1, d);
+    else
+        image_sums(out, in, cb, c, 0, n0, n1, d);
+}
+
+/* Up to 64 blocks (1024 channels) of constants and sums on the stack; wider layers go in
+ * groups of 64 blocks. */
+#define MAX_BLOCKS 64
+
+/* Statistics of blocks c0 .. c0+nb−1 (bn.c's train_channel: shifted two-pass mean and biased
+ * variance, running update with the unbiased one), constants into k. */
+static void train_stats(const float *in, const float *gamma, const float *beta, float *mean,
+                        float *invstd, float *run_mean, float *run_var, block_consts *k, int c0,
+                        int nb, const bn_dims *d)
+{
+    const size_t HW = (size_t)d->hw;
+    const double M = (double)d->n * (double)HW;
+    double part[MAX_BLOCKS][G][L]; /* 32 KB */
+    float shift[MAX_BLOCKS][L], mf[MAX_BLOCKS][L];
+    double mu[MAX_BLOCKS][L];
+    for (int cb = 0; cb < nb; cb++) /* each channel's first value: image 0, pixel 0 */
+        memcpy(shift[cb], in + (size_t)(c0 + cb) * HW * L, sizeof shift[cb]);
+#pragma omp parallel for schedule(static) num_threads(compute_threads())
+    for (int t = 0; t < nb * G; t++)
+        sums_task(part[t / G][t % G], in, c0 + t / G, shift[t / G], 0, t % G, d);
+    for (int cb = 0; cb < nb; cb++)
+        for (int j = 0; j < L; j++) {
+            double s = 0.0;
+            for (int g = 0; g < G; g++)
+                s += part[cb][g][j];
+            mu[cb][j] = shift[cb][j] + s / M;
+            mf[cb][j] = (float)mu[cb][j];
+        }
+#pragma omp parallel for schedule(static) num_threads(compute_threads())
+    for (int t = 0; t < nb * G; t++)
+        sums_task(part[t / G][t % G], in, c0 + t / G, mf[t / G], 1, t % G, d);
+    for (int cb = 0; cb < nb; cb++)
+        for (int j = 0; j < L; j++) {
+            double ss = 0.0;
+            for (int g = 0; g < G; g++)
+                ss += part[cb][g][j];
+            const double var = ss / M;
+            const int c = (c0 + cb) * L + j;
+            const float m = (float)mu[cb][j], is = (float)(1.0 / sqrt(var + d->eps));
+            mean[c] = m;
+            invstd[c] = is;
+            run_mean[c] = lm_running(run_mean[c], m, d->momentum);
+            run_var[c] = lm_running(run_var[c], (float)(M > 1.0 ? var * M / (M - 1.0) : var),
+                                    d->momentum);
+            k[cb].m[j] = m;
+            k[cb].is[j] = is;
+            k[cb].g[j] = gamma[c];
+            k[cb].b[j] = beta[c];
+        }
 }
 
 /* out = relu(bn(in)) (· dropout) (+ add) for image n, block cb: bn.c's channel_apply. */
@@ -184,10 +206,6 @@ static void apply_all(float *out, const float *in, const block_consts *k, const 
         apply_block(out, in, &k[q % CB], po, d, (int)(q / CB), (int)(q % CB));
 }
 
-/* Up to 64 blocks (1024 channels) of constants on the stack; wider layers take the rest in
- * groups of 64 blocks. */
-#define MAX_BLOCKS 64
-
 void bn_relu_forward_train_c16(float *out, const float *in, const float *add, float p,
                                uint64_t key, const float *gamma, const float *beta, float *mean,
                                float *invstd, float *run_mean, float *run_var, const bn_dims *d)
@@ -197,9 +215,7 @@ void bn_relu_forward_train_c16(float *out, const float *in, const float *add, fl
     const int CB = d->c / L;
     for (int c0 = 0; c0 < CB; c0 += MAX_BLOCKS) {
         const int nb = CB - c0 < MAX_BLOCKS ? CB - c0 : MAX_BLOCKS;
-#pragma omp parallel for schedule(static) num_threads(compute_threads())
-        for (int cb = 0; cb < nb; cb++)
-            train_stats(in, gamma, beta, mean, invstd, run_mean, run_var, &k[cb], d, c0 + cb);
+        train_stats(in, gamma, beta, mean, invstd, run_mean, run_var, k, c0, nb, d);
         if (nb == CB) {
             apply_all(out, in, k, &po, d);
         } else { /* a group of blocks: apply block by block */
@@ -250,21 +266,23 @@ static inline __attribute__((always_inline)) float mdy(int from_out, float dy, f
     return lm_relu_grad(dy, lm_bn_apply(x, m, is, g, b));
 }
 
-/* Σ dy and Σ dy·xhat of block cb over the batch (per channel, in double). */
+/* Σ dy and Σ dy·xhat of block cb over images [n0, n1) (per channel; each image in float, P
+ * partial sums, the images in double). */
 static inline __attribute__((always_inline)) void
 block_sums(const float *dout, const float *in, const float *outp, float keep,
-           const block_consts *k, const bn_dims *d, int cb, double *sdy, double *sdyx)
+           const block_consts *k, const bn_dims *d, int cb, int n0, int n1, double *sdy,
+           double *sdyx)
 {
     const size_t HW = (size_t)d->hw, CB = (size_t)d->c / L;
     const int from_out = outp != NULL;
     for (int j = 0; j < L; j++)
         sdy[j] = sdyx[j] = 0.0;
-    for (int n = 0; n < d->n; n++) {
+    for (int n = n0; n < n1; n++) {
         const size_t at = ((size_t)n * CB + (size_t)cb) * HW * L;
         const float *x = in + at, *dy = dout + at, *o = from_out ? outp + at : x;
         float a1[P][L] = {{0}}, a2[P][L] = {{0}};
         size_t i = 0;
-        for (; i + P <= HW; i += P) /* partial sums as in block_stats */
+        for (; i + P <= HW; i += P)
             for (int q = 0; q < P; q++)
 #pragma omp simd
                 for (int j = 0; j < L; j++) {
@@ -290,25 +308,16 @@ block_sums(const float *dout, const float *in, const float *outp, float keep,
     }
 }
 
-HOT static void backward_sums(float *dgamma, float *dbeta, const float *dout, const float *in,
-                              const float *outp, float keep, block_consts *k, float *means,
-                              const bn_dims *d, int cb)
+/* Group g of the images of block cb (see G). */
+HOT static void backward_sums_task(double *sdy, double *sdyx, const float *dout, const float *in,
+                                   const float *outp, float keep, const block_consts *k,
+                                   const bn_dims *d, int cb, int g)
 {
-    const double M = (double)d->n * (double)d->hw;
-    double sdy[L], sdyx[L];
+    const int n0 = group_start(d->n, g), n1 = group_start(d->n, g + 1);
     if (outp)
-        block_sums(dout, in, outp, keep, k, d, cb, sdy, sdyx);
+        block_sums(dout, in, outp, keep, k, d, cb, n0, n1, sdy, sdyx);
     else
-        block_sums(dout, in, NULL, keep, k, d, cb, sdy, sdyx);
-    for (int j = 0; j < L; j++) {
-        const int c = cb * L + j;
-        if (dgamma)
-            dgamma[c] += (float)sdyx[j];
-        if (dbeta)
-            dbeta[c] += (float)sdy[j];
-        means[j] = (float)(sdy[j] / M);
-        means[L + j] = (float)(sdyx[j] / M);
-    }
+        block_sums(dout, in, NULL, keep, k, d, cb, n0, n1, sdy, sdyx);
 }
 
 /* din = lm_bn_grad(masked dy) for image n, block cb. */
@@ -349,6 +358,7 @@ void bn_relu_backward_c16(float *din, float *dgamma, float *dbeta, const float *
     const int CB = d->c / L;
     block_consts k[MAX_BLOCKS];
     float means[MAX_BLOCKS][2 * L]; /* per block: mean dy, then mean dy·xhat */
+    double p1[MAX_BLOCKS][G][L], p2[MAX_BLOCKS][G][L]; /* Σ dy, Σ dy·xhat per image group */
     for (int c0 = 0; c0 < CB; c0 += MAX_BLOCKS) {
         const int nb = CB - c0 < MAX_BLOCKS ? CB - c0 : MAX_BLOCKS;
         for (int cb = 0; cb < nb; cb++)
@@ -360,8 +370,23 @@ void bn_relu_backward_c16(float *din, float *dgamma, float *dbeta, const float *
                 k[cb].b[j] = beta[c];
             }
 #pragma omp parallel for schedule(static) num_threads(compute_threads())
+        for (int t = 0; t < nb * G; t++)
+            backward_sums_task(p1[t / G][t % G], p2[t / G][t % G], dout, in, out, keep,
+                               &k[t / G], d, c0 + t / G, t % G);
+        const double M = (double)d->n * (double)d->hw;
         for (int cb = 0; cb < nb; cb++)
-            backward_sums(dgamma, dbeta, dout, in, out, keep, &k[cb], means[cb], d, c0 + cb);
+            for (int j = 0; j < L; j++) {
+                double sdy = 0.0, sdyx = 0.0;
+                for (int g = 0; g < G; g++)
+                    sdy += p1[cb][g][j], sdyx += p2[cb][g][j];
+                const int c = (c0 + cb) * L + j;
+                if (dgamma)
+                    dgamma[c] += (float)sdyx;
+                if (dbeta)
+                    dbeta[c] += (float)sdy;
+                means[cb][j] = (float)(sdy / M);
+                means[cb][L + j] = (float)(sdyx / M);
+            }
         if (!din)
             continue;
         const long pairs = (long)d->n * nb;
