@@ -18,8 +18,8 @@
  * bn2 do the same. Measured here: views up to 2.8e-2, the whole vector up to 9e-4 of its norm.
  * A wrong mask, index or layout moves gradients by O(1) of their scale.
  *
- * Also: the layout the build picks by default on this machine (printed; nChw16c where oneDNN's
- * AVX-512 kernels run) and HVDLAB_ACTIVATION_LAYOUT=nchw giving NCHW.
+ * Also: the layout auto picks (printed; nChw16c exactly where oneDNN prefers it for every conv
+ * of the model, its AVX-512 kernels), nchw giving NCHW, and another value warning, then auto.
  */
 #include <math.h>
 #include <stdio.h>
@@ -169,6 +169,11 @@ END_TEST
 START_TEST(layout_choice)
 {
     wrn_model *a = make("wrn-10-1", "auto"), *n = make("wrn-10-1", "nchw");
+    wrn_model *bogus = make("wrn-10-1", "NHWC"); /* a warning on stderr, then auto */
+    CK_EXPECT(strcmp(wrn_activation_layout(bogus), wrn_activation_layout(a)) == 0,
+              "HVDLAB_ACTIVATION_LAYOUT=NHWC gave %s, auto %s", wrn_activation_layout(bogus),
+              wrn_activation_layout(a));
+    wrn_free(bogus);
     printf("  this machine, %s backend: HVDLAB_ACTIVATION_LAYOUT=auto gives %s\n",
            conv2d_backend(), wrn_activation_layout(a));
 #ifdef HVDLAB_DNNL
