@@ -269,7 +269,7 @@ static inline __attribute__((always_inline)) float mdy(int from_out, float dy, f
 /* Σ dy and Σ dy·xhat of block cb over images [n0, n1) (per channel; each image in float, P
  * partial sums, the images in double). */
 static inline __attribute__((always_inline)) void
-block_sums(const float *dout, const float *in, const float *outp, float keep,
+block_sums(float *tout, const float *dout, const float *in, const float *outp, float keep,
            const block_consts *k, const bn_dims *d, int cb, int n0, int n1, double *sdy,
            double *sdyx)
 {
@@ -280,6 +280,7 @@ block_sums(const float *dout, const float *in, const float *outp, float keep,
     for (int n = n0; n < n1; n++) {
         const size_t at = ((size_t)n * CB + (size_t)cb) * HW * L;
         const float *x = in + at, *dy = dout + at, *o = from_out ? outp + at : x;
+        float *tt = tout ? tout + at : NULL;
         float a1[P][L] = {{0}}, a2[P][L] = {{0}};
         size_t i = 0;
         for (; i + P <= HW; i += P)
@@ -289,6 +290,8 @@ block_sums(const float *dout, const float *in, const float *outp, float keep,
                     const size_t e = (i + q) * L + (size_t)j;
                     const float t = mdy(from_out, dy[e], x[e], o[e], keep, k->m[j], k->is[j],
                                         k->g[j], k->b[j]);
+                    if (tt)
+                        tt[e] = t;
                     a1[q][j] += t;
                     a2[q][j] += t * ((x[e] - k->m[j]) * k->is[j]);
                 }
@@ -298,6 +301,8 @@ block_sums(const float *dout, const float *in, const float *outp, float keep,
                 const size_t e = i * L + (size_t)j;
                 const float t = mdy(from_out, dy[e], x[e], o[e], keep, k->m[j], k->is[j], k->g[j],
                                     k->b[j]);
+                if (tt)
+                    tt[e] = t;
                 a1[0][j] += t;
                 a2[0][j] += t * ((x[e] - k->m[j]) * k->is[j]);
             }
@@ -308,45 +313,37 @@ block_sums(const float *dout, const float *in, const float *outp, float keep,
     }
 }
 
-/* Group g of the images of block cb (see G). */
-HOT static void backward_sums_task(double *sdy, double *sdyx, const float *dout, const float *in,
-                                   const float *outp, float keep, const block_consts *k,
-                                   const bn_dims *d, int cb, int g)
+/* Group g of the images of block cb (see G); the masked dy goes to tout (din: the second pass
+ * then reads two tensors, not three). */
+HOT static void backward_sums_task(double *sdy, double *sdyx, float *tout, const float *dout,
+                                   const float *in, const float *outp, float keep,
+                                   const block_consts *k, const bn_dims *d, int cb, int g)
 {
     const int n0 = group_start(d->n, g), n1 = group_start(d->n, g + 1);
-    if (outp)
-        block_sums(dout, in, outp, keep, k, d, cb, n0, n1, sdy, sdyx);
+    /* each combination its own loops (tout NULL: only dgamma/dbeta are wanted) */
+    if (outp && tout)
+        block_sums(tout, dout, in, outp, keep, k, d, cb, n0, n1, sdy, sdyx);
+    else if (outp)
+        block_sums(NULL, dout, in, outp, keep, k, d, cb, n0, n1, sdy, sdyx);
+    else if (tout)
+        block_sums(tout, dout, in, NULL, keep, k, d, cb, n0, n1, sdy, sdyx);
     else
-        block_sums(dout, in, NULL, keep, k, d, cb, n0, n1, sdy, sdyx);
+        block_sums(NULL, dout, in, NULL, keep, k, d, cb, n0, n1, sdy, sdyx);
 }
 
-/* din = lm_bn_grad(masked dy) for image n, block cb. */
-HOT static void backward_block(float *din, const float *dout, const float *in, const float *outp,
-                               float keep, const block_consts *k, const float *means,
-                               const bn_dims *d, int n, int cb)
+/* din = lm_bn_grad(masked dy) for image n, block cb; din holds the masked dy (first pass). */
+HOT static void backward_block(float *din, const float *in, const block_consts *k,
+                               const float *means, const bn_dims *d, int n, int cb)
 {
     const size_t HW = (size_t)d->hw, CB = (size_t)d->c / L;
     const size_t at = ((size_t)n * CB + (size_t)cb) * HW * L;
-    const float *x = in + at, *dy = dout + at;
+    const float *x = in + at;
     float *dx = din + at;
-    if (outp) {
-        const float *o = outp + at;
-        for (size_t i = 0; i < HW; i++)
+    for (size_t i = 0; i < HW; i++)
 #pragma omp simd
-            for (int j = 0; j < L; j++)
-                dx[i * L + j] = lm_bn_grad(mdy(1, dy[i * L + j], 0.0f, o[i * L + j], keep, 0.0f,
-                                               0.0f, 0.0f, 0.0f),
-                                           x[i * L + j], k->m[j], k->is[j], k->g[j], means[j],
-                                           means[L + j]);
-    } else {
-        for (size_t i = 0; i < HW; i++)
-#pragma omp simd
-            for (int j = 0; j < L; j++)
-                dx[i * L + j] = lm_bn_grad(mdy(0, dy[i * L + j], x[i * L + j], 0.0f, keep,
-                                               k->m[j], k->is[j], k->g[j], k->b[j]),
-                                           x[i * L + j], k->m[j], k->is[j], k->g[j], means[j],
-                                           means[L + j]);
-    }
+        for (int j = 0; j < L; j++)
+            dx[i * L + j] = lm_bn_grad(dx[i * L + j], x[i * L + j], k->m[j], k->is[j], k->g[j],
+                                       means[j], means[L + j]);
 }
 
 void bn_relu_backward_c16(float *din, float *dgamma, float *dbeta, const float *dout,
@@ -371,8 +368,8 @@ void bn_relu_backward_c16(float *din, float *dgamma, float *dbeta, const float *
             }
 #pragma omp parallel for schedule(static) num_threads(compute_threads())
         for (int t = 0; t < nb * G; t++)
-            backward_sums_task(p1[t / G][t % G], p2[t / G][t % G], dout, in, out, keep,
-                               &k[t / G], d, c0 + t / G, t % G);
+            backward_sums_task(p1[t / G][t % G], p2[t / G][t % G], din, dout,
+                               in, out, keep, &k[t / G], d, c0 + t / G, t % G);
         const double M = (double)d->n * (double)d->hw;
         for (int cb = 0; cb < nb; cb++)
             for (int j = 0; j < L; j++) {
@@ -393,8 +390,7 @@ void bn_relu_backward_c16(float *din, float *dgamma, float *dbeta, const float *
 #pragma omp parallel for schedule(static) num_threads(compute_threads())
         for (long q = 0; q < pairs; q++) {
             const int cb = (int)(q % nb);
-            backward_block(din, dout, in, out, keep, &k[cb], means[cb], d, (int)(q / nb),
-                           c0 + cb);
+            backward_block(din, in, &k[cb], means[cb], d, (int)(q / nb), c0 + cb);
         }
     }
 }
