@@ -17,6 +17,8 @@
  *
  * nchw16c_from_nchw / nchw_from_nchw16c convert (tests, and any caller at the edge).
  *
+ * Files: bn_c16.c (batch norm), pool_c16.c (max-pool, GAP), blocked16.c (the conversions).
+ *
  * Public: bn_relu_forward_train_c16, bn_relu_forward_infer_c16, bn_relu_backward_c16,
  *         maxpool2_forward_c16, maxpool2_backward_c16, gap_forward_c16, gap_backward_c16,
  *         nchw16c_from_nchw, nchw_from_nchw16c.
