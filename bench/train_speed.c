@@ -132,6 +132,7 @@ static int child(const child_opts *o)
     printf("kit.loss %.4f nats\n", loss);
     printf("kit.conv_backend %s name\n", conv2d_backend());
     printf("kit.conv_algo %s name\n", conv_algo());
+    printf("kit.activation_layout %s name\n", wrn_activation_layout(m));
     if (o->profile > 0) {
         lprof_reset();
         lprof_enable(1);

@@ -8,6 +8,10 @@
  * largest activation size: the gradient of the current tensor in one, the gradient of the
  * previous tensor accumulated into another, the block's two temporaries in the other two.
  *
+ * Activations are NCHW, or nChw16c on a blocked CPU model (m->blocked, wrn_build.c): the stem
+ * conv then reads the NCHW image and writes nChw16c, every layer after it keeps that layout,
+ * and GAP's (B, 64K) output is plain again for the dense layer.
+ *
  * On a GPU model (m->gpu) the same code runs with every tensor on the device: each layer call
  * picks its CUDA twin (WRN_DISPATCH here and in wrn_block.c), the batch goes up through
  * wrn_input_upload, and only the loss and the correct count come back (the loss and accuracy
@@ -22,6 +26,7 @@
 #include "model/wrn_gpu.h"
 #include "model/wrn_internal.h"
 #include "nn/act.h"
+#include "nn/blocked16.h"
 #include "nn/layer_prof.h"
 #include "nn/pool.h"
 #include "nn/xent.h"
@@ -50,24 +55,7 @@ static uint64_t block_key(const wrn_model *m, int b)
 static void forward(wrn_model *m, const float *x, int B, int train)
 {
     wrn_conv_forward(&m->stem_conv, m->stem_c, x, B, m->work);
-    wrn_bn *sb = &m->stem_bn;
-    sb->d.n = B;
-    if (train)
-        LPROF("bn+relu fwd",
-              WRN_DISPATCH(m->gpu,
-                           bn_relu_forward_train_cuda(m->stem_r, m->stem_c, NULL, 0.0f, 0,
-                                                      sb->gamma, sb->beta, sb->mean, sb->invstd,
-                                                      sb->run_mean, sb->run_var, &sb->d),
-                           bn_relu_forward_train(m->stem_r, m->stem_c, NULL, 0.0f, 0, sb->gamma,
-                                                 sb->beta, sb->mean, sb->invstd, sb->run_mean,
-                                                 sb->run_var, &sb->d)));
-    else
-        LPROF("bn+relu fwd",
-              WRN_DISPATCH(m->gpu,
-                           bn_relu_forward_infer_cuda(m->stem_r, m->stem_c, NULL, sb->gamma,
-                                                      sb->beta, sb->run_mean, sb->run_var, &sb->d),
-                           bn_relu_forward_infer(m->stem_r, m->stem_c, NULL, sb->gamma, sb->beta,
-                                                 sb->run_mean, sb->run_var, &sb->d)));
+    wrn_bn_relu_forward(&m->stem_bn, m->stem_r, m->stem_c, NULL, B, train, 0.0f, 0);
     for (int b = 0; b < m->nblocks; b++) {
         wrn_block_forward(&m->blocks[b], m->block_out[b], block_input(m, b), B, train,
                           block_key(m, b), m->work);
@@ -76,13 +64,15 @@ static void forward(wrn_model *m, const float *x, int B, int train)
             const pool_dims pd = group_dims(m, g, B);
             LPROF("maxpool fwd",
                   WRN_DISPATCH(m->gpu, maxpool2_forward_cuda(m->pool[g], m->block_out[b], &pd),
-                               maxpool2_forward(m->pool[g], m->block_out[b], &pd)));
+                               (m->blocked ? maxpool2_forward_c16 : maxpool2_forward)(
+                                   m->pool[g], m->block_out[b], &pd)));
         }
     }
     const pool_dims gd = group_dims(m, 2, B);
     LPROF("avgpool fwd",
           WRN_DISPATCH(m->gpu, gap_forward_cuda(m->feat, m->block_out[m->nblocks - 1], &gd),
-                       gap_forward(m->feat, m->block_out[m->nblocks - 1], &gd)));
+                       (m->blocked ? gap_forward_c16 : gap_forward)(
+                           m->feat, m->block_out[m->nblocks - 1], &gd)));
     m->fc.n = B;
     LPROF("dense fwd",
           WRN_DISPATCH(m->gpu, dense_forward_cuda(m->logits, m->feat, m->fc_w, m->fc_b, &m->fc),
@@ -114,7 +104,8 @@ static void backward(wrn_model *m, const float *x, const int *y, int B)
     const pool_dims gd = group_dims(m, 2, B);
     WRN_ZERO(m->gpu, m->g[cur], (size_t)B * c3 * gd.h * gd.w);
     LPROF("avgpool bwd", WRN_DISPATCH(m->gpu, gap_backward_cuda(m->g[cur], m->dfeat, &gd),
-                                      gap_backward(m->g[cur], m->dfeat, &gd)));
+                                      (m->blocked ? gap_backward_c16 : gap_backward)(
+                                          m->g[cur], m->dfeat, &gd)));
     for (int b = m->nblocks - 1; b >= 0; b--) {
         wrn_block *blk = &m->blocks[b];
         const float *in = block_input(m, b);
@@ -130,8 +121,9 @@ static void backward(wrn_model *m, const float *x, const int *y, int B)
                   WRN_DISPATCH(m->gpu,
                                maxpool2_backward_cuda(m->g[nxt], m->g[cur], m->block_out[b - 1],
                                                       m->pool[g], &pd),
-                               maxpool2_backward(m->g[nxt], m->g[cur], m->block_out[b - 1],
-                                                 m->pool[g], &pd)));
+                               (m->blocked ? maxpool2_backward_c16 : maxpool2_backward)(
+                                   m->g[nxt], m->g[cur], m->block_out[b - 1], m->pool[g],
+                                   &pd)));
             cur = nxt;
             nxt = 1 - nxt;
         }

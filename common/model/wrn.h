@@ -51,6 +51,11 @@ typedef struct {
     size_t count;   /* images in the batch */
 } wrn_result;
 
+/* "nchw" or "nChw16c": the layout of the model's activations (a CPU model on oneDNN's AVX-512
+ * kernels keeps them blocked; HVDLAB_ACTIVATION_LAYOUT, wrn_layout.c). Results are the same up
+ * to float rounding; parameters, gradients and checkpoints are the same layout either way. */
+const char *wrn_activation_layout(const wrn_model *m);
+
 /* Training mode: zeroes grads, forward with batch statistics and dropout, loss, backward into
  * grads (mean over the batch), plus Keras L2 (wd·Σw² on conv/dense kernels) when wd > 0.
  * x (B, 1, 28, 28), y (B), B <= max_batch. */

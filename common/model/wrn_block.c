@@ -1,6 +1,7 @@
 /* wrn_block.c — one WideResNet residual block, forward and backward. See wrn_block.h.
  * Public: wrn_block_forward, wrn_block_backward, wrn_conv_forward, wrn_conv_backward,
- *         wrn_conv_backward_set, wrn_bn_forward, wrn_bn_backward, wrn_bn_relu_backward.
+ *         wrn_conv_backward_set, wrn_bn_forward, wrn_bn_backward, wrn_bn_relu_forward,
+ *         wrn_bn_relu_backward.
  *
  * Memory: the block keeps three activations for backward (c1, r1, c2). Batch norm runs fused
  * with what follows it (bn.h): bn1 + ReLU + dropout writes r1 in one pass, bn2 + ReLU + the
@@ -18,9 +19,11 @@
 
 #include <string.h>
 
+#include "base/fatal.h"
 #include "base/threads.h"
 #include "model/wrn_gpu.h"
 #include "nn/act.h"
+#include "nn/blocked16.h"
 #include "nn/layer_prof.h"
 
 static void conv_prof(double t0, const wrn_conv *c, const char *dir)
@@ -67,8 +70,15 @@ void wrn_conv_backward_set(wrn_conv *c, float *din, const float *dout, const flo
     conv_prof(t0, c, "bwd");
 }
 
+static void nchw_only(const wrn_bn *bn, const char *fn)
+{
+    if (bn->blocked)
+        fatal_error("%s: a blocked (nChw16c) batch norm has only the fused bn+ReLU forms", fn);
+}
+
 void wrn_bn_forward(wrn_bn *bn, float *out, const float *in, int B, int train)
 {
+    nchw_only(bn, "wrn_bn_forward");
     bn->d.n = B;
     if (train)
         WRN_DISPATCH(bn->gpu,
@@ -86,6 +96,7 @@ void wrn_bn_forward(wrn_bn *bn, float *out, const float *in, int B, int train)
 
 void wrn_bn_backward(wrn_bn *bn, float *din, const float *dout, const float *in, int B)
 {
+    nchw_only(bn, "wrn_bn_backward");
     bn->d.n = B;
     WRN_DISPATCH(bn->gpu,
                  bn_backward_cuda(din, bn->dgamma, bn->dbeta, dout, in, bn->gamma, bn->mean,
@@ -94,9 +105,27 @@ void wrn_bn_backward(wrn_bn *bn, float *din, const float *dout, const float *in,
                              bn->invstd, &bn->d));
 }
 
-/* Fused batch norm + ReLU (+ dropout) (+ add) of a block, training or inference. */
-static void bn_relu(wrn_bn *bn, float *out, const float *in, const float *add, int B, int train,
-                    float p, uint64_t key)
+/* The CPU's fused forms in the layer's layout. */
+static void bn_relu_cpu(wrn_bn *bn, float *out, const float *in, const float *add, int train,
+                        float p, uint64_t key)
+{
+    if (train && bn->blocked)
+        bn_relu_forward_train_c16(out, in, add, p, key, bn->gamma, bn->beta, bn->mean,
+                                  bn->invstd, bn->run_mean, bn->run_var, &bn->d);
+    else if (train)
+        bn_relu_forward_train(out, in, add, p, key, bn->gamma, bn->beta, bn->mean, bn->invstd,
+                              bn->run_mean, bn->run_var, &bn->d);
+    else if (bn->blocked)
+        bn_relu_forward_infer_c16(out, in, add, bn->gamma, bn->beta, bn->run_mean, bn->run_var,
+                                  &bn->d);
+    else
+        bn_relu_forward_infer(out, in, add, bn->gamma, bn->beta, bn->run_mean, bn->run_var,
+                              &bn->d);
+}
+
+/* Fused batch norm + ReLU (+ dropout) (+ add) of a block or the stem, training or inference. */
+void wrn_bn_relu_forward(wrn_bn *bn, float *out, const float *in, const float *add, int B,
+                         int train, float p, uint64_t key)
 {
     const double t0 = lprof_start();
     bn->d.n = B;
@@ -105,14 +134,12 @@ static void bn_relu(wrn_bn *bn, float *out, const float *in, const float *add, i
                      bn_relu_forward_train_cuda(out, in, add, p, key, bn->gamma, bn->beta,
                                                 bn->mean, bn->invstd, bn->run_mean, bn->run_var,
                                                 &bn->d),
-                     bn_relu_forward_train(out, in, add, p, key, bn->gamma, bn->beta, bn->mean,
-                                           bn->invstd, bn->run_mean, bn->run_var, &bn->d));
+                     bn_relu_cpu(bn, out, in, add, 1, p, key));
     else
         WRN_DISPATCH(bn->gpu,
                      bn_relu_forward_infer_cuda(out, in, add, bn->gamma, bn->beta, bn->run_mean,
                                                 bn->run_var, &bn->d),
-                     bn_relu_forward_infer(out, in, add, bn->gamma, bn->beta, bn->run_mean,
-                                           bn->run_var, &bn->d));
+                     bn_relu_cpu(bn, out, in, add, 0, 0.0f, 0));
     lprof_stop(t0, add ? "bn+relu+add fwd" : p > 0.0f ? "bn+relu+dropout fwd" : "bn+relu fwd");
 }
 
@@ -120,14 +147,16 @@ void wrn_block_forward(wrn_block *blk, float *out, const float *in, int B, int t
                        uint64_t key, float *work)
 {
     wrn_conv_forward(&blk->conv1, blk->c1, in, B, work);
-    bn_relu(&blk->bn1, blk->r1, blk->c1, NULL, B, train, train ? blk->dropout : 0.0f, key);
+    wrn_bn_relu_forward(&blk->bn1, blk->r1, blk->c1, NULL, B, train,
+                        train ? blk->dropout : 0.0f, key);
     wrn_conv_forward(&blk->conv2, blk->c2, blk->r1, B, work);
     const float *shortcut = in;
     if (blk->has_short) {
         wrn_conv_forward(&blk->shortcut, out, in, B, work);
         shortcut = out;
     }
-    bn_relu(&blk->bn2, out, blk->c2, shortcut, B, train, 0.0f, 0); /* out = relu(bn2) + shortcut */
+    wrn_bn_relu_forward(&blk->bn2, out, blk->c2, shortcut, B, train, 0.0f,
+                        0); /* out = relu(bn2) + shortcut */
 }
 
 /* Backward of bn_relu: din = ∂L/∂(bn input). relu_out: the fused output when it had no add
@@ -140,8 +169,9 @@ void wrn_bn_relu_backward(wrn_bn *bn, float *din, const float *dout, const float
     WRN_DISPATCH(bn->gpu,
                  bn_relu_backward_cuda(din, bn->dgamma, bn->dbeta, dout, in, relu_out, p,
                                        bn->gamma, bn->beta, bn->mean, bn->invstd, &bn->d),
-                 bn_relu_backward(din, bn->dgamma, bn->dbeta, dout, in, relu_out, p, bn->gamma,
-                                  bn->beta, bn->mean, bn->invstd, &bn->d));
+                 (bn->blocked ? bn_relu_backward_c16 : bn_relu_backward)(
+                     din, bn->dgamma, bn->dbeta, dout, in, relu_out, p, bn->gamma, bn->beta,
+                     bn->mean, bn->invstd, &bn->d));
     lprof_stop(t0, "bn+relu bwd");
 }
 

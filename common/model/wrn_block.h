@@ -5,6 +5,9 @@
  *   out = shortcut(in) + relu(bn2(conv2(dropout(relu(bn1(conv1(in)))))))
  * shortcut = 1x1 conv when Cin != Cout, identity otherwise.
  * Internal to the model (wrn.c builds blocks); public so that the tests can check one block.
+ * Activation layout: NCHW, or on a blocked CPU model (wrn_activation_layout, wrn.h) every
+ * activation in nChw16c: the convs' d.blocked and the batch norms' blocked are then set, and the
+ * same calls run the nChw16c kernels (nn/blocked16.h); the shortcut add is layout-free.
  *
  * Public: wrn_block_forward, wrn_block_backward (and the single layers at the end).
  */
@@ -31,6 +34,7 @@ typedef struct {
     float *run_mean, *run_var;  /* (C) non-trainable state */
     float *mean, *invstd;       /* (C) batch statistics saved by the training forward */
     int gpu;                    /* 1: device pointers, the CUDA twins run */
+    int blocked;                /* 1: its tensors are nChw16c (nn/blocked16.h; CPU only) */
 } wrn_bn;
 
 typedef struct {
@@ -67,8 +71,12 @@ void wrn_conv_backward(wrn_conv *c, float *din, const float *dout, const float *
 /* din = ∂/∂in (overwritten), dw and db +=. */
 void wrn_conv_backward_set(wrn_conv *c, float *din, const float *dout, const float *in, int B,
                            float *work);
+/* Plain batch norm (no ReLU): NCHW batch norms only. */
 void wrn_bn_forward(wrn_bn *bn, float *out, const float *in, int B, int train);
 void wrn_bn_backward(wrn_bn *bn, float *din, const float *dout, const float *in, int B);
+/* Fused bn + ReLU (+ dropout p with key when training) (+ add, or NULL), in either layout. */
+void wrn_bn_relu_forward(wrn_bn *bn, float *out, const float *in, const float *add, int B,
+                         int train, float p, uint64_t key);
 /* Backward of the fused bn + ReLU (+ dropout p) whose output was relu_out (NULL: recompute the
  * ReLU mask, p = 0): din = ∂/∂in, overwritten. */
 void wrn_bn_relu_backward(wrn_bn *bn, float *din, const float *dout, const float *in,

@@ -217,11 +217,12 @@ static size_t offset_of(const param_view *views, int n, const char *prefix, cons
 }
 
 static void wire_conv(param_set *ps, wrn_conv *c, const char *prefix, int cin, int cout, int k,
-                      int hw)
+                      int hw, int blocked)
 {
     const size_t ow = offset_of(ps->views, ps->nviews, prefix, "w");
     const size_t ob = offset_of(ps->views, ps->nviews, prefix, "b");
-    c->d = (conv2d_dims){.n = 0, .cin = cin, .h = hw, .w = hw, .cout = cout, .k = k};
+    c->d = (conv2d_dims){
+        .n = 0, .cin = cin, .h = hw, .w = hw, .cout = cout, .k = k, .blocked = blocked};
     c->w = ps->params + ow;
     c->dw = ps->grads + ow;
     c->b = ps->params + ob;
@@ -241,7 +242,8 @@ static float *take(carver *cv, size_t floats)
     return p;
 }
 
-static void wire_bn(param_set *ps, wrn_bn *bn, carver *cv, const char *prefix, int c, int hw)
+static void wire_bn(param_set *ps, wrn_bn *bn, carver *cv, const char *prefix, int c, int hw,
+                    int blocked)
 {
     const size_t og = offset_of(ps->views, ps->nviews, prefix, "gamma");
     const size_t ob = offset_of(ps->views, ps->nviews, prefix, "beta");
@@ -254,6 +256,7 @@ static void wire_bn(param_set *ps, wrn_bn *bn, carver *cv, const char *prefix, i
     bn->run_var = ps->state + offset_of(ps->state_views, ps->n_state_views, prefix, "var");
     bn->mean = take(cv, (size_t)c);
     bn->invstd = take(cv, (size_t)c);
+    bn->blocked = blocked;
 }
 
 /* Points every layer at its parameters and every activation into the arena (or, with
@@ -267,8 +270,8 @@ static void wire(wrn_model *m, carver *cv)
     size_t max_act = stem_act, work = 0;
     char pre[PARAM_NAME_LEN], name[PARAM_NAME_LEN + 8];
 
-    wire_conv(ps, &m->stem_conv, "stem.conv", 1, WRN_STEM, 3, WRN_IMG);
-    wire_bn(ps, &m->stem_bn, cv, "stem.bn", WRN_STEM, WRN_IMG * WRN_IMG);
+    wire_conv(ps, &m->stem_conv, "stem.conv", 1, WRN_STEM, 3, WRN_IMG, m->blocked);
+    wire_bn(ps, &m->stem_bn, cv, "stem.bn", WRN_STEM, WRN_IMG * WRN_IMG, m->blocked);
     m->stem_c = take(cv, stem_act);
     m->stem_r = take(cv, stem_act);
     work = conv2d_work_floats(&m->stem_conv.d);
@@ -283,16 +286,16 @@ static void wire(wrn_model *m, carver *cv)
         block_prefix(pre, sizeof pre, m->per_group, b);
         if (blk->has_short) {
             snprintf(name, sizeof name, "%s.short", pre);
-            wire_conv(ps, &blk->shortcut, name, blk->cin, blk->cout, 1, hw);
+            wire_conv(ps, &blk->shortcut, name, blk->cin, blk->cout, 1, hw, m->blocked);
         }
         snprintf(name, sizeof name, "%s.conv1", pre);
-        wire_conv(ps, &blk->conv1, name, blk->cin, blk->cout, 3, hw);
+        wire_conv(ps, &blk->conv1, name, blk->cin, blk->cout, 3, hw, m->blocked);
         snprintf(name, sizeof name, "%s.bn1", pre);
-        wire_bn(ps, &blk->bn1, cv, name, blk->cout, hw * hw);
+        wire_bn(ps, &blk->bn1, cv, name, blk->cout, hw * hw, m->blocked);
         snprintf(name, sizeof name, "%s.conv2", pre);
-        wire_conv(ps, &blk->conv2, name, blk->cout, blk->cout, 3, hw);
+        wire_conv(ps, &blk->conv2, name, blk->cout, blk->cout, 3, hw, m->blocked);
         snprintf(name, sizeof name, "%s.bn2", pre);
-        wire_bn(ps, &blk->bn2, cv, name, blk->cout, hw * hw);
+        wire_bn(ps, &blk->bn2, cv, name, blk->cout, hw * hw, m->blocked);
         const size_t act = B * (size_t)blk->cout * hw * hw;
         blk->c1 = take(cv, act);
         blk->r1 = take(cv, act);
@@ -422,6 +425,7 @@ wrn_model *wrn_create(const wrn_config *cfg, size_t max_batch, uint64_t seed, ch
     m->ps.state = memory_alloc(m->ps.n_state * sizeof(float));
     if (!m->ps.params || !m->ps.grads || !m->ps.state)
         goto oom;
+    m->blocked = wrn_layout_blocked(m); /* before wire: the convs' plans depend on it */
     carver cv = {0};
     wire(m, &cv); /* measure */
     m->arena = memory_alloc(cv.used * sizeof(float));

@@ -44,8 +44,13 @@ struct wrn_model {
     float *arena;          /* every buffer above that is not a parameter: one allocation */
 
     int gpu;               /* 1: everything above lives on the GPU (params.device too) */
+    int blocked;           /* 1: CPU activations in nChw16c (wrn_activation_layout, wrn.h) */
     size_t work_floats;    /* floats at work */
     struct wrn_input *input; /* GPU: the batch's way up (wrn_gpu.h) */
 };
+
+/* 1: this CPU model keeps its activations in nChw16c (wrn_layout.c; reads
+ * HVDLAB_ACTIVATION_LAYOUT). Needs cfg, per_group and nblocks. */
+int wrn_layout_blocked(const wrn_model *m);
 
 #endif

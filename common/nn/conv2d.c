@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fatal.h"
 #ifdef HVDLAB_DNNL
 #include "nn/conv2d_dnnl.h"
 #endif
@@ -81,9 +82,18 @@ size_t conv2d_work_floats(const conv2d_dims *d)
     return n;
 }
 
+/* The nChw16c activations of conv2d_dims.blocked exist only on the oneDNN path. */
+static void check_layout(const conv2d_dims *d)
+{
+    if (d->blocked && current_backend() != BACKEND_DNNL)
+        fatal_error("conv2d: blocked (nChw16c) activations need the dnnl backend, not %s "
+                    "(was the backend changed after the model was built?)", conv2d_backend());
+}
+
 void conv2d_forward(float *out, const float *in, const float *w, const float *b,
                     const conv2d_dims *d, float *work)
 {
+    check_layout(d);
 #ifdef HVDLAB_DNNL
     if (current_backend() == BACKEND_DNNL) {
         conv2d_dnnl_forward(out, in, w, b, d, work);
@@ -96,6 +106,7 @@ void conv2d_forward(float *out, const float *in, const float *w, const float *b,
 void conv2d_backward(float *din, float *dw, float *db, const float *dout, const float *in,
                      const float *w, const conv2d_dims *d, float *work)
 {
+    check_layout(d);
 #ifdef HVDLAB_DNNL
     if (current_backend() == BACKEND_DNNL) {
         conv2d_dnnl_backward(din, dw, db, dout, in, w, d, work);
@@ -108,6 +119,7 @@ void conv2d_backward(float *din, float *dw, float *db, const float *dout, const 
 void conv2d_backward_set(float *din, float *dw, float *db, const float *dout, const float *in,
                          const float *w, const conv2d_dims *d, float *work)
 {
+    check_layout(d);
 #ifdef HVDLAB_DNNL
     if (current_backend() == BACKEND_DNNL) {
         conv2d_dnnl_backward_set(din, dw, db, dout, in, w, d, work);

@@ -26,6 +26,10 @@
 typedef struct {
     int n, cin, h, w; /* input (N, Cin, H, W) */
     int cout, k;      /* output (N, Cout, H, W); kernel k x k, k in {1, 3} */
+    int blocked;      /* 0: NCHW (every backend). 1 (dnnl backend only): every activation whose
+                       * channel count is a multiple of 16 (in, out, din, dout) is in oneDNN's
+                       * nChw16c layout (nn/blocked16.h), the others NCHW (the stem's 1-channel
+                       * image); weights stay (Cout,Cin,k,k) */
 } conv2d_dims;
 
 size_t conv2d_work_floats(const conv2d_dims *d);

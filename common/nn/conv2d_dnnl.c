@@ -1,7 +1,12 @@
 /* conv2d_dnnl.c — conv2d.h's convolution through oneDNN. See conv2d_dnnl.h.
  * Public: conv2d_dnnl_work_floats, conv2d_dnnl_forward, conv2d_dnnl_backward,
  *         conv2d_dnnl_backward_set, conv2d_dnnl_set_chunk, conv2d_dnnl_set_algo,
- *         conv2d_dnnl_algo, conv2d_dnnl_release.
+ *         conv2d_dnnl_algo, conv2d_dnnl_prefers_nchw16c, conv2d_dnnl_release.
+ *
+ * With conv2d_dims.blocked the caller's activations are nChw16c (16-channel multiples; images
+ * still outermost, so the pieces below are contiguous too): where oneDNN prefers that layout
+ * too, as its AVX-512 kernels do, no activation is reordered; elsewhere the same reorders run
+ * between nChw16c and whatever oneDNN prefers, so results stay right on any CPU.
  *
  * One plan per shape (dims + whether there is a bias): the forward, backward-data and
  * backward-weights primitives with oneDNN's preferred layouts ("any"), and the reorders between
@@ -219,6 +224,13 @@ static dnnl_primitive_desc_t pass_pd(int algo, int pass, const dnnl_memory_desc_
     return pd;
 }
 
+/* The caller's layout of an activation with c channels (conv2d_dims.blocked). When it is
+ * oneDNN's preferred one too, the xfers below are NULL: no reorder at all. */
+static dnnl_format_tag_t act_tag(const conv2d_dims *d, int c)
+{
+    return d->blocked && c % 16 == 0 ? dnnl_nChw16c : dnnl_nchw;
+}
+
 static plan *build(const conv2d_dims *d, int bias, int algo)
 {
     plan *p = calloc(1, sizeof *p);
@@ -233,9 +245,9 @@ static plan *build(const conv2d_dims *d, int bias, int algo)
     DNNL_OK(dnnl_memory_desc_init_by_tag(&wei_any, 4, wd, dnnl_f32, dnnl_format_tag_any), d);
     DNNL_OK(dnnl_memory_desc_init_by_tag(&dst_any, 4, dd, dnnl_f32, dnnl_format_tag_any), d);
     DNNL_OK(dnnl_memory_desc_init_by_tag(&bia, 1, bd, dnnl_f32, dnnl_x), d);
-    DNNL_OK(dnnl_memory_desc_init_by_tag(&src_u, 4, sd, dnnl_f32, dnnl_nchw), d);
+    DNNL_OK(dnnl_memory_desc_init_by_tag(&src_u, 4, sd, dnnl_f32, act_tag(d, d->cin)), d);
     DNNL_OK(dnnl_memory_desc_init_by_tag(&wei_u, 4, wd, dnnl_f32, dnnl_oihw), d);
-    DNNL_OK(dnnl_memory_desc_init_by_tag(&dst_u, 4, dd, dnnl_f32, dnnl_nchw), d);
+    DNNL_OK(dnnl_memory_desc_init_by_tag(&dst_u, 4, dd, dnnl_f32, act_tag(d, d->cout)), d);
 
     /* forward */
     dnnl_primitive_desc_t fpd, wpd, dpd;
@@ -377,6 +389,7 @@ static conv2d_dims key_of(const conv2d_dims *d)
     k.w = d->w;
     k.cout = d->cout;
     k.k = d->k;
+    k.blocked = d->blocked;
     return k;
 }
 
@@ -421,6 +434,17 @@ static plan *plan_for(const conv2d_dims *d, int images, int bias)
     conv2d_dims k = key_of(d);
     k.n = images;
     return get_plan(&k, bias);
+}
+
+int conv2d_dnnl_prefers_nchw16c(const conv2d_dims *d)
+{
+    conv2d_dims k = key_of(d);
+    k.n = chunk_images(d);
+    k.blocked = 1;
+    const plan *p = get_plan(&k, 1);
+    /* caller's nChw16c == every pass's preferred layout for src/dst: no activation reorder */
+    return !p->f_src_in.p && !p->f_dst_out.p && !p->w_src_in.p && !p->w_ddst_in.p &&
+           !p->d_ddst_in.p && !p->d_dsrc_set.p;
 }
 
 size_t conv2d_dnnl_work_floats(const conv2d_dims *d)

@@ -17,7 +17,7 @@
  *
  * Public: conv2d_dnnl_work_floats, conv2d_dnnl_forward, conv2d_dnnl_backward,
  *         conv2d_dnnl_backward_set, conv2d_dnnl_set_chunk, conv2d_dnnl_set_algo,
- *         conv2d_dnnl_algo, conv2d_dnnl_release.
+ *         conv2d_dnnl_algo, conv2d_dnnl_prefers_nchw16c, conv2d_dnnl_release.
  */
 #ifndef HVDLAB_CONV2D_DNNL_H
 #define HVDLAB_CONV2D_DNNL_H
@@ -60,6 +60,12 @@ void conv2d_dnnl_set_chunk(int images);
  * direct). set_algo returns -1 for another name; primitives are cached per setting. */
 int conv2d_dnnl_set_algo(const char *name);
 const char *conv2d_dnnl_algo(void);
+
+/* 1 when oneDNN's kernels for this shape (forward, backward data and weights; this machine,
+ * thread count and algorithm setting) take and give their activations in nChw16c, so that
+ * conv2d_dims.blocked = 1 saves every activation reorder (0 e.g. on AVX2, where they want
+ * nChw8c; blocked still works there, through reorders). d->blocked and d->n are ignored. */
+int conv2d_dnnl_prefers_nchw16c(const conv2d_dims *d);
 
 /* Frees every cached primitive (optional, e.g. at exit for leak checkers). */
 void conv2d_dnnl_release(void);

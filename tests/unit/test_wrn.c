@@ -21,6 +21,7 @@
 #include "model/wrn.h"
 #include "model/wrn_internal.h" /* white box: the training logits, block activations, BN */
 #include "nn/act.h"
+#include "nn/blocked16.h"
 #include "nn/layer_math.h"
 
 #define FIXTURE "tests/fixtures/wrn-10-1-b8"
@@ -383,14 +384,24 @@ static size_t mask_mismatches(const wrn_model *m, int b, int B, uint64_t step)
     const size_t HW = (size_t)blk->h * blk->w, n = (size_t)B * blk->cout * HW;
     const uint64_t key = dropout_key(m->seed, step, (uint32_t)b);
     const double p = blk->dropout;
+    /* a blocked model's activations are nChw16c: read them as NCHW (the mask's index is) */
+    float *c1 = malloc(n * sizeof *c1), *r1 = malloc(n * sizeof *r1);
+    if (m->blocked) {
+        nchw_from_nchw16c(c1, blk->c1, B, blk->cout, (int)HW);
+        nchw_from_nchw16c(r1, blk->r1, B, blk->cout, (int)HW);
+    } else {
+        memcpy(c1, blk->c1, n * sizeof *c1);
+        memcpy(r1, blk->r1, n * sizeof *r1);
+    }
     size_t bad = 0;
     for (size_t i = 0; i < n; i++) {
         const size_t c = i / HW % (size_t)blk->cout;
-        const double pre = fmax(0.0, (double)bn->gamma[c] * ((blk->c1[i] - bn->mean[c]) *
+        const double pre = fmax(0.0, (double)bn->gamma[c] * ((c1[i] - bn->mean[c]) *
                                                              (double)bn->invstd[c]) + bn->beta[c]);
         const double want = lm_uniform01(key, i) < p ? 0.0 : pre / (1 - p);
-        bad += fabs(blk->r1[i] - want) > 1e-5 * (1 + fabs(want));
+        bad += fabs(r1[i] - want) > 1e-5 * (1 + fabs(want));
     }
+    free(c1), free(r1);
     return bad;
 }
 

@@ -1,0 +1,84 @@
+/* wrn_layout.c — which layout a CPU model keeps its activations in: NCHW, or oneDNN's nChw16c
+ * (nn/blocked16.h), chosen once in wrn_create.
+ * Public: wrn_activation_layout (wrn.h); wrn_layout_blocked (wrn_internal.h).
+ *
+ * Why: oneDNN's AVX-512 convolutions read and write nChw16c; with NCHW activations every conv
+ * call reorders its input and output (and their gradients) in and out of it (conv2d_dnnl.c),
+ * about 12 ms of a 110 ms wrn-16-1 step (README, "Where a wrn-16-1 step goes"). Blocked, only
+ * the weights are reordered.
+ *
+ * HVDLAB_ACTIVATION_LAYOUT: auto (default): nChw16c where it saves every activation reorder —
+ * the dnnl backend and oneDNN preferring nChw16c for every conv of the model (its AVX-512
+ * kernels; on AVX2 it wants nChw8c and the model stays NCHW); nchw: NCHW always (the layout
+ * before this choice existed); nChw16c: blocked on the dnnl backend even where oneDNN prefers
+ * another layout (it then reorders, for tests). Another value: a warning, then auto. GPU
+ * models are always NCHW (the caller does not ask).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/fatal.h"
+#include "model/wrn_internal.h"
+#include "nn/conv2d.h"
+#ifdef HVDLAB_DNNL
+#include "nn/conv2d_dnnl.h"
+#endif
+
+enum { WANT_AUTO, WANT_NCHW, WANT_BLOCKED };
+
+static int wanted(void)
+{
+    const char *e = getenv("HVDLAB_ACTIVATION_LAYOUT");
+    if (!e || !*e || strcmp(e, "auto") == 0)
+        return WANT_AUTO;
+    if (strcmp(e, "nchw") == 0)
+        return WANT_NCHW;
+    if (strcmp(e, "nChw16c") == 0)
+        return WANT_BLOCKED;
+    fprintf(stderr, "hvdlab: warning: HVDLAB_ACTIVATION_LAYOUT=%s is not auto, nchw or nChw16c; "
+                    "using auto\n", e);
+    return WANT_AUTO;
+}
+
+#ifdef HVDLAB_DNNL
+/* oneDNN's kernels take every conv of the model (block convs: 16K·2^g channels in and out;
+ * the stem's output too) in nChw16c. */
+static int all_prefer_blocked(const wrn_model *m)
+{
+    const int per = m->per_group, K = m->cfg.width;
+    for (int b = 0; b < m->nblocks; b++) {
+        const int g = b / per, hw = WRN_IMG >> g, cout = (16 << g) * K;
+        const int cin = b == 0 ? WRN_STEM : b % per == 0 ? (8 << g) * K : cout;
+        const conv2d_dims c1 = {.n = 1, .cin = cin, .h = hw, .w = hw, .cout = cout, .k = 3};
+        const conv2d_dims c2 = {.n = 1, .cin = cout, .h = hw, .w = hw, .cout = cout, .k = 3};
+        const conv2d_dims sc = {.n = 1, .cin = cin, .h = hw, .w = hw, .cout = cout, .k = 1};
+        if (!conv2d_dnnl_prefers_nchw16c(&c1) || !conv2d_dnnl_prefers_nchw16c(&c2) ||
+            (cin != cout && !conv2d_dnnl_prefers_nchw16c(&sc)))
+            return 0;
+    }
+    return 1;
+}
+#endif
+
+int wrn_layout_blocked(const wrn_model *m)
+{
+    const int want = wanted();
+    if (want == WANT_NCHW)
+        return 0;
+    const int dnnl = strcmp(conv2d_backend(), "dnnl") == 0;
+    if (want == WANT_BLOCKED) {
+        if (!dnnl)
+            fatal_error("HVDLAB_ACTIVATION_LAYOUT=nChw16c needs the dnnl convolution backend, "
+                        "not %s", conv2d_backend());
+        return 1;
+    }
+#ifdef HVDLAB_DNNL
+    return dnnl && all_prefer_blocked(m);
+#else
+    (void)m;
+    return 0;
+#endif
+}
+
+const char *wrn_activation_layout(const wrn_model *m) { return m->blocked ? "nChw16c" : "nchw"; }
