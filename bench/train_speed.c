@@ -12,8 +12,9 @@
  * backward-data, backward-weights) except the stem, ×2 (no gradient for the input image); the
  * dense layer 2·C·10, ×3. Batch norm, ReLU, dropout, pools, loss and the optimizer are not
  * counted. GFLOP/s = these nominal FLOPs / time: "effective" figures, since a library may do the
- * work in fewer FLOPs (Winograd, FFT); the kit asks oneDNN for direct convolution unless
- * HVDLAB_CONV_ALGO=auto (then Winograd on some layers: nn/conv2d_dnnl.c), and the
+ * work in fewer FLOPs (Winograd, FFT); the kit asks oneDNN for Winograd on some layers
+ * (HVDLAB_CONV_ALGO=auto, the default: nn/conv2d_dnnl.c) and direct convolution elsewhere or
+ * with HVDLAB_CONV_ALGO=direct, and the
  * implementation oneDNN picked per layer is printed (ONEDNN_VERBOSE). Peak: the faster of an
  * AVX2 and an AVX-512 FMA loop on 1 and 2 threads, measured in this run (bench/fma_peak.h).
  * The kit's per-layer breakdown (layer_prof.h) comes from extra profiled steps after the timed
@@ -247,8 +248,8 @@ static void split_list(const char *s, char out[][32], int *n, int max)
 
 /* Which implementation oneDNN picked for each convolution of `model` (one untimed child step run
  * with ONEDNN_VERBOSE=1): a line per implementation and pass with the layer shapes it ran. The
- * kit asks for direct convolution (nn/conv2d_dnnl.c) unless HVDLAB_CONV_ALGO=auto, so its nominal
- * FLOP count is the work done where the list shows no "wino"; PyTorch's choice is not reported,
+ * kit asks for Winograd on some layers (HVDLAB_CONV_ALGO=auto, the default; nn/conv2d_dnnl.c), so
+ * its nominal FLOP count is the work done only where the list shows no "wino"; PyTorch's choice is not reported,
  * which is why both GFLOP/s columns are "effective". */
 static void report_dnnl_impls(const char *self, const char *model, const char *threads)
 {

@@ -53,11 +53,11 @@ void conv2d_dnnl_backward_set(float *din /* (N,Cin,H,W) = or NULL */,
  * before sizing workspaces: conv2d_dnnl_work_floats grows with it. */
 void conv2d_dnnl_set_chunk(int images);
 
-/* The algorithm oneDNN is asked for: "direct" (default) or "auto": Winograd F(4x4,3x3) for the
+/* The algorithm oneDNN is asked for: "direct" or "auto" (default): Winograd F(4x4,3x3) for the
  * forward and backward-data passes of the 3x3 layers where it is faster (32+ input channels;
  * see conv2d_dnnl.c), direct elsewhere. Results then differ from direct by rounding; each
  * setting is deterministic. Also HVDLAB_CONV_ALGO=direct|auto (another name: a warning, then
- * direct). set_algo returns -1 for another name; primitives are cached per setting. */
+ * auto). set_algo returns -1 for another name; primitives are cached per setting. */
 int conv2d_dnnl_set_algo(const char *name);
 const char *conv2d_dnnl_algo(void);
 

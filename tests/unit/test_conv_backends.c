@@ -236,7 +236,7 @@ END_TEST
  * plans are kept per setting), and are the same bits run after run. */
 START_TEST(auto_algo)
 {
-    const char *before = conv2d_dnnl_algo(); /* direct, or auto from HVDLAB_CONV_ALGO */
+    const char *before = conv2d_dnnl_algo(); /* auto (the default), or HVDLAB_CONV_ALGO's */
     CK_EXPECT(conv2d_dnnl_set_algo("winograd") == -1 && strcmp(conv2d_dnnl_algo(), before) == 0,
               "an unknown algorithm name was accepted or changed the setting");
     conv2d_dims d = {.n = 19, .cin = 32, .h = 14, .w = 14, .cout = 32, .k = 3};
@@ -264,10 +264,13 @@ START_TEST(auto_algo)
     for (int r = 0; r < 3; r++)
         free(out[r]), free(din[r]), free(dw[r]), free(db[r]);
     free(work), free(in), free(w), free(b), free(dout);
-    run_model(1, 3);
+    run_model(1, 3); /* auto */
     run_model(1, 17);
     run_model(4, 3);
-    conv2d_dnnl_set_algo("direct");
+    CK_EXPECT(conv2d_dnnl_set_algo("direct") == 0, "set_algo refused");
+    run_model(1, 3); /* and direct, whichever is the default */
+    run_model(4, 3);
+    conv2d_dnnl_set_algo(before);
 }
 END_TEST
 
