@@ -270,7 +270,11 @@ int main(int argc, char **argv)
         for (int p = 0; p < passes; p++) /* A B B A A B …: rotate, reverse every other pass */
             for (int j = 0; j < nimpl; j++) {
                 int k = (p % 2 ? nimpl - 1 - j : j + p / 2) % nimpl;
-                t[k][p] = profile_hvd && k != 0 ? 1.0 : timed(k, buf, n, iters);
+                if (profile_hvd && k != 0) { /* --profile-hvd: only hvd_allreduce runs */
+                    t[k][p] = 1.0;
+                    continue;
+                }
+                t[k][p] = timed(k, buf, n, iters);
                 faults[k] = last_faults > faults[k] ? last_faults : faults[k];
             }
         /* memcpy ceiling on rank 0 alone */
