@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "lib/ck_mpi.h"
+#include "lib/fill.h"
 #include "nn/bn.h"
 #include "nn/layer_math.h"
 
@@ -78,13 +79,7 @@ typedef struct {
 
 static uint64_t rng = 1717;
 
-static float *randf(size_t n, float lo, float hi)
-{
-    float *x = malloc((n ? n : 1) * sizeof *x);
-    for (size_t i = 0; i < n; i++)
-        x[i] = lo + (hi - lo) * (float)((lm_splitmix64(&rng) >> 40) * 0x1.0p-24);
-    return x;
-}
+static float *randf(size_t n, float lo, float hi) { return rand_floats(&rng, n, lo, hi); }
 
 /* Every public function of clone k once, in the model's order, on the same inputs. form: 0 plain
  * batch norm, 1 bn + relu + dropout (mask from out), 2 bn + relu + add (mask recomputed). */

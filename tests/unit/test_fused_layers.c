@@ -24,6 +24,7 @@
 
 #include "base/threads.h"
 #include "lib/ck_mpi.h"
+#include "lib/fill.h"
 #include "nn/act.h"
 #include "nn/bn.h"
 #include "nn/layer_math.h"
@@ -31,13 +32,7 @@
 
 static uint64_t rng = 4242;
 
-static float *randf(size_t n, float lo, float hi)
-{
-    float *x = malloc((n ? n : 1) * sizeof *x);
-    for (size_t i = 0; i < n; i++)
-        x[i] = lo + (hi - lo) * (float)((lm_splitmix64(&rng) >> 40) * 0x1.0p-24);
-    return x;
-}
+static float *randf(size_t n, float lo, float hi) { return rand_floats(&rng, n, lo, hi); }
 
 static float *copyf(const float *a, size_t n)
 {
