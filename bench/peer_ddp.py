@@ -21,6 +21,10 @@ The recipe, as solutions/step10.c trains it (defaults of ./solution10 --help):
             (from base_lr at the first batch to base_lr·size at the end of the warmup), then
             ×1 until epoch 15, ×0.1, ×0.01, ×0.001 at 15, 25, 35 (PyTorch's SGD form equals
             Keras's with Horovod's momentum correction)
+  validate  the lab's validation_steps = 3·len(test_iter)//size batches per rank after every
+            epoch (--val-oversample, default 3), drawn in turn from the rank's test shard,
+            reshuffled at each pass (the kit's loader_next_cyclic: a short batch ends each pass),
+            so that both programs do the same validation work; --val-oversample 1 is one pass
   stop      after --epochs, or once val_accuracy > --target-accuracy for --patience epochs
 
 It prints one line per epoch (stdout, rank 0):
@@ -112,13 +116,24 @@ def lr_at(a, size, epoch, batch, spe):
     return lr * mult
 
 
-def evaluate(net, x, y, a, rank, size):
+def val_batches(n, a, rank, size, epoch):
+    """The lab's validation draw (solutions/step10.c): 3·len(test_iter)//size batches from the
+    rank's shard of the test set, cycling through it in a fresh order each pass."""
+    steps = max(1, a.val_oversample * ((n + a.val_batch_size - 1) // a.val_batch_size) // size)
+    shard = np.arange(rank, n, size)
+    batches, p = [], 0
+    while len(batches) < steps:
+        order = shard[np.random.default_rng([a.seed, epoch, rank, 11, p]).permutation(len(shard))]
+        batches += [order[s:s + a.val_batch_size] for s in range(0, len(order), a.val_batch_size)]
+        p += 1
+    return batches[:steps]
+
+
+def evaluate(net, x, y, a, rank, size, epoch):
     net.eval()
     loss_sum, correct, count = 0.0, 0, 0
     with torch.no_grad():
-        idx = np.arange(rank, len(x), size)
-        for s in range(0, len(idx), a.val_batch_size):
-            b = idx[s:s + a.val_batch_size]
+        for b in val_batches(len(x), a, rank, size, epoch):
             out = net(x[b])
             loss_sum += F.cross_entropy(out, y[b], reduction="sum").item()
             correct += (out.argmax(1) == y[b]).sum().item()
@@ -178,7 +193,7 @@ def worker(rank, a):
             count += len(idx)
         t = torch.tensor([loss_sum, correct, count], dtype=torch.float64)
         dist.all_reduce(t)
-        vl, va = evaluate(net, xte_t, yte_t, a, rank, size)
+        vl, va = evaluate(net, xte_t, yte_t, a, rank, size, epoch)
         if rank == 0:
             print(f"epoch {epoch + 1} loss {t[0] / t[2]:.4f} accuracy {t[1] / t[2]:.4f} "
                   f"val_loss {vl:.4f} val_accuracy {va:.4f}", flush=True)
@@ -198,6 +213,8 @@ def main():
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--batch-size", type=int, default=128)
     p.add_argument("--val-batch-size", type=int, default=256)
+    p.add_argument("--val-oversample", type=int, default=3,
+                   help="validation batches: this many x len(test_iter) // size (the lab: 3)")
     p.add_argument("--base-lr", type=float, default=0.01)
     p.add_argument("--momentum", type=float, default=0.9)
     p.add_argument("--wd", type=float, default=5e-6)
@@ -211,8 +228,9 @@ def main():
     p.add_argument("--data-dir", default=None)
     p.add_argument("--port", type=int, default=29500 + os.getpid() % 1000)
     a = p.parse_args()
-    if a.np < 1 or a.threads < 1 or a.epochs < 1 or a.batch_size < 1:
-        sys.exit("peer_ddp.py: error: --np, --threads, --epochs, --batch-size must be >= 1")
+    if a.np < 1 or a.threads < 1 or a.epochs < 1 or a.batch_size < 1 or a.val_oversample < 1:
+        sys.exit("peer_ddp.py: error: --np, --threads, --epochs, --batch-size, --val-oversample "
+                 "must be >= 1")
     t0 = time.perf_counter()
     mp.spawn(worker, args=(a,), nprocs=a.np, join=True)
     print(f"peer_ddp.wall_s {time.perf_counter() - t0:.1f} s", flush=True)
