@@ -17,7 +17,7 @@
 /* One training step of wrn-16-2 from equal weights. */
 #define WM_LOSS 1e-4        /* |Δloss| / loss */
 #define WM_LOGITS 1e-3      /* inference logits after the step */
-#define WM_STATS 1e-4       /* every running-statistics view */
+#define WM_STATS 3e-5       /* every running-statistics view */
 #define WM_GRAD_FLOOR 1e-2  /* a gradient view's scale: at least this times the largest gradient */
 #define WM_GRAD_CAP 5e-2    /* every gradient view */
 #define WM_GRAD_L2 2e-3     /* the whole gradient vector */
@@ -28,8 +28,8 @@
 #define WM_STEPS_L2 1e-2      /* weight vector after steps 1 and 5 */
 #define WM_STATE_L2 1e-2      /* optimizer state after steps 1 and 5 */
 #define WM_STEPS_LONG 20
-#define WM_LONG_L2 3e-2       /* weight vector after WM_STEPS_LONG */
-#define WM_LONG_STATE_L2 0.5  /* optimizer state after WM_STEPS_LONG */
+#define WM_LONG_L2 2e-2       /* weight vector after WM_STEPS_LONG */
+#define WM_LONG_STATE_L2 0.35 /* optimizer state after WM_STEPS_LONG */
 
 /* The setup both suites share: the batches' seed, the optimizers' LRs (step s from 1). */
 #define WM_BATCH_SEED 20251123
