@@ -10,7 +10,8 @@
  *   gemm:      NCHW, im2col + OpenBLAS sgemm convolutions (HVDLAB_CONV=gemm);
  *   default:   what a CPU model is by default here: on AVX-512, nChw16c activations and Winograd
  *              (HVDLAB_ACTIVATION_LAYOUT=auto, HVDLAB_CONV_ALGO=auto).
- * Each pair prints the worst error of every check next to its tolerance (the figures are in
+ * The checkpoint round trips' last check (3 steps after a load) is run with the load done by
+ * copying the state. Each pair prints the worst error of every check next to its tolerance (the figures are in
  * test_wrn_cuda.c's header). Without oneDNN only gemm against itself would be left, so the
  * suite needs HVDLAB_DNNL (skipped, 77, otherwise).
  *
@@ -194,6 +195,42 @@ static void steps(const rounding *o, const char *name, int kind)
     wrn_free(c);
 }
 
+/* test_wrn_cuda's checkpoint round trips: 3 SGD steps on each side, then the reference's
+ * weights, statistics and momentum copied into the other model (what a checkpoint load does, bit
+ * for bit), then 3 more steps, held to the checks after step 5 of a run. */
+static void resumed(const rounding *o, const char *name)
+{
+    wrn_model *c = model(&REF, 0.01f), *g = model(o, 0.01f);
+    optimizer *oc = make_opt(c, OPT_SGD), *og = make_opt(g, OPT_SGD);
+    param_set *pc = wrn_params(c), *pg = wrn_params(g);
+    float *x = malloc((size_t)NB * PIX * sizeof *x);
+    int y[NB];
+    for (int s = 1; s <= 6; s++) {
+        if (s == 4) {
+            memcpy(pg->params, pc->params, pc->n * sizeof(float));
+            memcpy(pg->state, pc->state, pc->n_state * sizeof(float));
+            memcpy(og->state, oc->state, oc->n_state * sizeof(float));
+        }
+        batch(x, y);
+        og->lr = oc->lr = wm_step_lr(OPT_SGD, s - (s > 3 ? 3 : 0));
+        train(o, g, x, y, 5e-4f);
+        train(&REF, c, x, y, 5e-4f);
+        optimizer_step(og, pg);
+        optimizer_step(oc, pc);
+    }
+    const wm_steps_report r = wm_steps_check(name, "sgd resumed", 5, pg->params, pc->params,
+                                             pc->views, pc->nviews, pc->n, og->state, oc->state,
+                                             oc->n_state);
+    printf("  %s 3 sgd steps after a load: weight views %.1e (tol %g, %s), weight vector %.1e "
+           "(%g), optimizer state %.1e (%g)\n", name, r.views, r.views_tol, r.worst_view, r.l2,
+           r.l2_tol, r.state, r.state_tol);
+    free(x);
+    optimizer_free(og);
+    optimizer_free(oc);
+    wrn_free(g);
+    wrn_free(c);
+}
+
 START_TEST(rounding_fits_the_gpu_tolerances)
 {
     for (size_t i = 0; i < sizeof OTHERS / sizeof *OTHERS; i++) {
@@ -203,6 +240,7 @@ START_TEST(rounding_fits_the_gpu_tolerances)
         dropout_masks(&OTHERS[i], name);
         steps(&OTHERS[i], name, OPT_SGD);
         steps(&OTHERS[i], name, OPT_NOVOGRAD);
+        resumed(&OTHERS[i], name);
     }
     conv2d_set_backend("dnnl");
     conv2d_dnnl_set_algo("auto");
