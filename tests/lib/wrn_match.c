@@ -66,6 +66,17 @@ double wm_views(const char *what, const float *a, const float *ref, const param_
     return worst;
 }
 
+optimizer *wm_make_opt(param_set *ps, int kind)
+{
+    if (kind == OPT_NOVOGRAD) {
+        novograd_options o = novograd_defaults();
+        o.weight_decay = 1e-4f;
+        o.grad_averaging = 1;
+        return novograd_create(ps, WM_NOVOGRAD_LR, &o);
+    }
+    return sgd_create(ps, WM_SGD_LR, 0.9f);
+}
+
 float wm_step_lr(int optimizer_kind, int s)
 {
     return (s % 5 == 0 ? 0.5f : 1.0f) * (optimizer_kind == OPT_SGD ? WM_SGD_LR : WM_NOVOGRAD_LR);

@@ -36,6 +36,9 @@
 #define WM_SGD_LR 0.01f /* momentum 0.9; 0.05 diverges to NaN by step 13 on this noise */
 #define WM_NOVOGRAD_LR 1e-2f
 float wm_step_lr(int optimizer_kind, int s);
+/* The optimizer both suites run on ps: OPT_SGD (WM_SGD_LR, momentum 0.9) or OPT_NOVOGRAD
+ * (WM_NOVOGRAD_LR, weight decay 1e-4, gradient averaging). */
+optimizer *wm_make_opt(param_set *ps, int optimizer_kind);
 
 double wm_max_abs(const float *a, size_t n);
 double wm_err(const float *a, const float *ref, size_t n, double floor);

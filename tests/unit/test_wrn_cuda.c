@@ -17,10 +17,11 @@
  * test_wrn_rounding.c measures on the CPU what a change of rounding alone does to these very
  * checks (this file's batches, seed and steps; gemm against direct, and nChw16c + Winograd
  * against NCHW + direct), and fails if it exceeds them. Its figures (2 cores, AVX-512), worst of
- * the two pairs, against the tolerance:
+ * the two pairs, against the tolerance (a build without oneDNN, such as the GPU test machine's,
+ * has the gemm path as its CPU reference: the first pair's other side):
  *   one training step of wrn-16-2: loss 4.2e-8 (1e-4), inference logits 1.0e-6 (1e-3),
- *   running statistics 3.9e-6 (3e-5, so that a running variance
- *   without the M/(M−1) correction, 1.2e-4 off, fails); gradient views 1.2e-2 (5e-2, each view's scale at least
+ *   running statistics 3.9e-6 (3e-5, so that a running variance without the M/(M−1)
+ *   correction, 1.2e-4 off, fails); gradient views 1.2e-2 (5e-2, each view's scale at least
  *   1e-2 of the largest gradient), the whole gradient vector 2.0e-4 of its norm (2e-3).
  *   Gradients get the most room because at random initial weights a pre-activation within ~1e-6
  *   of 0 flips its ReLU under any change of rounding and moves some gradient views by ~1e-2 of
@@ -179,17 +180,6 @@ START_TEST(train_step_matches_cpu)
 }
 END_TEST
 
-static optimizer *make_opt(wrn_model *m, int kind)
-{
-    if (kind == OPT_NOVOGRAD) {
-        novograd_options o = novograd_defaults();
-        o.weight_decay = 1e-4f;
-        o.grad_averaging = 1;
-        return novograd_create(wrn_params(m), WM_NOVOGRAD_LR, &o);
-    }
-    return sgd_create(wrn_params(m), WM_SGD_LR, 0.9f);
-}
-
 /* steps of train + update on both, the LR moving (so SGD's momentum correction acts too);
  * what: "" for no checks, else checked after each step (expect_steps). */
 static void run_steps(wrn_model *g, optimizer *og, wrn_model *c, optimizer *oc, int steps,
@@ -214,7 +204,7 @@ static void run_steps(wrn_model *g, optimizer *og, wrn_model *c, optimizer *oc, 
 static void steps_match(int kind)
 {
     wrn_model *g = model(1, 0.01f), *c = model(0, 0.01f);
-    optimizer *og = make_opt(g, kind), *oc = make_opt(c, kind);
+    optimizer *og = wm_make_opt(wrn_params(g), kind), *oc = wm_make_opt(wrn_params(c), kind);
     ck_assert_int_eq(og->device, 1);
     run_steps(g, og, c, oc, WM_STEPS_LONG, "gpu vs cpu");
     CK_AGREE();
@@ -263,10 +253,10 @@ static void resume_across(int from_gpu)
     char err[512];
     wrn_model *a = model(from_gpu, 0.01f), *b = model(!from_gpu, 0.01f);
     wrn_model *g = from_gpu ? a : b, *c = from_gpu ? b : a;
-    optimizer *oa = make_opt(a, OPT_SGD), *ob = make_opt(b, OPT_SGD);
+    optimizer *oa = wm_make_opt(wrn_params(a), OPT_SGD), *ob = wm_make_opt(wrn_params(b), OPT_SGD);
     optimizer *og = from_gpu ? oa : ob, *oc = from_gpu ? ob : oa;
     wrn_model *twin = model(!from_gpu, 0.01f); /* a's partner for the first 3 steps */
-    optimizer *ot = make_opt(twin, OPT_SGD);
+    optimizer *ot = wm_make_opt(wrn_params(twin), OPT_SGD);
     if (from_gpu)
         run_steps(a, oa, twin, ot, 3, "");
     else

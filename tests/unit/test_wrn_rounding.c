@@ -11,8 +11,8 @@
  *   default:   what a CPU model is by default here: on AVX-512, nChw16c activations and Winograd
  *              (HVDLAB_ACTIVATION_LAYOUT=auto, HVDLAB_CONV_ALGO=auto).
  * The checkpoint round trips' last check (3 steps after a load) is run with the load done by
- * copying the state. Each pair prints the worst error of every check next to its tolerance (the figures are in
- * test_wrn_cuda.c's header). Without oneDNN only gemm against itself would be left, so the
+ * copying the state. Each pair prints the worst error of every check next to its tolerance (the
+ * figures are in test_wrn_cuda.c's header). Without oneDNN only gemm against itself would be left, so the
  * suite needs HVDLAB_DNNL (skipped, 77, otherwise).
  *
  * The checks fail on planted bugs in the code only one side runs (nChw16c batch norm, bn_c16.c):
@@ -153,22 +153,11 @@ static void dropout_masks(const rounding *o, const char *name)
     wrn_free(c);
 }
 
-static optimizer *make_opt(wrn_model *m, int kind)
-{
-    if (kind == OPT_NOVOGRAD) {
-        novograd_options o = novograd_defaults();
-        o.weight_decay = 1e-4f;
-        o.grad_averaging = 1;
-        return novograd_create(wrn_params(m), WM_NOVOGRAD_LR, &o);
-    }
-    return sgd_create(wrn_params(m), WM_SGD_LR, 0.9f);
-}
-
 /* test_wrn_cuda's sgd_20_steps and novograd_20_steps */
 static void steps(const rounding *o, const char *name, int kind)
 {
     wrn_model *c = model(&REF, 0.01f), *g = model(o, 0.01f);
-    optimizer *oc = make_opt(c, kind), *og = make_opt(g, kind);
+    optimizer *oc = wm_make_opt(wrn_params(c), kind), *og = wm_make_opt(wrn_params(g), kind);
     param_set *pc = wrn_params(c), *pg = wrn_params(g);
     float *x = malloc((size_t)NB * PIX * sizeof *x);
     int y[NB];
@@ -201,7 +190,7 @@ static void steps(const rounding *o, const char *name, int kind)
 static void resumed(const rounding *o, const char *name)
 {
     wrn_model *c = model(&REF, 0.01f), *g = model(o, 0.01f);
-    optimizer *oc = make_opt(c, OPT_SGD), *og = make_opt(g, OPT_SGD);
+    optimizer *oc = wm_make_opt(wrn_params(c), OPT_SGD), *og = wm_make_opt(wrn_params(g), OPT_SGD);
     param_set *pc = wrn_params(c), *pg = wrn_params(g);
     float *x = malloc((size_t)NB * PIX * sizeof *x);
     int y[NB];
