@@ -161,6 +161,7 @@ test: setup  ## install if needed, build, check the CUDA build, the layers, unit
 	@$(MAKE) --no-print-directory test-ckpt-faults
 	@$(MAKE) --no-print-directory check-docs
 	@$(MAKE) --no-print-directory test-scaling-plots
+	@$(MAKE) --no-print-directory test-bench-tools
 	@$(MAKE) --no-print-directory test-faults-quick
 	@$(MAKE) --no-print-directory test-watchdog
 	@$(MAKE) --no-print-directory test-elastic

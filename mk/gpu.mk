@@ -22,8 +22,8 @@ bench-train-gpu:  ## kit vs PyTorch (--device cuda) on the GPU: wrn-16-4/10 at b
 	    m, b, k, p, (p > 0 ? k / p : 0), km, pm}'; done; done
 
 # Each stage appends one line to $(GPU_LOG).summary; the summary is printed at the end whatever
-# failed. Time budget: about 8 minutes on one H100.
-gpu-check:  ## on a GPU machine: CUDA build, the CUDA suites, the graders on it, solution 10 for 2 epochs, bench-train-gpu; one summary
+# failed. Time budget: about 9 minutes on one H100 (an estimate: it has not run on one yet).
+gpu-check:  ## on a GPU machine: CUDA build, the CUDA suites, the graders on it, solution 10 for 2 epochs, bench-train-gpu, bench-allreduce-gpu; one summary
 	@mkdir -p build/cuda && : > $(GPU_LOG).summary
 	@$(GPU_BUILD) lab tests graders build/cuda/solutions/step10 build/cuda/bench/train_speed_gpu \
 	  >$(GPU_LOG).build 2>&1 && echo "build CUDA=1: ok" >> $(GPU_LOG).summary || \
@@ -42,5 +42,7 @@ gpu-check:  ## on a GPU machine: CUDA build, the CUDA suites, the graders on it,
 	  rm -rf $$d
 	@$(MAKE) --no-print-directory bench-train-gpu >$(GPU_LOG).bench 2>&1; \
 	  echo "bench-train-gpu: exit $$?" >> $(GPU_LOG).summary; { grep '^bench-train-gpu:' $(GPU_LOG).bench >> $(GPU_LOG).summary || true; }
+	@$(MAKE) --no-print-directory bench-allreduce-gpu >$(GPU_LOG).arbench 2>&1; \
+	  echo "bench-allreduce-gpu: exit $$?" >> $(GPU_LOG).summary; { grep '^bench-allreduce-gpu:' $(GPU_LOG).arbench >> $(GPU_LOG).summary || true; }
 	@head -3 $(GPU_LOG).step10 | sed 's/^/  first lines of the run: /' >> $(GPU_LOG).summary
 	@echo "== gpu-check summary ($$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1))"; cat $(GPU_LOG).summary

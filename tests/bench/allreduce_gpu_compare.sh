@@ -1,0 +1,60 @@
+#!/bin/sh
+# allreduce_gpu_compare.sh — tools/allreduce_gpu_compare.awk (make bench-allreduce-gpu's verdict)
+# on rows in the exact formats of bench/allreduce_gpu.c and bench/peer_gloo_allreduce.py: the
+# verdict lines for targets met, missed by speed, missed by the ceiling, a missing peer, and no
+# staged rows at all. Runs without a GPU (it checks the text processing, not a measurement).
+set -u
+AWK_FILE=${1:-tools/allreduce_gpu_compare.awk}
+d=$(mktemp -d) || exit 1
+trap 'rm -rf "$d"' EXIT
+fails=0
+
+# n1: NCCL 1 rank + ceiling; n2: staged, 2 ranks; gloo: the peer. $1 = staged us at 64M.
+write() {
+    cat >"$d/n1" <<ROWS
+# hvd_allreduce on device buffers, 1 rank(s), path nccl; float SUM in place; median of the slowest rank
+#      size |    time us     algbw     busbw | d2h GB/s h2d GB/s staged-ceiling GB/s
+        64K |       20.0      3.28      0.00 |     5.00     6.00                2.73
+        64M |     1000.0     67.11      0.00 |    25.00    25.00               12.50
+ROWS
+    alg=$(awk -v t="$1" 'BEGIN { printf "%.2f", 67108864 / (t * 1e-6) / 1e9 }')
+    cat >"$d/n2" <<ROWS
+# hvd_allreduce on device buffers, 2 rank(s), path mpi; float SUM in place; median of the slowest rank
+#      size |    time us     algbw     busbw
+        64K |       50.0      1.31      1.31
+        64M | $(printf '%10.1f' "$1") $(printf '%9s' "$alg")      0.00
+ROWS
+    printf '# torch.distributed gloo allreduce\ngloo.64K.time_us %s us algbw 1 busbw 1\ngloo.64M.time_us 9000.0 us algbw 7.46 busbw 7.46\n' "$2" >"$d/gloo"
+}
+
+expect() { # name, expected line (grep -F), files...
+    name=$1 want=$2
+    shift 2
+    out=$(awk -f "$AWK_FILE" "$@" 2>&1)
+    if printf '%s\n' "$out" | grep -qF -- "$want"; then
+        echo "allreduce_gpu_compare: $name: ok"
+    else
+        echo "allreduce_gpu_compare: $name: FAILED, no line \"$want\" in:"
+        printf '%s\n' "$out" | sed 's/^/  /'
+        fails=$((fails + 1))
+    fi
+}
+
+write 6000.0 60.0 # 64M staged 11.18 GB/s = 89 % of 12.50; faster than gloo at both sizes
+expect "targets met (speed)" "staged >= 1.0x gloo at every size: met" "$d/n1" "$d/n2" "$d/gloo"
+expect "targets met (ceiling)" "of its copy ceiling from 64 MiB: met" "$d/n1" "$d/n2" "$d/gloo"
+expect "the table's 64M row" "64M |       6000.0       9000.0        1.50 |         11.18         12.50       89" \
+    "$d/n1" "$d/n2" "$d/gloo"
+write 6000.0 45.0 # gloo faster at 64K
+expect "slower than gloo" "staged >= 1.0x gloo at every size: NOT met at 64K" "$d/n1" "$d/n2" "$d/gloo"
+write 8000.0 60.0 # 64M staged 8.39 GB/s = 67 % of the ceiling, still faster than gloo
+expect "under 70 % of the ceiling" "of its copy ceiling from 64 MiB: NOT met at 64M" "$d/n1" "$d/n2" "$d/gloo"
+expect "under 70 %, speed still met" "staged >= 1.0x gloo at every size: met" "$d/n1" "$d/n2" "$d/gloo"
+: >"$d/empty"
+expect "no peer rows" "no gloo figure for 64K 64M" "$d/n1" "$d/n2" "$d/empty"
+expect "no staged rows" "no staged rows" "$d/n1" "$d/empty" "$d/gloo"
+if awk -f "$AWK_FILE" "$d/n1" "$d/empty" "$d/gloo" >/dev/null 2>&1; then
+    echo "allreduce_gpu_compare: no staged rows: FAILED, exit 0"
+    fails=$((fails + 1))
+fi
+[ "$fails" = 0 ] && echo "allreduce_gpu_compare: all checks passed" || exit 1

@@ -1,0 +1,35 @@
+# allreduce_gpu_compare.awk — make bench-allreduce-gpu's verdict: the host-staged path (2 ranks
+# on one GPU) against PyTorch's gloo allreduce of CUDA tensors (the peer) and against its own
+# copy ceiling, per size, and issue 13's two targets.
+#
+#   awk -f tools/allreduce_gpu_compare.awk N1 N2 GLOO
+# N1: `mpirun -n 1 build/cuda/bench/allreduce_gpu` (rows "size | time algbw busbw | d2h h2d
+#     ceiling"); N2: the same with -n 2 (rows "size | time algbw busbw"); GLOO:
+#     bench/peer_gloo_allreduce.py (rows "gloo.<size>.time_us T us algbw A busbw B").
+# Targets: staged time <= gloo time at every size (ratio gloo/staged >= 1.0) and staged algbw
+# >= 70 % of the ceiling (bytes / (t_d2h + t_h2d), one rank's copies) from 64 MiB.
+function bytes(s) { return s ~ /M$/ ? s * 1048576 : s * 1024 } # awk reads "64K" as 64
+FILENAME == ARGV[1] && $2 == "|" && NF >= 9 { ceil[$1] = $9 }
+FILENAME == ARGV[2] && $2 == "|" && NF >= 5 { st[$1] = $3; alg[$1] = $4; order[++n] = $1 }
+FILENAME == ARGV[3] && $1 ~ /^gloo\./ { split($1, f, "."); gl[f[2]] = $2 }
+END {
+    if (n == 0) { print "bench-allreduce-gpu: no staged rows (did the 2-rank run fail?)"; exit 1 }
+    printf "%9s | %12s %12s %11s | %13s %13s %8s\n", "size", "staged us", "gloo us",
+           "gloo/staged", "staged GB/s", "ceiling GB/s", "% ceil"
+    slow = ""; low = ""; missing = ""
+    for (i = 1; i <= n; i++) {
+        s = order[i]
+        r = (s in gl) && st[s] > 0 ? gl[s] / st[s] : 0
+        pc = (s in ceil) && ceil[s] > 0 ? 100 * alg[s] / ceil[s] : 0
+        printf "%9s | %12.1f %12s %11s | %13.2f %13s %8s\n", s, st[s],
+               (s in gl) ? sprintf("%.1f", gl[s]) : "-", r ? sprintf("%.2f", r) : "-", alg[s],
+               (s in ceil) ? ceil[s] : "-", pc ? sprintf("%.0f", pc) : "-"
+        if (!(s in gl)) missing = missing " " s
+        else if (r < 1.0) slow = slow " " s
+        if (bytes(s) >= 64 * 1048576 && pc < 70) low = low " " s
+    }
+    printf "bench-allreduce-gpu: staged >= 1.0x gloo at every size: %s\n",
+           missing != "" ? "no gloo figure for" missing : slow == "" ? "met" : "NOT met at" slow
+    printf "bench-allreduce-gpu: staged >= 70%% of its copy ceiling from 64 MiB: %s\n",
+           low == "" ? "met" : "NOT met at" low
+}
