@@ -22,7 +22,7 @@ bench-train-gpu:  ## kit vs PyTorch (--device cuda) on the GPU: wrn-16-4/10 at b
 	    m, b, k, p, (p > 0 ? k / p : 0), km, pm}'; done; done
 
 # Each stage appends one line to $(GPU_LOG).summary; the summary is printed at the end whatever
-# failed. Time budget: about 9 minutes on one H100 (an estimate: it has not run on one yet).
+# failed. Time budget: 8 minutes on one H100 (issue 12's limit; not yet measured: it has not run on one).
 gpu-check:  ## on a GPU machine: CUDA build, the CUDA suites, the graders on it, solution 10 for 2 epochs, bench-train-gpu, bench-allreduce-gpu; one summary
 	@mkdir -p build/cuda && : > $(GPU_LOG).summary
 	@$(GPU_BUILD) lab tests graders build/cuda/solutions/step10 build/cuda/bench/train_speed_gpu \
