@@ -12,10 +12,14 @@ on a fixed random batch (N, 1, 28, 28), after warm-up steps.
 
 Usage: peer_torch.py [--model wrn-16-1[,wrn-16-4...]] [--threads 2[,1...]] [--batch 128]
                      [--warmup 3] [--iters 20] [--min-seconds 0] [--dropout 0.01]
+                     [--device cpu|cuda] [--compile]
 Prints `name value unit` lines, for each model and thread count:
   torch.<model>.t<T>.images_per_s   <v> images/s   (steps·batch / wall time of the timed steps)
   torch.<model>.t<T>.step_ms        <v> ms
   torch.<model>.t<T>.params         <n> count      (trainable parameters)
+  (with --compile the network runs through torch.compile: compiled_images_per_s, compiled_step_ms,
+  compiled_peak_gpu, and compile_s, the warm-up steps' time, which includes the compilation;
+  "compiled n/a" where the torch has no torch.compile, such as Debian's 1.13)
 and once at the end (whole process; run one configuration per process for per-config peaks):
   torch.peak_rss <v> MiB  (VmHWM from /proc/self/status)
 """
@@ -101,16 +105,29 @@ def run(model_name, threads, a):
     opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
     x = torch.randn(a.batch, 1, 28, 28, device=dev)
     y = torch.randint(0, 10, (a.batch,), device=dev)
+    tag = f"torch.{model_name}.t{threads}"
+    fwd, pre = net, ""
+    if a.compile:  # the network through torch.compile (PyTorch 2); its first steps compile it
+        if not hasattr(torch, "compile"):
+            print(f"{tag}.compiled n/a (torch {torch.__version__} has no torch.compile)")
+            sys.stdout.flush()
+            return
+        fwd, pre = torch.compile(net), "compiled_"
 
     def step():
         opt.zero_grad(set_to_none=False)
-        loss = F.cross_entropy(net(x), y)
+        loss = F.cross_entropy(fwd(x), y)
         loss.backward()
         opt.step()
         return loss
 
+    w0 = time.perf_counter()
     for _ in range(a.warmup):
         step()
+    if dev.type == "cuda":
+        torch.cuda.synchronize()
+    if a.compile:
+        print(f"{tag}.compile_s {time.perf_counter() - w0:.1f} s (the {a.warmup} warm-up steps)")
     iters = 0
     t0 = time.perf_counter()
     while iters < a.iters or time.perf_counter() - t0 < a.min_seconds:
@@ -121,14 +138,13 @@ def run(model_name, threads, a):
     if dev.type == "cuda":
         torch.cuda.synchronize()
     dt = time.perf_counter() - t0
-    tag = f"torch.{model_name}.t{threads}"
     nparams = sum(p.numel() for p in net.parameters())
-    print(f"{tag}.images_per_s {iters * a.batch / dt:.1f} images/s")
-    print(f"{tag}.step_ms {1e3 * dt / iters:.2f} ms")
-    print(f"{tag}.iters {iters} count")
+    print(f"{tag}.{pre}images_per_s {iters * a.batch / dt:.1f} images/s")
+    print(f"{tag}.{pre}step_ms {1e3 * dt / iters:.2f} ms")
+    print(f"{tag}.{pre}iters {iters} count")
     print(f"{tag}.params {nparams} count")
     if dev.type == "cuda":
-        print(f"{tag}.peak_gpu {torch.cuda.max_memory_allocated() / 2**20:.1f} MiB")
+        print(f"{tag}.{pre}peak_gpu {torch.cuda.max_memory_allocated() / 2**20:.1f} MiB")
     sys.stdout.flush()
 
 
@@ -142,6 +158,8 @@ def main():
     p.add_argument("--min-seconds", type=float, default=0.0)
     p.add_argument("--dropout", type=float, default=0.01)
     p.add_argument("--device", default="cpu", help="cpu or cuda")
+    p.add_argument("--compile", action="store_true",
+                   help="run the network through torch.compile (names get compiled_)")
     a = p.parse_args()
     for m in a.model.split(","):
         for t in a.threads.split(","):

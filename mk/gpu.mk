@@ -21,6 +21,21 @@ bench-train-gpu:  ## kit vs PyTorch (--device cuda) on the GPU: wrn-16-4/10 at b
 	    printf "bench-train-gpu: %-9s batch %3d: kit %8.1f images/s, torch %8.1f, ratio %5.2f; peak GPU MiB kit %s, torch %s\n", \
 	    m, b, k, p, (p > 0 ? k / p : 0), km, pm}'; done; done
 
+# torch.compile as a second peer (issue 12: "also report torch.compile if it runs there"), apart
+# from gpu-check because compiling each configuration may take a minute or more: the kit's figures
+# from the last bench-train-gpu (build/cuda/bench_gpu.kit) against PyTorch compiled.
+.PHONY: bench-train-gpu-compile
+bench-train-gpu-compile:  ## on a GPU, after bench-train-gpu: PyTorch through torch.compile, the same rows, against the kit's last figures
+	@for m in wrn-16-4 wrn-16-10; do for b in 128 512; do \
+	  python3 bench/peer_torch.py --device cuda --compile --model $$m --threads 1 --batch $$b --iters 30 | \
+	    sed "s/^torch\.$$m\.t1\./torch.$$m.b$$b./"; done; done | tee build/cuda/bench_gpu.compiled
+	@for m in wrn-16-4 wrn-16-10; do for b in 128 512; do \
+	  k=$$(awk -v t="kit.$$m.b$$b.images_per_s" '$$1==t{print $$2}' build/cuda/bench_gpu.kit 2>/dev/null); \
+	  c=$$(awk -v t="torch.$$m.b$$b.compiled_images_per_s" '$$1==t{print $$2}' build/cuda/bench_gpu.compiled); \
+	  awk -v m=$$m -v b=$$b -v k="$$k" -v c="$$c" 'BEGIN{ \
+	    printf "bench-train-gpu-compile: %-9s batch %3d: kit %8s images/s, torch.compile %8s, ratio %s\n", \
+	    m, b, k == "" ? "-" : k, c == "" ? "n/a" : c, (k > 0 && c > 0) ? sprintf("%.2f", k / c) : "-"}'; done; done
+
 # Each stage appends one line to $(GPU_LOG).summary; the summary is printed at the end whatever
 # failed. Time budget: 8 minutes on one H100 (issue 12's limit; not yet measured: it has not run on one).
 gpu-check:  ## on a GPU machine: CUDA build, the CUDA suites, the graders on it, solution 10 for 2 epochs, bench-train-gpu, bench-allreduce-gpu; one summary
