@@ -12,8 +12,8 @@
  *              (HVDLAB_ACTIVATION_LAYOUT=auto, HVDLAB_CONV_ALGO=auto).
  * The checkpoint round trips' last check (3 steps after a load) is run with the load done by
  * copying the state. Each pair prints the worst error of every check next to its tolerance (the
- * figures are in test_wrn_cuda.c's header). Without oneDNN only gemm against itself would be left, so the
- * suite needs HVDLAB_DNNL (skipped, 77, otherwise).
+ * figures are in test_wrn_cuda.c's header). Without oneDNN only gemm against itself would be
+ * left, so the suite needs HVDLAB_DNNL (skipped, 77, otherwise).
  *
  * The checks fail on planted bugs in the code only one side runs (nChw16c batch norm, bn_c16.c):
  * the dropout hash index off by one (loss 5.4e-3, 118,157 mask elements, gradient views 1.1);
