@@ -5,6 +5,9 @@
 .PHONY: gpu-check bench-train-gpu
 GPU_BUILD := $(MAKE) --no-print-directory CUDA=1 BUILD=build/cuda
 GPU_LOG := build/cuda/gpu-check
+# Each stage under a time limit, so that a hang costs that stage and not the whole check (a GPU
+# session's command stops at 10 minutes); exit 124 in the summary means the stage timed out.
+STAGE = timeout -k 10
 
 bench-train-gpu:  ## kit vs PyTorch (--device cuda) on the GPU: wrn-16-4/10 at batch 128/512, images/s, ratio, peak GPU memory
 	@$(GPU_BUILD) build/cuda/bench/train_speed_gpu >/dev/null
@@ -12,14 +15,17 @@ bench-train-gpu:  ## kit vs PyTorch (--device cuda) on the GPU: wrn-16-4/10 at b
 	@for m in wrn-16-4 wrn-16-10; do for b in 128 512; do \
 	  python3 bench/peer_torch.py --device cuda --model $$m --threads 1 --batch $$b --iters 30 | \
 	    sed "s/^torch\.$$m\.t1\./torch.$$m.b$$b./"; done; done | tee build/cuda/bench_gpu.torch
-	@for m in wrn-16-4 wrn-16-10; do for b in 128 512; do \
+	@missing=; for m in wrn-16-4 wrn-16-10; do for b in 128 512; do \
 	  k=$$(awk -v t="kit.$$m.b$$b.images_per_s" '$$1==t{print $$2}' build/cuda/bench_gpu.kit); \
 	  p=$$(awk -v t="torch.$$m.b$$b.images_per_s" '$$1==t{print $$2}' build/cuda/bench_gpu.torch); \
 	  km=$$(awk -v t="kit.$$m.b$$b.peak_gpu" '$$1==t{print $$2}' build/cuda/bench_gpu.kit); \
 	  pm=$$(awk -v t="torch.$$m.b$$b.peak_gpu" '$$1==t{print $$2}' build/cuda/bench_gpu.torch); \
+	  [ -n "$$k" ] && [ -n "$$p" ] || missing="$$missing $$m/b$$b"; \
 	  awk -v m=$$m -v b=$$b -v k="$$k" -v p="$$p" -v km="$$km" -v pm="$$pm" 'BEGIN{ \
-	    printf "bench-train-gpu: %-9s batch %3d: kit %8.1f images/s, torch %8.1f, ratio %5.2f; peak GPU MiB kit %s, torch %s\n", \
-	    m, b, k, p, (p > 0 ? k / p : 0), km, pm}'; done; done
+	    printf "bench-train-gpu: %-9s batch %3d: kit %8s images/s, torch %8s, ratio %5s; peak GPU MiB kit %s, torch %s\n", \
+	    m, b, k == "" ? "-" : k, p == "" ? "-" : p, (k > 0 && p > 0 ? sprintf("%.2f", k / p) : "-"), \
+	    km == "" ? "-" : km, pm == "" ? "-" : pm}'; done; done; \
+	  [ -z "$$missing" ] || { echo "bench-train-gpu: no figure for$$missing (see the output above)"; exit 1; }
 
 # torch.compile as a second peer (issue 12: "also report torch.compile if it runs there"), apart
 # from gpu-check because compiling each configuration may take a minute or more: the kit's figures
@@ -44,20 +50,20 @@ gpu-check:  ## on a GPU machine: CUDA build, the CUDA suites, the graders on it,
 	  >$(GPU_LOG).build 2>&1 && echo "build CUDA=1: ok" >> $(GPU_LOG).summary || \
 	  { echo "build CUDA=1: FAILED (tail $(GPU_LOG).build)" >> $(GPU_LOG).summary; tail -20 $(GPU_LOG).build; }
 	@for t in test_twins_cuda test_wrn_cuda; do \
-	  build/cuda/tests/unit/$$t >$(GPU_LOG).$$t 2>&1; rc=$$?; \
+	  $(STAGE) 240 build/cuda/tests/unit/$$t >$(GPU_LOG).$$t 2>&1; rc=$$?; \
 	  echo "$$t: exit $$rc, $$(grep -E '^[0-9]+%:|skipped' $(GPU_LOG).$$t | tail -1)" >> $(GPU_LOG).summary; done
-	@MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" build/cuda/tests/unit/test_gpu_collectives >$(GPU_LOG).coll 2>&1; \
+	@MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" $(STAGE) 240 build/cuda/tests/unit/test_gpu_collectives >$(GPU_LOG).coll 2>&1; \
 	  echo "test_gpu_collectives: exit $$?, $$(grep -E '^[0-9]+%:|skipped' $(GPU_LOG).coll | tail -1)" >> $(GPU_LOG).summary
-	@$(GPU_BUILD) lab-test >$(GPU_LOG).graders 2>&1; \
+	@$(STAGE) 300 $(GPU_BUILD) lab-test >$(GPU_LOG).graders 2>&1; \
 	  echo "lab graders (CUDA build): exit $$?; $$(grep -E '^(graders|planted answers):' $(GPU_LOG).graders | paste -sd ';' -)" >> $(GPU_LOG).summary
 	@d=$$(mktemp -d); start=$$(date +%s); \
-	  $(MPIRUN) $(MPIRUN_FLAGS) -n 1 build/cuda/solutions/step10 --epochs 2 --model wrn-16-4 \
+	  $(STAGE) 300 $(MPIRUN) $(MPIRUN_FLAGS) -n 1 build/cuda/solutions/step10 --epochs 2 --model wrn-16-4 \
 	    --train-subset 0 --test-subset 0 --log-dir $$d >$(GPU_LOG).step10 2>&1; rc=$$?; \
 	  echo "solution 10, wrn-16-4, full data, 2 epochs: exit $$rc in $$(( $$(date +%s) - start )) s; $$(grep -iE 'test.*acc|accuracy' $(GPU_LOG).step10 | tail -1)" >> $(GPU_LOG).summary; \
 	  rm -rf $$d
-	@$(MAKE) --no-print-directory bench-train-gpu >$(GPU_LOG).bench 2>&1; \
+	@$(STAGE) 300 $(MAKE) --no-print-directory bench-train-gpu >$(GPU_LOG).bench 2>&1; \
 	  echo "bench-train-gpu: exit $$?" >> $(GPU_LOG).summary; { grep '^bench-train-gpu:' $(GPU_LOG).bench >> $(GPU_LOG).summary || true; }
-	@$(MAKE) --no-print-directory bench-allreduce-gpu >$(GPU_LOG).arbench 2>&1; \
+	@$(STAGE) 240 $(MAKE) --no-print-directory bench-allreduce-gpu >$(GPU_LOG).arbench 2>&1; \
 	  echo "bench-allreduce-gpu: exit $$?" >> $(GPU_LOG).summary; { grep '^bench-allreduce-gpu:' $(GPU_LOG).arbench >> $(GPU_LOG).summary || true; }
 	@head -3 $(GPU_LOG).step10 | sed 's/^/  first lines of the run: /' >> $(GPU_LOG).summary
 	@echo "== gpu-check summary ($$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1))"; cat $(GPU_LOG).summary
