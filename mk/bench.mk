@@ -36,14 +36,14 @@ bench-conv: $(BUILD)/bench/conv_micro  ## conv shapes of wrn-16-1/4: im2col+sgem
 bench-loader: $(BUILD)/bench/loader  ## data pipeline images/s (batch 128, one core) and IDX decode time
 	$(BUILD)/bench/loader
 
-# Device buffers: the CUDA flavour's build, whatever this make's flavour is.
-.PHONY: bench-allreduce-gpu
 .PHONY: test-bench-tools
 test-bench-tools:  ## bench-allreduce-gpu's verdict script on rows of its programs' formats (no GPU needed)
 	@sh tests/bench/allreduce_gpu_compare.sh
 
-# The peer: PyTorch's gloo allreduce of CUDA tensors, 2 ranks on the GPU (NCCL refuses that, in
-# PyTorch too); tools/allreduce_gpu_compare.awk joins the three runs and checks issue 13's targets.
+# Device buffers: the CUDA flavour's build, whatever this make's flavour is. The peer: PyTorch's
+# gloo allreduce of CUDA tensors, 2 ranks on the GPU (NCCL refuses that, in PyTorch too);
+# tools/allreduce_gpu_compare.awk joins the three runs and checks issue 13's targets.
+.PHONY: bench-allreduce-gpu
 bench-allreduce-gpu:  ## device buffers 64K..256M: NCCL 1 rank, host-staged 2 ranks on one GPU, copy ceiling, PyTorch gloo peer (needs a GPU)
 	$(MAKE) --no-print-directory CUDA=1 BUILD=build/cuda build/cuda/bench/allreduce_gpu
 	$(MPIRUN) $(MPIRUN_FLAGS) -n 1 build/cuda/bench/allreduce_gpu | tee build/cuda/ar_gpu.n1
