@@ -114,3 +114,34 @@ wm_steps_report wm_steps_check(const char *name, const char *opt, int s, const f
               name, opt, s, r.state, r.state_tol);
     return r;
 }
+
+void wm_steps_print(const char *what, const wm_steps_report *r)
+{
+    printf("  %s: weight views %.1e (tol %g, %s), weight vector %.1e (%g), optimizer state %.1e "
+           "(%g)\n", what, r->views, r->views_tol, r->worst_view, r->l2, r->l2_tol, r->state,
+           r->state_tol);
+}
+
+void wm_one_step_check(const char *name, const wm_step_result *a, const wm_step_result *ref,
+                       const param_set *ps, size_t n_logits)
+{
+    const double el = fabs(a->loss - ref->loss) / fabs(ref->loss);
+    CK_EXPECT(el <= WM_LOSS, "%s: loss %.9g vs %.9g (reference)", name, a->loss, ref->loss);
+    CK_EXPECT(a->count == ref->count, "%s: count %zu vs %zu (reference)", name, a->count,
+              ref->count);
+    const char *gv, *sv;
+    const double floor = WM_GRAD_FLOOR * wm_max_abs(ref->grads, ps->n);
+    const double eg = wm_views(name, a->grads, ref->grads, ps->views, ps->nviews, floor,
+                               WM_GRAD_CAP, 0, &gv);
+    const double e2 = wm_l2(a->grads, ref->grads, ps->n);
+    CK_EXPECT(e2 <= WM_GRAD_L2, "%s: gradient vector: error %.3g of its norm > %g", name, e2,
+              WM_GRAD_L2);
+    const double es = wm_views(name, a->state, ref->state, ps->state_views, ps->n_state_views, 0,
+                               WM_STATS, 0, &sv);
+    const double elog = wm_err(a->logits, ref->logits, n_logits, 0);
+    CK_EXPECT(elog <= WM_LOGITS, "%s: logits: error %.3g of their scale > %g", name, elog,
+              WM_LOGITS);
+    printf("  %s one step: loss %.1e (tol %g), logits %.1e (%g), running statistics %.1e (%g, "
+           "%s), gradient views %.1e (%g, %s), gradient vector %.1e (%g)\n", name, el, WM_LOSS,
+           elog, WM_LOGITS, es, WM_STATS, sv, eg, WM_GRAD_CAP, gv, e2, WM_GRAD_L2);
+}

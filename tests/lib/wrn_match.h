@@ -61,6 +61,21 @@ double wm_views(const char *what, const float *a, const float *ref, const param_
  * rounding, a dropout bit never does. */
 size_t wm_mask_differ(const float *a, const float *ref, size_t n);
 
+/* One training step of a model (host copies of what it computed) and of the reference. */
+typedef struct {
+    double loss;
+    size_t count;        /* correct predictions */
+    const float *grads;  /* (ps->n,) */
+    const float *state;  /* (ps->n_state,) running statistics */
+    const float *logits; /* (n_logits,) inference after the step */
+} wm_step_result;
+
+/* The one-step checks (loss, count, gradient views and vector, running statistics, logits) of a
+ * against ref, the views those of ref's param_set ps (CK_EXPECT); prints what they saw, one line
+ * "  <name> one step: ...". */
+void wm_one_step_check(const char *name, const wm_step_result *a, const wm_step_result *ref,
+                       const param_set *ps, size_t n_logits);
+
 typedef struct {
     int checked;                   /* 0: no check after this step */
     double views, views_tol, l2, l2_tol, state, state_tol;
@@ -71,5 +86,7 @@ typedef struct {
 wm_steps_report wm_steps_check(const char *name, const char *opt, int s, const float *params,
                                const float *ref, const param_view *views, int nviews, size_t n,
                                const float *state, const float *ref_state, size_t n_state);
+/* One line "  <what>: weight views ..., weight vector ..., optimizer state ..." of a report. */
+void wm_steps_print(const char *what, const wm_steps_report *r);
 
 #endif

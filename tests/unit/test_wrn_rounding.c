@@ -96,27 +96,14 @@ static void one_step(const rounding *o, char *name)
     batch(x, y);
     const wrn_result rc = train(&REF, c, x, y, 5e-4f), rg = train(o, g, x, y, 5e-4f);
     param_set *pc = wrn_params(c), *pg = wrn_params(g);
-    const double el = fabs(rg.loss - rc.loss) / fabs(rc.loss);
-    CK_EXPECT(el <= WM_LOSS, "%s: loss %.9g vs %.9g", name, rg.loss, rc.loss);
-    CK_EXPECT(rg.count == rc.count, "%s: count %zu vs %zu", name, rg.count, rc.count);
-    const char *gv, *sv;
-    const double floor = WM_GRAD_FLOOR * wm_max_abs(pc->grads, pc->n);
-    const double eg = wm_views(name, pg->grads, pc->grads, pc->views, pc->nviews, floor,
-                               WM_GRAD_CAP, 0, &gv);
-    const double e2 = wm_l2(pg->grads, pc->grads, pc->n);
-    CK_EXPECT(e2 <= WM_GRAD_L2, "%s: gradient vector %.3g of its norm", name, e2);
-    const double es = wm_views(name, pg->state, pc->state, pc->state_views, pc->n_state_views, 0,
-                               WM_STATS, 0, &sv);
     float lg[NB * WRN_CLASSES], lc[NB * WRN_CLASSES];
     use(&REF);
     wrn_eval_batch(c, x, y, NB, lc);
     use(o);
     wrn_eval_batch(g, x, y, NB, lg);
-    const double elog = wm_err(lg, lc, NB * WRN_CLASSES, 0);
-    CK_EXPECT(elog <= WM_LOGITS, "%s: logits %.3g of their scale", name, elog);
-    printf("  %s one step: loss %.1e (tol %g), logits %.1e (%g), running statistics %.1e (%g, "
-           "%s), gradient views %.1e (%g, %s), gradient norm %.1e (%g)\n", name, el, WM_LOSS,
-           elog, WM_LOGITS, es, WM_STATS, sv, eg, WM_GRAD_CAP, gv, e2, WM_GRAD_L2);
+    const wm_step_result a = {rg.loss, rg.count, pg->grads, pg->state, lg},
+                         ref = {rc.loss, rc.count, pc->grads, pc->state, lc};
+    wm_one_step_check(name, &a, &ref, pc, NB * WRN_CLASSES);
     free(x);
     wrn_free(g);
     wrn_free(c);
@@ -172,10 +159,11 @@ static void steps(const rounding *o, const char *name, int kind)
         const wm_steps_report r = wm_steps_check(name, opt, s, pg->params, pc->params, pc->views,
                                                  pc->nviews, pc->n, og->state, oc->state,
                                                  oc->n_state);
-        if (r.checked)
-            printf("  %s %s after %2d steps: weight views %.1e (tol %g, %s), weight vector "
-                   "%.1e (%g), optimizer state %.1e (%g)\n", name, opt, s, r.views, r.views_tol,
-                   r.worst_view, r.l2, r.l2_tol, r.state, r.state_tol);
+        if (r.checked) {
+            char what[128];
+            snprintf(what, sizeof what, "%s %s after %2d steps", name, opt, s);
+            wm_steps_print(what, &r);
+        }
     }
     free(x);
     optimizer_free(og);
@@ -210,9 +198,9 @@ static void resumed(const rounding *o, const char *name)
     const wm_steps_report r = wm_steps_check(name, "sgd resumed", 5, pg->params, pc->params,
                                              pc->views, pc->nviews, pc->n, og->state, oc->state,
                                              oc->n_state);
-    printf("  %s 3 sgd steps after a load: weight views %.1e (tol %g, %s), weight vector %.1e "
-           "(%g), optimizer state %.1e (%g)\n", name, r.views, r.views_tol, r.worst_view, r.l2,
-           r.l2_tol, r.state, r.state_tol);
+    char what[128];
+    snprintf(what, sizeof what, "%s 3 sgd steps after a load", name);
+    wm_steps_print(what, &r);
     free(x);
     optimizer_free(og);
     optimizer_free(oc);
