@@ -18,7 +18,7 @@ GRADE_ENV = MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)"
 PLANTED := $(patsubst tests/grade/planted/%.patch,$(BUILD)/planted/%,\
              $(wildcard tests/grade/planted/*.patch))
 
-.PHONY: lab graders grade check-steps lab-test timeline-image lab-images lab-images-draw $(STEPS:%=step%) $(STEPS:%=solution%) \
+.PHONY: lab graders grade check-steps lab-graders lab-planted lab-test timeline-image lab-images lab-images-draw $(STEPS:%=step%) $(STEPS:%=solution%) \
         $(STEPS:%=diff%) $(STEPS:%=grade%)
 
 lab: $(STEP_BIN) $(SOLUTION_BIN) $(GRADER_BIN)  ## build every exercise, solution and grader
@@ -66,10 +66,18 @@ grade: $(GRADER_BIN)  ## grade all ten steps of your steps/ tree: a PASS/FAIL ta
 check-steps:  ## check that each exercise is the previous solution plus its TODO markers
 	@sh tools/check_steps.sh
 
-lab-test: $(STEP_BIN) $(SOLUTION_BIN) $(GRADER_BIN) $(PLANTED)  ## graders: pass on every solution, fail on every exercise, judge the planted answers right
+# lab-test in three links run one after the other (each needs the one before; under make -j
+# two MPI suites at once would slow each other's timed checks): lab-graders, lab-planted, then
+# the timeline plot. make gpu-check runs the first two on the GPU machine, which has no
+# package registry (no matplotlib to install) and may have no patch program.
+lab-graders: $(STEP_BIN) $(SOLUTION_BIN) $(GRADER_BIN)  ## graders pass on every solution and fail on every exercise
 	@sh tools/check_steps.sh
 	@$(GRADE_ENV) BUILD=$(BUILD) sh tests/run_graders.sh
+
+lab-planted: $(PLANTED) $(GRADER_BIN) | lab-graders  ## graders judge the planted answers of tests/grade/planted/ right
 	@$(GRADE_ENV) BUILD=$(BUILD) sh tests/grade/run_planted.sh
+
+lab-test: lab-planted  ## graders: pass on every solution, fail on every exercise, judge the planted answers right
 	@sh tools/setup.sh python3-matplotlib >/dev/null
 	@$(GRADE_ENV) BUILD=$(BUILD) sh tests/grade/timeline_plot_test.sh
 
