@@ -8,11 +8,14 @@ CUDA_HOME ?= /usr/local/cuda
 NVCC ?= $(CUDA_HOME)/bin/nvcc
 # cuDNN and NCCL: in the CUDA prefix when it has them, else the ones a pip install of PyTorch
 # ships under site-packages/nvidia/{cudnn,nccl} (lib/ rather than lib64/, versioned .so files
-# only, hence -l:libcudnn.so.9 below). CUDA_ARCH: sm_90 is the H100.
+# only, hence -l:libcudnn.so.9 below; CUDA 13's wheels put the toolkit's own libraries in
+# nvidia/cu13, tried last). CUDA_ARCH: sm_90 is the H100.
 PY_NVIDIA = $(shell python3 -c 'import nvidia, os; print(os.path.dirname(nvidia.__path__[0]))' \
                     2>/dev/null)/nvidia
-CUDNN_HOME ?= $(if $(wildcard $(CUDA_HOME)/include/cudnn.h),$(CUDA_HOME),$(PY_NVIDIA)/cudnn)
-NCCL_HOME ?= $(if $(wildcard $(CUDA_HOME)/include/nccl.h),$(CUDA_HOME),$(PY_NVIDIA)/nccl)
+# The first of $(2) that holds include/$(1), else the first of them.
+first_with = $(or $(patsubst %/include/$(1),%,$(firstword $(wildcard $(2:%=%/include/$(1))))),$(firstword $(2)))
+CUDNN_HOME ?= $(call first_with,cudnn.h,$(CUDA_HOME) $(PY_NVIDIA)/cudnn $(PY_NVIDIA)/cu13)
+NCCL_HOME ?= $(call first_with,nccl.h,$(CUDA_HOME) $(PY_NVIDIA)/nccl $(PY_NVIDIA)/cu13)
 CUDNN_LIB = $(firstword $(wildcard $(CUDNN_HOME)/lib64 $(CUDNN_HOME)/lib) $(CUDNN_HOME)/lib64)
 NCCL_LIB = $(firstword $(wildcard $(NCCL_HOME)/lib64 $(NCCL_HOME)/lib) $(NCCL_HOME)/lib64)
 CUDA_ARCH ?= sm_90
@@ -140,6 +143,9 @@ $(BUILD)/tools/%: $(BUILD)/tools/%.o $(LIB)
 	$(CC) $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
 
 check-build: hvdlab-info  ## print the build report (frameworks, controllers, tensor operations)
+ifeq ($(CUDA),1)
+	@echo "CUDA_HOME=$(CUDA_HOME)  CUDNN_HOME=$(CUDNN_HOME)  NCCL_HOME=$(NCCL_HOME)"
+endif
 	./hvdlab-info
 
 tests: $(TEST_BIN) $(TEST_PROGS)  ## build the unit tests without running them

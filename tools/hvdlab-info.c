@@ -27,12 +27,15 @@ int main(void)
     printf("Available Frameworks:\n    [X] hvdlab C runtime (libhvdlab.a)\n\n");
     printf("Available Controllers:\n    [X] MPI (%s)\n    [ ] Gloo\n\n", mpi);
     printf("Available Tensor Operations:\n");
+#ifdef HVDLAB_CUDA
+    if (nccl)
+        printf("    [X] NCCL (%s, %s)\n", nccl_ver, device_library_file(DEVICE_LIB_NCCL));
+    else
+        printf("    [ ] NCCL (%s linked from %s, but no communicator: %s)\n", nccl_ver,
+               device_library_file(DEVICE_LIB_NCCL), why);
+#else
     if (nccl)
         printf("    [X] NCCL (%s)\n", nccl_ver);
-#ifdef HVDLAB_CUDA
-    else
-        printf("    [ ] NCCL (%s linked, but no communicator: %s)\n", nccl_ver, why);
-#else
     else
         printf("    [ ] NCCL (%s)\n", why);
 #endif
@@ -46,14 +49,21 @@ int main(void)
 #ifdef HVDLAB_CUDA
     int rt = device_cudart_version();
     int ngpu = device_cuda_count(why, sizeof why);
-    printf("    [X] CUDA (runtime %d.%d)\n", rt / 1000, rt % 1000 / 10);
-    if (ngpu > 0)
-        printf("        %d GPU(s) visible\n", ngpu);
-    else
+    printf("    [X] CUDA (runtime %d.%d, %s)\n", rt / 1000, rt % 1000 / 10,
+           device_library_file(DEVICE_LIB_CUDART));
+    for (int g = 0; g < ngpu; g++) {
+        char name[256];
+        if (device_cuda_name(g, name, sizeof name) == 0)
+            printf("        GPU %d: %s\n", g, name);
+        else
+            printf("        GPU %d: (cudaGetDeviceProperties failed)\n", g);
+    }
+    if (ngpu <= 0)
         printf("        no GPU visible (%s): programs run on the CPU\n", why);
     const int dnn = device_cudnn_version();
     if (dnn > 0)
-        printf("    [X] cuDNN (%d.%d.%d)\n", dnn / 10000, dnn / 100 % 100, dnn % 100);
+        printf("    [X] cuDNN (%d.%d.%d, %s)\n", dnn / 10000, dnn / 100 % 100, dnn % 100,
+               device_library_file(DEVICE_LIB_CUDNN));
     else
         printf("    [ ] cuDNN (linked, but it could not be loaded)\n");
     const char *tf = getenv("HVDLAB_TF32");

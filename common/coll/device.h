@@ -38,5 +38,10 @@ int device_cudart_version(void);
 void device_cuda_announce(int gpu);
 /* cuDNN's version as it reports itself (e.g. 91900), 0 if it cannot be loaded. */
 int device_cudnn_version(void);
+/* "NVIDIA H100 80GB HBM3, 79.2 GiB" into out; 0, or -1 when CUDA cannot describe the GPU. */
+int device_cuda_name(int gpu, char *out, size_t outlen);
+typedef enum { DEVICE_LIB_CUDART, DEVICE_LIB_CUDNN, DEVICE_LIB_NCCL } device_library;
+/* The path of the shared library this program loaded for lib ("?" when unknown). */
+const char *device_library_file(device_library lib);
 
 #endif

@@ -1,7 +1,9 @@
 /* device_cuda.cu — the CUDA side of device.h, compiled by nvcc when building with CUDA=1.
- * Public: device_cuda_count, device_cuda_set, device_nccl_version, device_cudart_version. */
+ * Public: device_cuda_count, device_cuda_set, device_nccl_version, device_cudart_version,
+ *         device_cudnn_version, device_cuda_announce, device_cuda_name, device_library_file. */
 #include <cuda_runtime.h>
 #include <cudnn.h>
+#include <dlfcn.h>
 #include <nccl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,4 +56,27 @@ extern "C" void device_cuda_announce(int gpu)
            (double)p.totalGlobalMem / (1024.0 * 1024.0 * 1024.0), tf32 ? "on" : "off",
            tf32 ? "HVDLAB_TF32=0 turns it off" : "HVDLAB_TF32=0");
     fflush(stdout);
+}
+
+extern "C" int device_cuda_name(int gpu, char *out, size_t outlen)
+{
+    cudaDeviceProp p;
+    if (cudaGetDeviceProperties(&p, gpu) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return -1;
+    }
+    snprintf(out, outlen, "%s, %.1f GiB", p.name,
+             (double)p.totalGlobalMem / (1024.0 * 1024.0 * 1024.0));
+    return 0;
+}
+
+/* The file each library was loaded from: the question on a machine with two cuDNNs (the CUDA
+ * prefix's and PyTorch's) is which one this program runs. */
+extern "C" const char *device_library_file(device_library lib)
+{
+    const void *sym = lib == DEVICE_LIB_CUDNN  ? (const void *)&cudnnGetVersion
+                      : lib == DEVICE_LIB_NCCL ? (const void *)&ncclGetVersion
+                                               : (const void *)&cudaRuntimeGetVersion;
+    Dl_info info;
+    return dladdr(sym, &info) && info.dli_fname ? info.dli_fname : "?";
 }
