@@ -101,7 +101,7 @@ MPIRUN_FLAGS ?= --oversubscribe $(if $(filter 0,$(shell id -u)),--allow-run-as-r
 SETUP_PKGS := openmpi-bin libopenmpi-dev libopenblas-dev libdnnl-dev zlib1g-dev check pkg-config patch \
               dataset-fashion-mnist
 
-.PHONY: all help setup lib tools tests benches test unit-tests check-layers test-ckpt-faults cuda-check check-build demo \
+.PHONY: all help setup lib tools tests benches test unit-tests check-layers check-cuda-streams test-ckpt-faults cuda-check check-build demo \
         progress-demo asan-test clean FORCE
 .DEFAULT_GOAL := all
 
@@ -167,6 +167,7 @@ $(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB)
 test: setup  ## install if needed, build, check the CUDA build, the layers, unit tests, the lab's graders, the lab text's commands, the quick faults, across 2 hosts
 	@$(MAKE) --no-print-directory cuda-check
 	@$(MAKE) --no-print-directory check-layers
+	@$(MAKE) --no-print-directory check-cuda-streams
 	@$(MAKE) --no-print-directory unit-tests
 	@$(MAKE) --no-print-directory lab-test
 	@$(MAKE) --no-print-directory test-ckpt-faults
@@ -186,6 +187,9 @@ test-ckpt-faults: solution10  ## log dirs a run must not or cannot use; kills an
 
 check-layers: lib  ## check that includes point down the layers of common/ and no files call each other round a circle
 	@BUILD=$(BUILD) sh tools/check_layers.sh
+
+check-cuda-streams:  ## check that the runtime's GPU work names its stream (no synchronous copy, no launch on the default stream)
+	@sh tools/check_cuda_streams.sh
 
 unit-tests: tests  ## run the unit tests only (no setup, no CUDA check)
 	@MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" sh tests/run_unit.sh $(TEST_BIN)
