@@ -56,7 +56,7 @@ gpu-check:  ## on a GPU machine: CUDA build, the CUDA suites, the graders on it,
 	  $(STAGE) 240 build/cuda/tests/unit/$$t >$(GPU_LOG).$$t 2>&1; rc=$$?; \
 	  echo "$$t: exit $$rc, $$(grep -E '^[0-9]+%:|skipped' $(GPU_LOG).$$t | tail -1)" >> $(GPU_LOG).summary; done
 	@MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" $(STAGE) 240 build/cuda/tests/unit/test_gpu_collectives >$(GPU_LOG).coll 2>&1; \
-	  echo "test_gpu_collectives: exit $$?, $$(grep -E '^[0-9]+%:|skipped' $(GPU_LOG).coll | tail -1)" >> $(GPU_LOG).summary
+	  echo "test_gpu_collectives: exit $$?, $$(grep -E '^test_gpu_collectives:|skipped' $(GPU_LOG).coll | tail -1)" >> $(GPU_LOG).summary
 	@+{ command -v patch >/dev/null || echo "planted answers: skipped (no patch program here to apply tests/grade/planted/*.patch)"; } >$(GPU_LOG).graders; \
 	  $(STAGE) 300 $(GPU_BUILD) lab-graders $$(command -v patch >/dev/null && echo lab-planted) >>$(GPU_LOG).graders 2>&1; \
 	  echo "lab graders (CUDA build): exit $$?; $$(grep -E '^(graders|planted answers):' $(GPU_LOG).graders | paste -sd ';' -)" >> $(GPU_LOG).summary
