@@ -9,7 +9,7 @@ NVCC ?= $(CUDA_HOME)/bin/nvcc
 # cuDNN and NCCL: in the CUDA prefix when it has them, else the ones a pip install of PyTorch
 # ships under site-packages/nvidia/{cudnn,nccl} (lib/ rather than lib64/, versioned .so files
 # only, hence -l:libcudnn.so.9 below; CUDA 13's wheels put the toolkit's own libraries in
-# nvidia/cu13, tried last). CUDA_ARCH: sm_90 is the H100.
+# nvidia/cu13, tried last).
 PY_NVIDIA = $(shell python3 -c 'import nvidia, os; print(os.path.dirname(nvidia.__path__[0]))' \
                     2>/dev/null)/nvidia
 # The first of $(2) that holds include/$(1), else the first of them.
@@ -18,7 +18,18 @@ CUDNN_HOME ?= $(call first_with,cudnn.h,$(CUDA_HOME) $(PY_NVIDIA)/cudnn $(PY_NVI
 NCCL_HOME ?= $(call first_with,nccl.h,$(CUDA_HOME) $(PY_NVIDIA)/nccl $(PY_NVIDIA)/cu13)
 CUDNN_LIB = $(firstword $(wildcard $(CUDNN_HOME)/lib64 $(CUDNN_HOME)/lib) $(CUDNN_HOME)/lib64)
 NCCL_LIB = $(firstword $(wildcard $(NCCL_HOME)/lib64 $(NCCL_HOME)/lib) $(NCCL_HOME)/lib64)
-CUDA_ARCH ?= sm_90
+# CUDA_ARCH: the GPU architectures the kernels are compiled for (sm_XY: compute capability X.Y;
+# CUDA 13 builds sm_75 and newer). Default: those of this machine's GPUs, as nvidia-smi reports
+# them, else the A100's and the H100's (a login node without a GPU building for the compute
+# nodes). Each also gets its PTX, which a newer GPU compiles at first use. A GPU the build has
+# no code for stops the program at start with one line that names the CUDA_ARCH to build.
+ifeq ($(CUDA)$(origin CUDA_ARCH),1undefined)
+CUDA_ARCH := $(sort $(foreach c,$(shell nvidia-smi --query-gpu=compute_cap --format=csv,noheader \
+                                   2>/dev/null),sm_$(subst .,,$(c))))
+CUDA_ARCH := $(or $(CUDA_ARCH),sm_80 sm_90)
+endif
+NVCC_ARCH = $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(a:sm_%=%),code=$(a) \
+              -gencode arch=compute_$(a:sm_%=%),code=compute_$(a:sm_%=%))
 
 ifeq ($(CUDA),1)
 BUILD ?= build/cuda
@@ -136,7 +147,7 @@ $(O3_OBJ:%=$(BUILD)/common/%.o): CFLAGS += -O3
 # -Werror all-warnings: nvcc's own (device code) warnings fail the build like the host's.
 $(BUILD)/%.o: %.cu
 	@mkdir -p $(@D)
-	$(NVCC) -O2 -arch=$(CUDA_ARCH) --fmad=false $(if $(filter 1,$(WERROR)),-Werror all-warnings) \
+	$(NVCC) -O2 $(NVCC_ARCH) -DHVDLAB_CUDA_ARCH='"$(CUDA_ARCH)"' --fmad=false $(if $(filter 1,$(WERROR)),-Werror all-warnings) \
 	  -Icommon -I$(CUDNN_HOME)/include -I$(NCCL_HOME)/include -DHVDLAB_CUDA=1 \
 	  -Xcompiler -Wall,-Wextra$(if $(filter 1,$(WERROR)),$(comma)-Werror) -MMD -MP -c $< -o $@
 

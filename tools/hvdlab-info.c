@@ -49,14 +49,16 @@ int main(void)
 #ifdef HVDLAB_CUDA
     int rt = device_cudart_version();
     int ngpu = device_cuda_count(why, sizeof why);
-    printf("    [X] CUDA (runtime %d.%d, %s)\n", rt / 1000, rt % 1000 / 10,
-           device_library_file(DEVICE_LIB_CUDART));
+    printf("    [X] CUDA (runtime %d.%d, %s; kernels for %s)\n", rt / 1000, rt % 1000 / 10,
+           device_library_file(DEVICE_LIB_CUDART), device_cuda_archs());
     for (int g = 0; g < ngpu; g++) {
         char name[256];
         if (device_cuda_name(g, name, sizeof name) == 0)
             printf("        GPU %d: %s\n", g, name);
         else
             printf("        GPU %d: (cudaGetDeviceProperties failed)\n", g);
+        if (device_cuda_set(g) == 0 && device_cuda_image_check(g, why, sizeof why) != 0)
+            printf("        %s\n", why);
     }
     if (ngpu <= 0)
         printf("        no GPU visible (%s): programs run on the CPU\n", why);

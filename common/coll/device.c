@@ -101,6 +101,8 @@ int hvd_pin_device(int local_rank, device_binding *out)
         b.gpu = local_rank % ngpu;
         if (device_cuda_set(b.gpu) != 0)
             fatal_error("cudaSetDevice(%d) failed", b.gpu);
+        if (device_cuda_image_check(b.gpu, why, sizeof why) != 0)
+            fatal_error("%s", why); /* else the first kernel launch fails, deep in a layer */
         if (hvd_rank() == 0)
             device_cuda_announce(b.gpu);
     } else if (hvd_rank() == 0) {

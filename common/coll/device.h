@@ -43,5 +43,10 @@ int device_cuda_name(int gpu, char *out, size_t outlen);
 typedef enum { DEVICE_LIB_CUDART, DEVICE_LIB_CUDNN, DEVICE_LIB_NCCL } device_library;
 /* The path of the shared library this program loaded for lib ("?" when unknown). */
 const char *device_library_file(device_library lib);
+/* The architectures the kernels were compiled for ("sm_80 sm_90": make's CUDA_ARCH). */
+const char *device_cuda_archs(void);
+/* 0 when GPU gpu can run this build's kernels; else -1 and why names the GPU's sm_XY, the
+ * build's and the CUDA_ARCH to rebuild with. */
+int device_cuda_image_check(int gpu, char *why, size_t whylen);
 
 #endif

@@ -80,3 +80,37 @@ extern "C" const char *device_library_file(device_library lib)
     Dl_info info;
     return dladdr(sym, &info) && info.dli_fname ? info.dli_fname : "?";
 }
+
+#ifndef HVDLAB_CUDA_ARCH
+#define HVDLAB_CUDA_ARCH "?"
+#endif
+
+extern "C" const char *device_cuda_archs(void) { return HVDLAB_CUDA_ARCH; }
+
+static __global__ void image_probe_kernel(void) {}
+
+/* Whether this build has code the GPU can run: loading a kernel's attributes fails when neither
+ * its binary (sm_XY) nor its PTX fits the device (the way CUB asks for its PTX version). */
+extern "C" int device_cuda_image_check(int gpu, char *why, size_t whylen)
+{
+    cudaFuncAttributes a;
+    const cudaError_t e = cudaFuncGetAttributes(&a, image_probe_kernel);
+    if (e == cudaSuccess)
+        return 0;
+    (void)cudaGetLastError();
+    cudaDeviceProp p;
+    int major = 0, minor = 0;
+    char name[256] = "?";
+    if (cudaGetDeviceProperties(&p, gpu) == cudaSuccess) {
+        major = p.major;
+        minor = p.minor;
+        snprintf(name, sizeof name, "%s", p.name);
+    } else {
+        (void)cudaGetLastError();
+    }
+    snprintf(why, whylen,
+             "GPU %d (%s, sm_%d%d) cannot run this build's kernels, compiled for %s (%s): "
+             "rebuild with make CUDA=1 CUDA_ARCH=sm_%d%d",
+             gpu, name, major, minor, HVDLAB_CUDA_ARCH, cudaGetErrorString(e), major, minor);
+    return -1;
+}
