@@ -40,7 +40,8 @@ int main(void)
         printf("    [ ] NCCL (%s)\n", why);
 #endif
     printf("    [ ] DDL\n    [ ] CCL\n    [X] MPI (allreduce through shared memory within a host, "
-           "ring over point-to-point across hosts; tensor fusion, fp16 compression%s)\n    [ ] Gloo\n\n",
+           "ring over point-to-point across hosts; tensor fusion, fp16 compression%s)\n"
+           "    [ ] Gloo\n\n",
            nccl ? "; device tensors staged through pinned host memory when ranks share a GPU"
                 : "");
     printf("Device backend:\n");

@@ -1,6 +1,7 @@
 /* device_cuda.cu — the CUDA side of device.h, compiled by nvcc when building with CUDA=1.
  * Public: device_cuda_count, device_cuda_set, device_nccl_version, device_cudart_version,
- *         device_cudnn_version, device_cuda_announce, device_cuda_name, device_library_file. */
+ *         device_cudnn_version, device_cuda_announce, device_cuda_name, device_library_file,
+ *         device_cuda_archs, device_cuda_image_check. */
 #include <cuda_runtime.h>
 #include <cudnn.h>
 #include <dlfcn.h>

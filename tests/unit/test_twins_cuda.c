@@ -34,9 +34,9 @@
  *
  * Convolution shapes: every conv of wrn-16-1 and wrn-16-4 (stem, 3x3 and 1x1 shortcuts of the
  * three groups at 28x28, 14x14, 7x7) at batch 8, of wrn-16-10 at batch 4 (up to 640 channels: a
- * CPU reference of ~40 GFLOP at batch 8, half that at 4), forward with the caller's workspace, backward
- * with the shared one (work = NULL), and one without bias. Each case names the algorithms cuDNN
- * was given (conv2d_cudnn_algos), and prints them.
+ * CPU reference of ~40 GFLOP at batch 8, half that at 4), forward with the caller's workspace,
+ * backward with the shared one (work = NULL), and one without bias. Each case names the
+ * algorithms cuDNN was given (conv2d_cudnn_algos), and prints them.
  */
 #include <stdio.h>
 #include <stdlib.h>
