@@ -80,7 +80,9 @@ CFLAGS += -fopenmp
 LDFLAGS += -fopenmp
 # oneDNN: when Debian's libdnnl-dev is installed, convolutions run through it
 # (common/nn/conv2d_dnnl.c); HVDLAB_CONV=gemm at run time selects the im2col + OpenBLAS path.
-ifneq ($(wildcard /usr/include/oneapi/dnnl/dnnl.h),)
+# DNNL=0 builds without it even so (make cuda-check does: the GPU machine has no oneDNN).
+DNNL ?= $(if $(wildcard /usr/include/oneapi/dnnl/dnnl.h),1,0)
+ifeq ($(DNNL),1)
 CPPFLAGS += -DHVDLAB_DNNL=1
 LDLIBS += -ldnnl
 endif
@@ -214,13 +216,13 @@ asan-test:  ## run the unit tests in an ASan+UBSan build
 # layers and runtime; without one each prints its "skipped: no GPU (reason)" line (exit 77), which
 # does not fail the check; any other exit fails it (1: a mismatch, or a GPU that CUDA cannot use,
 # e.g. too old a driver).
+# It builds all that make gpu-check builds, as the GPU machine does: without oneDNN (DNNL=0; that
+# machine has none), so a CPU-path file that compiles only with oneDNN fails here, not there.
+CUDA_BUILD_SET := lab tests build/cuda/tools/hvdlab-info build/cuda/bench/train_speed_gpu \
+                  build/cuda/bench/allreduce_gpu
 cuda-check:  ## check that CUDA=1 compiles and links, run the GPU suites (they skip without a GPU; all skips without nvcc)
 	@if [ -x "$(NVCC)" ]; then \
-	  $(MAKE) --no-print-directory CUDA=1 BUILD=build/cuda build/cuda/tools/hvdlab-info \
-	    build/cuda/tests/progs/prog_errors build/cuda/solutions/step10 \
-	    build/cuda/tests/unit/test_twins_cuda build/cuda/tests/unit/test_wrn_cuda \
-	    build/cuda/tests/unit/test_gpu_collectives build/cuda/bench/train_speed_gpu \
-	    build/cuda/tests/progs/prog_gpu_coll build/cuda/bench/allreduce_gpu >/dev/null && \
+	  $(MAKE) --no-print-directory CUDA=1 DNNL=0 BUILD=build/cuda $(CUDA_BUILD_SET) >/dev/null && \
 	  echo "cuda-check: CUDA=1 build compiled and linked; its device line on this machine:" && \
 	  build/cuda/tools/hvdlab-info | grep -A1 '\] CUDA' | sed 's/^ */  /' && \
 	  HVDLAB_REPORT_BINDINGS=1 $(MPIRUN) $(MPIRUN_FLAGS) -n 1 build/cuda/tests/progs/prog_errors pin \

@@ -40,13 +40,14 @@ static uint64_t rng = 777;
 
 static float *randf(size_t n, float lo, float hi) { return rand_floats(&rng, n, lo, hi); }
 
-#ifdef HVDLAB_DNNL
 static float *copyf(const float *a, size_t n)
 {
     float *x = malloc((n ? n : 1) * sizeof *x);
     memcpy(x, a, n * sizeof *x);
     return x;
 }
+
+#ifdef HVDLAB_DNNL
 
 static double worst_seen;
 

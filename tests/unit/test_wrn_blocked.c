@@ -40,6 +40,19 @@
 #define GRAD_L2 1e-2
 #define B 96 /* several pieces of the batch in every conv (conv2d_dnnl.c) */
 
+static wrn_model *make(const char *name, const char *layout)
+{
+    char err[256];
+    wrn_config cfg = {.dropout = 0.3f};
+    ck_assert_msg(wrn_config_parse(name, &cfg, err, sizeof err) == 0, "%s", err);
+    setenv("HVDLAB_ACTIVATION_LAYOUT", layout, 1);
+    wrn_model *m = wrn_create(&cfg, B, 77, err, sizeof err);
+    unsetenv("HVDLAB_ACTIVATION_LAYOUT");
+    ck_assert_msg(m != NULL, "%s", err);
+    return m;
+}
+
+#ifdef HVDLAB_DNNL /* blocked activations exist on the oneDNN path only */
 static float x[B * DATASET_PIXELS];
 static int y[B];
 
@@ -55,18 +68,6 @@ static void load_batch(void)
     for (int i = 0; i < B; i++)
         y[i] = s.labels[i];
     dataset_free_split(&s);
-}
-
-static wrn_model *make(const char *name, const char *layout)
-{
-    char err[256];
-    wrn_config cfg = {.dropout = 0.3f};
-    ck_assert_msg(wrn_config_parse(name, &cfg, err, sizeof err) == 0, "%s", err);
-    setenv("HVDLAB_ACTIVATION_LAYOUT", layout, 1);
-    wrn_model *m = wrn_create(&cfg, B, 77, err, sizeof err);
-    unsetenv("HVDLAB_ACTIVATION_LAYOUT");
-    ck_assert_msg(m != NULL, "%s", err);
-    return m;
 }
 
 static double max_abs(const float *a, size_t n)
@@ -153,7 +154,6 @@ static void check_model(const char *name)
     wrn_free(ref), wrn_free(blk);
 }
 
-#ifdef HVDLAB_DNNL /* blocked activations exist on the oneDNN path only */
 START_TEST(blocked_step_matches_nchw)
 {
     CK_EXPECT(conv2d_set_backend("dnnl") == 0, "no dnnl backend in this build");
