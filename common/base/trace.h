@@ -9,7 +9,7 @@
  *
  * Events (who writes them):
  *   init          local_rank local_size (size: in every line)         (hvd_init)
- *   pin           device=cpu|cuda gpu cpus=0,1 threads local_rank          (hvd_pin_device)
+ *   pin           device=cpu|cuda gpu gpus cpus=0,1 threads local_rank  (hvd_pin_device)
  *   collective    op=allreduce|broadcast|broadcast_bytes|allgather name="…" count root
  *                 [reduce=sum|average fp16=0|1]; also before hvd_init (hvd_allreduce/_ex/_async:
  *                 one event per call; hvd_broadcast, hvd_broadcast_bytes, hvd_allgather)

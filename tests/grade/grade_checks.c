@@ -201,6 +201,29 @@ static int check_runs(grade_ctx *g, grade_run *r, const char *which, char *msg, 
     return 0;
 }
 
+/* Ranks on GPUs must use as many as there are (up to one each): with fewer GPUs than ranks,
+ * sharing is what hvd_pin_device(hvd_local_rank(), …) does, and the collectives stage through
+ * the host; with enough GPUs, two ranks on one means the local rank was not passed. */
+static int check_gpu_spread(const int *gpu, int np, int gpus, char *msg, size_t len)
+{
+    int distinct = 0, want = np < gpus ? np : gpus;
+    for (int k = 0; k < np; k++) {
+        int seen = 0;
+        for (int j = 0; j < k; j++)
+            seen |= gpu[j] == gpu[k];
+        distinct += !seen;
+    }
+    if (distinct >= want)
+        return 0;
+    for (int k = 1; k < np; k++)
+        for (int j = 0; j < k; j++)
+            if (gpu[j] == gpu[k])
+                return fail(msg, len, "ranks %d and %d were pinned to the same GPU (%d) though "
+                            "%d are visible: they fight over it while another idles.\n  Hint: "
+                            "pass hvd_local_rank() to hvd_pin_device.", j, k, gpu[k], gpus);
+    return 0;
+}
+
 static int check_init(grade_ctx *g, char *msg, size_t len)
 {
     grade_run *r = &g->a;
@@ -215,6 +238,7 @@ static int check_init(grade_ctx *g, char *msg, size_t len)
                     "  Hint: call hvd_init(&argc, &argv) at the start of main.", g->np - 1);
     }
     const char *cpus[GRADE_MAX_PROCS] = {0};
+    int gpu[GRADE_MAX_PROCS], gpus = 0;
     for (int k = 0; k < g->np; k++) {
         grade_proc *p = grade_rank(r, k);
         if (p->size != g->np)
@@ -225,6 +249,11 @@ static int check_init(grade_ctx *g, char *msg, size_t len)
             return fail(msg, len, "rank %d never pinned itself to a device.\n  Hint: after "
                         "hvd_init, call hvd_pin_device(hvd_local_rank(), NULL).", k);
         const char *dev = grade_get(pin, "device");
+        if (same(dev, "cuda")) { /* judged below, over all ranks */
+            gpu[k] = atoi(grade_get(pin, "gpu") ? grade_get(pin, "gpu") : "-1");
+            gpus = atoi(grade_get(pin, "gpus") ? grade_get(pin, "gpus") : "0");
+            continue;
+        }
         cpus[k] = same(dev, "cpu") ? grade_get(pin, "cpus") : dev;
         for (int j = 0; j < k; j++)
             if (same(cpus[j], cpus[k]))
@@ -232,7 +261,7 @@ static int check_init(grade_ctx *g, char *msg, size_t len)
                             "over it.\n  Hint: pass hvd_local_rank() to hvd_pin_device.", j, k,
                             same(dev, "cpu") ? "cores" : "device", cpus[k]);
     }
-    return 0;
+    return gpus > 0 ? check_gpu_spread(gpu, g->np, gpus, msg, len) : 0;
 }
 
 static int check_rank0_prints(grade_ctx *g, char *msg, size_t len)
