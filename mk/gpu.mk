@@ -13,7 +13,9 @@ STAGE = timeout -k 10
 
 bench-train-gpu:  ## kit vs PyTorch (--device cuda) on the GPU: wrn-16-4/10 at batch 128/512, images/s, ratio, peak GPU memory
 	@+$(GPU_BUILD) build/cuda/bench/train_speed_gpu >/dev/null
-	@build/cuda/bench/train_speed_gpu --models wrn-16-4,wrn-16-10 --batches 128,512 | tee build/cuda/bench_gpu.kit
+	@: > build/cuda/bench_gpu.kit; for m in wrn-16-4 wrn-16-10; do for b in 128 512; do \
+	  build/cuda/bench/train_speed_gpu --models $$m --batches $$b 2>&1 | tee -a build/cuda/bench_gpu.kit; \
+	done; done
 	@for m in wrn-16-4 wrn-16-10; do for b in 128 512; do \
 	  python3 bench/peer_torch.py --device cuda --model $$m --threads 1 --batch $$b --iters 30 | \
 	    sed "s/^torch\.$$m\.t1\./torch.$$m.b$$b./"; done; done | tee build/cuda/bench_gpu.torch
@@ -27,7 +29,14 @@ bench-train-gpu:  ## kit vs PyTorch (--device cuda) on the GPU: wrn-16-4/10 at b
 	    printf "bench-train-gpu: %-9s batch %3d: kit %8s images/s, torch %8s, ratio %5s; peak GPU MiB kit %s, torch %s\n", \
 	    m, b, k == "" ? "-" : k, p == "" ? "-" : p, (k > 0 && p > 0 ? sprintf("%.2f", k / p) : "-"), \
 	    km == "" ? "-" : km, pm == "" ? "-" : pm}'; done; done; \
-	  [ -z "$$missing" ] || { echo "bench-train-gpu: no figure for$$missing (see the output above)"; exit 1; }
+	  for m in wrn-16-4 wrn-16-10; do for b in 128 512; do \
+	    awk -v t="kit.$$m.b$$b." -v m=$$m -v b=$$b 'index($$1, t) == 1 && $$1 ~ /prof_step_ms$$/ {s = $$2} \
+	      index($$1, t) == 1 && $$1 ~ /\.prof$$/ && n < 4 {w = $$7; for (i = 8; i <= NF; i++) w = w " " $$i; \
+	        l = l sprintf("%s%s %% %s", n ? ", " : "", $$4, w); n++} \
+	      END {if (n) printf "bench-train-gpu:   %s b%d where the GPU time goes (profiled step %s ms): %s\n", m, b, s, l}' \
+	      build/cuda/bench_gpu.kit; done; done; \
+	  [ -z "$$missing" ] || { echo "bench-train-gpu: no figure for$$missing; first error: $$(grep -m1 -i 'error' \
+	    build/cuda/bench_gpu.kit || echo 'none printed')"; exit 1; }
 
 # torch.compile as a second peer (issue 12: "also report torch.compile if it runs there"), apart
 # from gpu-check because compiling each configuration may take a minute or more: the kit's figures

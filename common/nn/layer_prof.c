@@ -1,6 +1,6 @@
 /* layer_prof.c — per-layer wall-clock totals. See layer_prof.h.
- * Public: lprof_enable, lprof_start, lprof_stop, lprof_stopf, lprof_count, lprof_entry,
- *         lprof_reset. Single-threaded use (the model's step runs on one thread). */
+ * Public: lprof_enable, lprof_set_sync, lprof_start, lprof_stop, lprof_stopf, lprof_count,
+ *         lprof_entry, lprof_reset. Single-threaded use (the model's step runs on one thread). */
 #include "nn/layer_prof.h"
 
 #include <stdarg.h>
@@ -20,14 +20,27 @@ static struct {
 } entries[LPROF_MAX];
 static int nentries;
 
+static void (*sync_fn)(void);
+
 void lprof_enable(int on) { lprof_enabled_flag = on != 0; }
 
-double lprof_start(void) { return lprof_enabled_flag ? timer_seconds() : 0.0; }
+void lprof_set_sync(void (*sync)(void)) { sync_fn = sync; }
+
+double lprof_start(void)
+{
+    if (!lprof_enabled_flag)
+        return 0.0;
+    if (sync_fn)
+        sync_fn();
+    return timer_seconds();
+}
 
 void lprof_stop(double t0, const char *name)
 {
     if (!lprof_enabled_flag)
         return;
+    if (sync_fn)
+        sync_fn();
     const double dt = timer_seconds() - t0;
     int i = 0;
     while (i < nentries && strcmp(entries[i].name, name) != 0)

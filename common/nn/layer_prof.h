@@ -8,8 +8,12 @@
  *   ... the layer ...
  *   lprof_stop(t, "bn fwd");            // or lprof_stopf(t, "conv%dx%d %d>%d fwd", ...)
  *
- * Public: lprof_enable, lprof_on, lprof_start, lprof_stop, lprof_stopf, lprof_count,
- *         lprof_entry, lprof_reset.
+ * On a GPU model the layers only enqueue kernels: lprof_set_sync(gpu_context_sync) makes every
+ * start and stop wait for the stream first, so each name gets its kernels' time (plus one launch
+ * latency; the waits serialise the step, so the profiled steps run slower than the timed ones).
+ *
+ * Public: lprof_enable, lprof_on, lprof_set_sync, lprof_start, lprof_stop, lprof_stopf,
+ *         lprof_count, lprof_entry, lprof_reset.
  */
 #ifndef HVDLAB_LAYER_PROF_H
 #define HVDLAB_LAYER_PROF_H
@@ -21,6 +25,7 @@
 extern int lprof_enabled_flag;
 
 void lprof_enable(int on);
+void lprof_set_sync(void (*sync)(void)); /* NULL: wall clock of the calls alone (the default) */
 static inline int lprof_on(void) { return lprof_enabled_flag; }
 double lprof_start(void);
 void lprof_stop(double t0, const char *name);
