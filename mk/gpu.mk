@@ -11,10 +11,14 @@ GPU_LOG := build/cuda/gpu-check
 # session's command stops at 10 minutes); exit 124 in the summary means the stage timed out.
 STAGE = timeout -k 10
 
+# The kit runs each row twice: as it trains by default (deterministic cuDNN algorithms) and with
+# HVDLAB_CUDNN_DETERMINISTIC=0, the choice PyTorch's cudnn.benchmark makes for the peer.
 bench-train-gpu:  ## kit vs PyTorch (--device cuda) on the GPU: wrn-16-4/10 at batch 128/512, images/s, ratio, peak GPU memory
 	@+$(GPU_BUILD) build/cuda/bench/train_speed_gpu >/dev/null
 	@: > build/cuda/bench_gpu.kit; for m in wrn-16-4 wrn-16-10; do for b in 128 512; do \
 	  build/cuda/bench/train_speed_gpu --models $$m --batches $$b 2>&1 | tee -a build/cuda/bench_gpu.kit; \
+	  HVDLAB_CUDNN_DETERMINISTIC=0 build/cuda/bench/train_speed_gpu --models $$m --batches $$b --profile 0 2>&1 | \
+	    sed 's/^kit\./kitnd./' | tee -a build/cuda/bench_gpu.kit; \
 	done; done
 	@for m in wrn-16-4 wrn-16-10; do for b in 128 512; do \
 	  python3 bench/peer_torch.py --device cuda --model $$m --threads 1 --batch $$b --iters 30 | \
@@ -24,11 +28,12 @@ bench-train-gpu:  ## kit vs PyTorch (--device cuda) on the GPU: wrn-16-4/10 at b
 	  p=$$(awk -v t="torch.$$m.b$$b.images_per_s" '$$1==t{print $$2}' build/cuda/bench_gpu.torch); \
 	  km=$$(awk -v t="kit.$$m.b$$b.peak_gpu" '$$1==t{print $$2}' build/cuda/bench_gpu.kit); \
 	  pm=$$(awk -v t="torch.$$m.b$$b.peak_gpu" '$$1==t{print $$2}' build/cuda/bench_gpu.torch); \
+	  nd=$$(awk -v t="kitnd.$$m.b$$b.images_per_s" '$$1==t{print $$2}' build/cuda/bench_gpu.kit); \
 	  [ -n "$$k" ] && [ -n "$$p" ] || missing="$$missing $$m/b$$b"; \
-	  awk -v m=$$m -v b=$$b -v k="$$k" -v p="$$p" -v km="$$km" -v pm="$$pm" 'BEGIN{ \
-	    printf "bench-train-gpu: %-9s batch %3d: kit %8s images/s, torch %8s, ratio %5s; peak GPU MiB kit %s, torch %s\n", \
+	  awk -v m=$$m -v b=$$b -v k="$$k" -v p="$$p" -v km="$$km" -v pm="$$pm" -v nd="$$nd" 'BEGIN{ \
+	    printf "bench-train-gpu: %-9s batch %3d: kit %8s images/s, torch %8s, ratio %5s; peak GPU MiB kit %s, torch %s; kit with nondeterministic cuDNN algorithms %s images/s (ratio %s)\n", \
 	    m, b, k == "" ? "-" : k, p == "" ? "-" : p, (k > 0 && p > 0 ? sprintf("%.2f", k / p) : "-"), \
-	    km == "" ? "-" : km, pm == "" ? "-" : pm}'; done; done; \
+	    km == "" ? "-" : km, pm == "" ? "-" : pm, nd == "" ? "-" : nd, (nd > 0 && p > 0 ? sprintf("%.2f", nd / p) : "-")}'; done; done; \
 	  for m in wrn-16-4 wrn-16-10; do for b in 128 512; do \
 	    awk -v t="kit.$$m.b$$b." -v m=$$m -v b=$$b 'index($$1, t) == 1 && $$1 ~ /prof_step_ms$$/ {s = $$2} \
 	      index($$1, t) == 1 && $$1 ~ /\.prof$$/ && n < 4 {w = $$7; for (i = 8; i <= NF; i++) w = w " " $$i; \
