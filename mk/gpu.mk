@@ -59,7 +59,8 @@ bench-train-gpu-compile:  ## on a GPU, after bench-train-gpu: PyTorch through to
 	    m, b, k == "" ? "-" : k, c == "" ? "n/a" : c, (k > 0 && c > 0) ? sprintf("%.2f", k / c) : "-"}'; done; done
 
 # Each stage appends one line to $(GPU_LOG).summary; the summary is printed at the end whatever
-# failed. Time budget: 8 minutes on one H100 (issue 12's limit; not yet measured: it has not run on one).
+# failed. Time budget: 8 minutes on one H100 (issue 12's limit). On an H200 (2026-11-26) it took
+# 313 s with its build broken part-way; apart, the CUDA suites took 46 s and the graders 107 s.
 gpu-check:  ## on a GPU machine: CUDA build, the CUDA suites, the graders on it, solution 10 for 2 epochs, bench-train-gpu, bench-allreduce-gpu; one summary
 	@mkdir -p build/cuda && : > $(GPU_LOG).summary
 	@+$(GPU_BUILD) $(CUDA_BUILD_SET) >$(GPU_LOG).build 2>&1 && \

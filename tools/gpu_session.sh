@@ -1,0 +1,38 @@
+#!/bin/bash
+# tools/gpu_session.sh — one GPU session in one device `run` call (DEVELOPERS.md): the machine's
+# facts, make gpu-check, then, while time is left, each failed CUDA suite again with synchronous
+# launches, and PyTorch through torch.compile. Everything stops by BUDGET seconds (default 540)
+# after the start, so that the call ends inside its limit and the logs come back: all of them as
+# one archive, $OUT/gpu-logs.tgz (a call returns at most 8 files from $OUT; gpu-check writes 10).
+#
+#   run, carry [".device"]:  set -o pipefail; bash tools/gpu_session.sh 2>&1 | tee $OUT/session.log
+T0=$(date +%s)
+DEADLINE=$((T0 + ${BUDGET:-540}))
+left() { echo $((DEADLINE - $(date +%s))); }
+at() { echo "$(( $(date +%s) - T0 )) s"; }
+L=build/cuda/gpu-check
+
+echo "== facts"
+nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv,noheader
+ldd --version | head -1; gcc --version | head -1; nvcc --version | tail -1; nproc
+python3 -c "import torch; print('torch', torch.__version__, 'cudnn', torch.backends.cudnn.version(), 'nccl', torch.cuda.nccl.version())"
+. .device/env.sh || { echo "gpu_session: .device/env.sh failed (run ../shared/tools/device/pack here, carry .device)"; exit 1; }
+echo "env.sh done at $(at): $(command -v mpicc)"
+
+mkdir -p build/cuda
+timeout -k 5 $(( $(left) - 60 )) make -j"$(nproc)" gpu-check; echo "== gpu-check exit $? at $(at)"
+
+for t in test_twins_cuda test_wrn_cuda; do
+    grep -q "^$t: exit 0," $L.summary 2>/dev/null && continue
+    [ "$(left)" -gt 90 ] || break
+    echo "== $t again, HVDLAB_CUDA_SYNC=1"
+    HVDLAB_CUDA_SYNC=1 timeout -k 5 $(( $(left) - 60 )) build/cuda/tests/unit/$t > $L.sync.$t 2>&1
+    echo "exit $?"; grep -E 'FAIL|rror|^[0-9]+%' $L.sync.$t | head -20
+done
+if [ "$(left)" -gt 120 ]; then
+    echo "== torch.compile peer"
+    timeout -k 5 $(( $(left) - 20 )) make --no-print-directory bench-train-gpu-compile > $L.compile 2>&1
+    echo "exit $?"; grep '^bench-train-gpu-compile:' $L.compile
+fi
+tar czf "${OUT:-build/cuda}/gpu-logs.tgz" $L.* build/cuda/bench_gpu.* build/cuda/ar_gpu.* 2>/dev/null
+echo "== done at $(at)"
