@@ -5,10 +5,13 @@
 #include "coll/staged.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/cuda_check.h"
+#include "base/fatal.h"
 #include "base/half.h"
+#include "base/memory.h"
 #include "coll/allreduce.h"
 #include "coll/fusion_cuda.h"
 #include "coll/gpu_ops.h"
@@ -20,19 +23,62 @@
 static struct {
     char *host; /* pinned: the copies run at full PCIe speed and asynchronously */
     size_t host_bytes;
+    int registered; /* host is memory_alloc's, pinned by cudaHostRegister (HVDLAB_STAGED_HOST) */
     uint16_t *half; /* device: fp16 casts before the copy down, after the copy up */
     size_t half_n;
 } T;
+
+/* HVDLAB_STAGED_HOST=hugepages: the pinned buffer is memory_alloc's (huge pages) registered with
+ * CUDA, so that the one-host allreduce may take its single-copy path (allreduce.c picks it for
+ * huge-page buffers from ALLREDUCE_CMA_FROM_*), where cudaMallocHost's 4 KiB pages keep it on the
+ * shared window's two copies. Opt-in until a GPU run measures it: make bench-allreduce-gpu runs
+ * both. The variable must be the same on every rank (mpirun passes it on): the path choice is
+ * made from the buffer, on each rank alone. */
+static int want_hugepages(void)
+{
+    static int want = -1;
+    if (want < 0) {
+        const char *v = getenv("HVDLAB_STAGED_HOST");
+        want = v && strcmp(v, "hugepages") == 0;
+        if (v && *v && !want && strcmp(v, "pinned") != 0)
+            fatal_error("HVDLAB_STAGED_HOST=%s: expected pinned (the default) or hugepages", v);
+    }
+    return want;
+}
+
+static void release_host(void)
+{
+    if (T.host && T.registered) {
+        cudaHostUnregister(T.host);
+        memory_free(T.host);
+    } else if (T.host) {
+        cudaFreeHost(T.host);
+    }
+    T.host = NULL;
+    T.host_bytes = 0;
+    T.registered = 0;
+}
 
 static char *pinned(size_t bytes)
 {
     if (T.host_bytes >= bytes && T.host)
         return T.host;
-    if (T.host)
-        CUDA_CHECK(cudaFreeHost(T.host));
-    T.host = NULL;
-    T.host_bytes = 0;
-    CUDA_CHECK(cudaMallocHost((void **)&T.host, bytes ? bytes : 1));
+    release_host();
+    if (want_hugepages()) {
+        /* whole huge pages, registered whole; a failure stops the job: a rank falling back
+         * alone would take another path than the others */
+        const size_t huge = (size_t)2 << 20, whole = (bytes + huge - 1) / huge * huge;
+        T.host = memory_alloc(whole ? whole : huge);
+        if (!T.host)
+            fatal_error("HVDLAB_STAGED_HOST=hugepages: out of host memory for %zu bytes", whole);
+        cudaError_t e = cudaHostRegister(T.host, whole ? whole : huge, cudaHostRegisterDefault);
+        if (e != cudaSuccess)
+            fatal_error("HVDLAB_STAGED_HOST=hugepages: cudaHostRegister of %zu bytes failed: %s "
+                        "(unset it to use cudaMallocHost)", whole, cudaGetErrorString(e));
+        T.registered = 1;
+    } else {
+        CUDA_CHECK(cudaMallocHost((void **)&T.host, bytes ? bytes : 1));
+    }
     T.host_bytes = bytes;
     return T.host;
 }
@@ -179,8 +225,7 @@ const void *staged_download(const void *dev, size_t nbytes, const char *what)
 
 void staged_free(void)
 {
-    if (T.host)
-        cudaFreeHost(T.host);
+    release_host();
     if (T.half)
         cudaFree(T.half);
     memset(&T, 0, sizeof T);

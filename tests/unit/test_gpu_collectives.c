@@ -4,6 +4,7 @@
  *   -n 2, -n 3                   chosen automatically: host-staged when the ranks outnumber the
  *                                GPUs (path=mpi), else NCCL
  *   -n 1, 2, 3 with HVD_GPU_OPERATIONS=mpi      host-staged, forced
+ *   -n 2, 3 with HVDLAB_STAGED_HOST=hugepages   host-staged from a registered huge-page buffer
  *   HVD_GPU_OPERATIONS=nccl with more ranks than GPUs: one error line, non-zero exit, no hang
  * each with the collective check on in one run, with a timeline whose activities are checked,
  * and 384 MiB allreduced once per path. With two GPUs or more, a device tensor on one rank and a
@@ -94,9 +95,11 @@ static void passing(const char *env, int np, const char *want_path, int with_tim
     } else {
         expect(strstr(t, "\"MEMCPY_IN_HOST_BUFFER\"") != NULL, "%s: no MEMCPY_IN_HOST_BUFFER",
                file);
-        /* the host path's pass: shared memory on one host, the ring across hosts */
-        expect(strstr(t, "\"SHM_ALLREDUCE\"") != NULL || strstr(t, "\"MPI_ALLREDUCE\"") != NULL,
-               "%s: no SHM_ALLREDUCE or MPI_ALLREDUCE", file);
+        /* the host path's pass: shared memory or the single copy on one host, the ring across
+         * hosts */
+        expect(strstr(t, "\"SHM_ALLREDUCE\"") != NULL || strstr(t, "\"CMA_ALLREDUCE\"") != NULL ||
+                   strstr(t, "\"MPI_ALLREDUCE\"") != NULL,
+               "%s: no SHM_ALLREDUCE, CMA_ALLREDUCE or MPI_ALLREDUCE", file);
         expect(strstr(t, "\"MEMCPY_OUT_HOST_BUFFER\"") != NULL, "%s: no MEMCPY_OUT_HOST_BUFFER",
                file);
     }
@@ -119,6 +122,8 @@ int main(int argc, char **argv)
     for (int np = 2; np <= 3; np++) {
         passing("", np, ngpu >= np ? "nccl" : "mpi", 1);
         passing("HVD_GPU_OPERATIONS=mpi", np, "mpi", np == 2);
+        /* the staged buffer on huge pages registered with CUDA (staged.c) */
+        passing("HVD_GPU_OPERATIONS=mpi HVDLAB_STAGED_HOST=hugepages", np, "mpi", np == 2);
         passing("HVD_COMPRESSION=fp16 HVD_FUSION_THRESHOLD=4K", np, ngpu >= np ? "nccl" : "mpi",
                 0);
     }
