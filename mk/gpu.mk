@@ -11,14 +11,17 @@ GPU_LOG := build/cuda/gpu-check
 # session's command stops at 10 minutes); exit 124 in the summary means the stage timed out.
 STAGE = timeout -k 10
 
-# The kit runs each row twice: as it trains by default (deterministic cuDNN algorithms) and with
-# HVDLAB_CUDNN_DETERMINISTIC=0, the choice PyTorch's cudnn.benchmark makes for the peer.
+# The kit runs each row three times: as it trains by default (deterministic cuDNN algorithms,
+# batch norm one block per channel), with HVDLAB_CUDNN_DETERMINISTIC=0 (the choice PyTorch's
+# cudnn.benchmark makes for the peer) and with HVDLAB_BN_SPLIT=1 (batch norm split over blocks).
 bench-train-gpu:  ## kit vs PyTorch (--device cuda) on the GPU: wrn-16-4/10 at batch 128/512, images/s, ratio, peak GPU memory
 	@+$(GPU_BUILD) build/cuda/bench/train_speed_gpu >/dev/null
 	@: > build/cuda/bench_gpu.kit; for m in wrn-16-4 wrn-16-10; do for b in 128 512; do \
 	  build/cuda/bench/train_speed_gpu --models $$m --batches $$b 2>&1 | tee -a build/cuda/bench_gpu.kit; \
 	  HVDLAB_CUDNN_DETERMINISTIC=0 build/cuda/bench/train_speed_gpu --models $$m --batches $$b --profile 0 2>&1 | \
 	    sed 's/^kit\./kitnd./' | tee -a build/cuda/bench_gpu.kit; \
+	  HVDLAB_BN_SPLIT=1 build/cuda/bench/train_speed_gpu --models $$m --batches $$b 2>&1 | \
+	    sed 's/^kit\./kitbs./' | tee -a build/cuda/bench_gpu.kit; \
 	done; done
 	@for m in wrn-16-4 wrn-16-10; do for b in 128 512; do \
 	  python3 bench/peer_torch.py --device cuda --model $$m --threads 1 --batch $$b --iters 30 | \
@@ -29,17 +32,21 @@ bench-train-gpu:  ## kit vs PyTorch (--device cuda) on the GPU: wrn-16-4/10 at b
 	  km=$$(awk -v t="kit.$$m.b$$b.peak_gpu" '$$1==t{print $$2}' build/cuda/bench_gpu.kit); \
 	  pm=$$(awk -v t="torch.$$m.b$$b.peak_gpu" '$$1==t{print $$2}' build/cuda/bench_gpu.torch); \
 	  nd=$$(awk -v t="kitnd.$$m.b$$b.images_per_s" '$$1==t{print $$2}' build/cuda/bench_gpu.kit); \
+	  bs=$$(awk -v t="kitbs.$$m.b$$b.images_per_s" '$$1==t{print $$2}' build/cuda/bench_gpu.kit); \
 	  [ -n "$$k" ] && [ -n "$$p" ] || missing="$$missing $$m/b$$b"; \
-	  awk -v m=$$m -v b=$$b -v k="$$k" -v p="$$p" -v km="$$km" -v pm="$$pm" -v nd="$$nd" 'BEGIN{ \
-	    printf "bench-train-gpu: %-9s batch %3d: kit %8s images/s, torch %8s, ratio %5s; peak GPU MiB kit %s, torch %s; kit with nondeterministic cuDNN algorithms %s images/s (ratio %s)\n", \
+	  awk -v m=$$m -v b=$$b -v k="$$k" -v p="$$p" -v km="$$km" -v pm="$$pm" -v nd="$$nd" -v bs="$$bs" 'BEGIN{ \
+	    printf "bench-train-gpu: %-9s batch %3d: kit %8s images/s, torch %8s, ratio %5s; peak GPU MiB kit %s, torch %s; kit with nondeterministic cuDNN algorithms %s images/s (ratio %s), with HVDLAB_BN_SPLIT=1 %s (ratio %s)\n", \
 	    m, b, k == "" ? "-" : k, p == "" ? "-" : p, (k > 0 && p > 0 ? sprintf("%.2f", k / p) : "-"), \
-	    km == "" ? "-" : km, pm == "" ? "-" : pm, nd == "" ? "-" : nd, (nd > 0 && p > 0 ? sprintf("%.2f", nd / p) : "-")}'; done; done; \
+	    km == "" ? "-" : km, pm == "" ? "-" : pm, nd == "" ? "-" : nd, (nd > 0 && p > 0 ? sprintf("%.2f", nd / p) : "-"), \
+	    bs == "" ? "-" : bs, (bs > 0 && p > 0 ? sprintf("%.2f", bs / p) : "-")}'; done; done; \
 	  for m in wrn-16-4 wrn-16-10; do for b in 128 512; do \
-	    awk -v t="kit.$$m.b$$b." -v m=$$m -v b=$$b 'index($$1, t) == 1 && $$1 ~ /prof_step_ms$$/ {s = $$2} \
+	    for v in kit kitbs; do \
+	    awk -v t="$$v.$$m.b$$b." -v m=$$m -v b=$$b -v v=$$v 'index($$1, t) == 1 && $$1 ~ /prof_step_ms$$/ {s = $$2} \
 	      index($$1, t) == 1 && $$1 ~ /\.prof$$/ && n < 4 {w = $$7; for (i = 8; i <= NF; i++) w = w " " $$i; \
 	        l = l sprintf("%s%s %% %s", n ? ", " : "", $$4, w); n++} \
-	      END {if (n) printf "bench-train-gpu:   %s b%d where the GPU time goes (profiled step %s ms): %s\n", m, b, s, l}' \
-	      build/cuda/bench_gpu.kit; done; done; \
+	      END {if (n) printf "bench-train-gpu:   %s b%d%s where the GPU time goes (profiled step %s ms): %s\n", \
+	        m, b, v == "kitbs" ? " HVDLAB_BN_SPLIT=1" : "", s, l}' \
+	      build/cuda/bench_gpu.kit; done; done; done; \
 	  [ -z "$$missing" ] || { echo "bench-train-gpu: no figure for$$missing; first error: $$(grep -m1 -i 'error' \
 	    build/cuda/bench_gpu.kit || echo 'none printed')"; exit 1; }
 

@@ -82,7 +82,10 @@ void bn_relu_backward(float *din /* (N,C,HW) = */, float *dgamma /* (C) += */,
 /* CUDA twins (bn_cuda.cu): the same arguments as device pointers (d stays on the host), the
  * stream of nn/gpu_context.h, the same conventions (running update, variance correction, eps,
  * fused ReLU/dropout/add, = or += outputs). A channel's sums are taken in double in a fixed
- * order, so results do not depend on timing; they match the CPU to rounding. */
+ * order, so results do not depend on timing; they match the CPU to rounding. Training forward
+ * and backward run one block per channel, or with HVDLAB_BN_SPLIT=1 in the environment (read
+ * at the first call) or bn_cuda_set_split(1) several blocks per channel (bn_cuda.cu). */
+void bn_cuda_set_split(int on);
 void bn_forward_train_cuda(float *out, const float *in, const float *gamma, const float *beta,
                            float *mean, float *invstd, float *run_mean, float *run_var,
                            const bn_dims *d);

@@ -17,8 +17,11 @@
  * (chan_walk). Inference is elementwise over the whole tensor, the per-channel values in shared
  * memory.
  * The cost of this layout: only C blocks run (16 to 640 in the WRNs), fewer than an H100 has
- * room for on the narrowest layers; splitting a channel over blocks is the next step for speed.
+ * room for on the narrowest layers; HVDLAB_BN_SPLIT=1 splits a channel over blocks (below).
  */
+#include <stdlib.h>
+#include <string.h>
+
 #include "base/cuda_check.h"
 #include "nn/gpu_context.h"
 #include "nn/layer_math.h"
@@ -253,6 +256,206 @@ static __global__ void __launch_bounds__(BN_THREADS)
     }
 }
 
+/* ---- Split channels (HVDLAB_BN_SPLIT=1; bn_cuda_set_split) -----------------------------------
+ * With one block per channel only C blocks run: 16 to 64 on the WRNs' wide layers, where an H100
+ * has room for over a thousand. Split, a channel's M = N·HW elements are cut into P parts (part p
+ * holds the channel's elements j in [p·M/P, (p+1)·M/P), j = n·HW + hw), one block each, a grid
+ * of (P, C). Each block leaves its partial sums, in double, in the context's scratch; a block
+ * that needs a channel's total adds the channel's P partials in the order p = 0..P−1, the same in
+ * every block and every run, so results still do not depend on timing. P depends on the shape
+ * alone (bn_parts). Training forward is three kernels (Σ(x − shift); the mean and Σ(x − mean)²;
+ * the statistics and the elementwise pass), backward two (Σ dy and Σ dy·xhat; dgamma, dbeta and
+ * din). Opt-in until a GPU measures it against the one-block layout (make bench-train-gpu). */
+#define BN_PART_MIN (4 * BN_THREADS) /* elements per part, at least: 4 per thread */
+#define BN_SPLIT_BLOCKS 2048         /* C·P at most: partials fit 2 × 2048 doubles of scratch */
+#define BN_SPLIT_MAX_PARTS 64
+
+static int split_mode = -1; /* -1: read HVDLAB_BN_SPLIT at the first call */
+
+extern "C" void bn_cuda_set_split(int on) { split_mode = on != 0; }
+
+/* Parts per channel for this shape: 1 means the one-block kernels. */
+static int bn_parts(const bn_dims *d)
+{
+    if (split_mode < 0) {
+        const char *env = getenv("HVDLAB_BN_SPLIT");
+        split_mode = env && strcmp(env, "1") == 0;
+    }
+    if (!split_mode)
+        return 1;
+    size_t p = (size_t)d->n * (size_t)d->hw / BN_PART_MIN;
+    const size_t cap = BN_SPLIT_BLOCKS / (size_t)d->c;
+    if (p > cap)
+        p = cap;
+    if (p > BN_SPLIT_MAX_PARTS)
+        p = BN_SPLIT_MAX_PARTS;
+    return p < 2 ? 1 : (int)p;
+}
+
+/* The channel's total of P partials, in part order. */
+static __device__ double part_total(const double *part, int c, int P)
+{
+    double t = 0.0;
+    for (int q = 0; q < P; q++)
+        t += part[(size_t)c * P + q];
+    return t;
+}
+
+/* This block's elements of channel c: j in [j0, j1), walked from j0 + threadIdx.x. */
+struct split_part {
+    int c, p, P;
+    size_t HW, CHW, N, M, j0, j1;
+    __device__ split_part(int C, int HWi, int Ni)
+    {
+        p = blockIdx.x;
+        P = gridDim.x;
+        c = blockIdx.y;
+        HW = (size_t)HWi;
+        CHW = (size_t)C * HW;
+        N = (size_t)Ni;
+        M = N * HW;
+        j0 = M * (size_t)p / (size_t)P;
+        j1 = M * (size_t)(p + 1) / (size_t)P;
+    }
+};
+
+static __global__ void __launch_bounds__(BN_THREADS)
+    bn_split_sum_kernel(double *part1, const float *in, int C, int HWi, int Ni)
+{
+    const split_part s(C, HWi, Ni);
+    const float shift = in[(size_t)s.c * s.HW];
+    double sum = 0.0, unused = 0.0;
+    size_t j = s.j0 + threadIdx.x;
+    for (chan_walk it(s.c, j, s.HW, s.CHW, s.N); j < s.j1; it.next(), j += BN_THREADS)
+        sum += (double)(in[it.idx] - shift);
+    block_sum2(&sum, &unused);
+    if (threadIdx.x == 0)
+        part1[(size_t)s.c * s.P + s.p] = sum;
+}
+
+/* The mean from the first partials (written to mean[c] by part 0), then Σ(x − mean)². */
+static __global__ void __launch_bounds__(BN_THREADS)
+    bn_split_var_kernel(double *part2, const double *part1, float *mean, const float *in, int C,
+                        int HWi, int Ni)
+{
+    const split_part s(C, HWi, Ni);
+    const float shift = in[(size_t)s.c * s.HW];
+    const float mf = (float)(shift + part_total(part1, s.c, s.P) / (double)s.M);
+    double ss = 0.0, unused = 0.0;
+    size_t j = s.j0 + threadIdx.x;
+    for (chan_walk it(s.c, j, s.HW, s.CHW, s.N); j < s.j1; it.next(), j += BN_THREADS) {
+        const float t = in[it.idx] - mf;
+        ss += (double)(t * t);
+    }
+    block_sum2(&ss, &unused);
+    if (threadIdx.x == 0) {
+        part2[(size_t)s.c * s.P + s.p] = ss;
+        if (s.p == 0)
+            mean[s.c] = mf;
+    }
+}
+
+/* The statistics (part 0 writes invstd and the running values), then the elementwise pass. The
+ * mean comes from mean[c], not from in: with out == in, another part may have overwritten the
+ * channel's first element (the shift) already. */
+static __global__ void __launch_bounds__(BN_THREADS)
+    bn_split_apply_kernel(float *out, const float *in, const float *gamma, const float *beta,
+                          const float *mean, float *invstd, float *run_mean, float *run_var,
+                          bn_post post, const double *part2, int C, int HWi, int Ni, float eps,
+                          float momentum)
+{
+    const split_part s(C, HWi, Ni);
+    const double Md = (double)s.M, var = part_total(part2, s.c, s.P) / Md;
+    const float mf = mean[s.c], is = (float)(1.0 / sqrt(var + eps));
+    if (threadIdx.x == 0 && s.p == 0) {
+        invstd[s.c] = is;
+        run_mean[s.c] = lm_running(run_mean[s.c], mf, momentum);
+        run_var[s.c] = lm_running(run_var[s.c], (float)(Md > 1.0 ? var * Md / (Md - 1.0) : var),
+                                  momentum);
+    }
+    const float g = gamma[s.c], b = beta[s.c];
+    const float keep = post.p > 0.0f ? 1.0f / (1.0f - post.p) : 1.0f;
+    const uint32_t drop = lm_dropout_threshold(post.p);
+    size_t j = s.j0 + threadIdx.x;
+    for (chan_walk it(s.c, j, s.HW, s.CHW, s.N); j < s.j1; it.next(), j += BN_THREADS)
+        out[it.idx] = apply_post(in[it.idx], it.idx, mf, is, g, b, post, keep, drop);
+}
+
+template <int MODE>
+static __global__ void __launch_bounds__(BN_THREADS)
+    bn_split_grad_sums_kernel(double *part1, double *part2, const float *dout, const float *in,
+                              const float *outp, float keep, const float *gamma,
+                              const float *beta, const float *mean, const float *invstd, int C,
+                              int HWi, int Ni)
+{
+    const split_part s(C, HWi, Ni);
+    const float m = mean[s.c], is = invstd[s.c], g = gamma[s.c], b = beta ? beta[s.c] : 0.0f;
+    double sdy = 0.0, sdyx = 0.0;
+    size_t j = s.j0 + threadIdx.x;
+    for (chan_walk it(s.c, j, s.HW, s.CHW, s.N); j < s.j1; it.next(), j += BN_THREADS) {
+        const size_t idx = it.idx;
+        const float x = in[idx];
+        const float t = masked_dy<MODE>(dout[idx], x, outp ? outp[idx] : x, keep, m, is, g, b);
+        sdy += (double)t;
+        sdyx += (double)(t * ((x - m) * is));
+    }
+    block_sum2(&sdy, &sdyx);
+    if (threadIdx.x == 0) {
+        part1[(size_t)s.c * s.P + s.p] = sdy;
+        part2[(size_t)s.c * s.P + s.p] = sdyx;
+    }
+}
+
+template <int MODE, bool ACCUMULATE>
+static __global__ void __launch_bounds__(BN_THREADS)
+    bn_split_grad_apply_kernel(float *din, float *dgamma, float *dbeta, const double *part1,
+                               const double *part2, const float *dout, const float *in,
+                               const float *outp, float keep, const float *gamma,
+                               const float *beta, const float *mean, const float *invstd, int C,
+                               int HWi, int Ni)
+{
+    const split_part s(C, HWi, Ni);
+    const double sdy = part_total(part1, s.c, s.P), sdyx = part_total(part2, s.c, s.P);
+    if (threadIdx.x == 0 && s.p == 0) {
+        if (dgamma)
+            dgamma[s.c] += (float)sdyx;
+        if (dbeta)
+            dbeta[s.c] += (float)sdy;
+    }
+    if (!din)
+        return;
+    const float m = mean[s.c], is = invstd[s.c], g = gamma[s.c], b = beta ? beta[s.c] : 0.0f;
+    const float mdy = (float)(sdy / (double)s.M), mdyx = (float)(sdyx / (double)s.M);
+    size_t j = s.j0 + threadIdx.x;
+    for (chan_walk it(s.c, j, s.HW, s.CHW, s.N); j < s.j1; it.next(), j += BN_THREADS) {
+        const size_t idx = it.idx;
+        const float x = in[idx];
+        const float t = masked_dy<MODE>(dout[idx], x, outp ? outp[idx] : x, keep, m, is, g, b);
+        const float v = lm_bn_grad(t, x, m, is, g, mdy, mdyx);
+        din[idx] = ACCUMULATE ? din[idx] + v : v;
+    }
+}
+
+/* Backward in the split layout: the sums, then dgamma, dbeta and din. */
+template <int MODE, bool ACCUMULATE>
+static void split_backward(float *din, float *dgamma, float *dbeta, const float *dout,
+                           const float *in, const float *outp, float keep, const float *gamma,
+                           const float *beta, const float *mean, const float *invstd,
+                           const bn_dims *d, int P)
+{
+    cudaStream_t st = gpu_context_stream();
+    double *part1 = (double *)gpu_context_scratch(2 * (size_t)d->c * P * sizeof(double));
+    double *part2 = part1 + (size_t)d->c * P;
+    const dim3 grid((unsigned)P, (unsigned)d->c);
+    bn_split_grad_sums_kernel<MODE><<<grid, BN_THREADS, 0, st>>>(
+        part1, part2, dout, in, outp, keep, gamma, beta, mean, invstd, d->c, d->hw, d->n);
+    CUDA_CHECK_LAUNCH(st);
+    bn_split_grad_apply_kernel<MODE, ACCUMULATE><<<grid, BN_THREADS, 0, st>>>(
+        din, dgamma, dbeta, part1, part2, dout, in, outp, keep, gamma, beta, mean, invstd, d->c,
+        d->hw, d->n);
+    CUDA_CHECK_LAUNCH(st);
+}
+
 static int empty(const bn_dims *d) { return d->n <= 0 || d->c <= 0 || d->hw <= 0; }
 
 static void forward_train(float *out, const float *in, const float *gamma, const float *beta,
@@ -261,10 +464,27 @@ static void forward_train(float *out, const float *in, const float *gamma, const
 {
     if (empty(d))
         return;
-    bn_train_kernel<<<d->c, BN_THREADS, 0, gpu_context_stream()>>>(
-        out, in, gamma, beta, mean, invstd, run_mean, run_var, post, d->c, d->hw, d->n, d->eps,
-        d->momentum);
-    CUDA_CHECK_LAUNCH(gpu_context_stream());
+    cudaStream_t st = gpu_context_stream();
+    const int P = bn_parts(d);
+    if (P > 1) {
+        double *part1 = (double *)gpu_context_scratch(2 * (size_t)d->c * P * sizeof(double));
+        double *part2 = part1 + (size_t)d->c * P;
+        const dim3 grid((unsigned)P, (unsigned)d->c);
+        bn_split_sum_kernel<<<grid, BN_THREADS, 0, st>>>(part1, in, d->c, d->hw, d->n);
+        CUDA_CHECK_LAUNCH(st);
+        bn_split_var_kernel<<<grid, BN_THREADS, 0, st>>>(part2, part1, mean, in, d->c, d->hw,
+                                                         d->n);
+        CUDA_CHECK_LAUNCH(st);
+        bn_split_apply_kernel<<<grid, BN_THREADS, 0, st>>>(out, in, gamma, beta, mean, invstd,
+                                                           run_mean, run_var, post, part2, d->c,
+                                                           d->hw, d->n, d->eps, d->momentum);
+        CUDA_CHECK_LAUNCH(st);
+        return;
+    }
+    bn_train_kernel<<<d->c, BN_THREADS, 0, st>>>(out, in, gamma, beta, mean, invstd, run_mean,
+                                                 run_var, post, d->c, d->hw, d->n, d->eps,
+                                                 d->momentum);
+    CUDA_CHECK_LAUNCH(st);
 }
 
 static void forward_infer(float *out, const float *in, const float *gamma, const float *beta,
@@ -330,6 +550,12 @@ extern "C" void bn_backward_cuda(float *din, float *dgamma, float *dbeta, const 
 {
     if (empty(d))
         return;
+    const int P = bn_parts(d);
+    if (P > 1) {
+        split_backward<MASK_NONE, true>(din, dgamma, dbeta, dout, in, NULL, 1.0f, gamma, NULL,
+                                        mean, invstd, d, P);
+        return;
+    }
     bn_backward_kernel<MASK_NONE, true><<<d->c, BN_THREADS, 0, gpu_context_stream()>>>(
         din, dgamma, dbeta, dout, in, NULL, 1.0f, gamma, NULL, mean, invstd, d->c, d->hw, d->n);
     CUDA_CHECK_LAUNCH(gpu_context_stream());
@@ -343,7 +569,14 @@ extern "C" void bn_relu_backward_cuda(float *din, float *dgamma, float *dbeta, c
     if (empty(d))
         return;
     const float keep = p > 0.0f ? 1.0f / (1.0f - p) : 1.0f;
-    if (out)
+    const int P = bn_parts(d);
+    if (P > 1 && out)
+        split_backward<MASK_FROM_OUT, false>(din, dgamma, dbeta, dout, in, out, keep, gamma, beta,
+                                             mean, invstd, d, P);
+    else if (P > 1)
+        split_backward<MASK_RECOMPUTE, false>(din, dgamma, dbeta, dout, in, NULL, keep, gamma,
+                                              beta, mean, invstd, d, P);
+    else if (out)
         bn_backward_kernel<MASK_FROM_OUT, false><<<d->c, BN_THREADS, 0, gpu_context_stream()>>>(
             din, dgamma, dbeta, dout, in, out, keep, gamma, beta, mean, invstd, d->c, d->hw,
             d->n);

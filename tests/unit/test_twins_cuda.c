@@ -206,6 +206,8 @@ END_TEST
 
 /* ---- batch norm ---------------------------------------------------------------------------- */
 
+static int bn_split; /* bn_cuda_set_split's setting for the cases that follow */
+
 /* Inputs U(lo, hi), running variances U(rv_lo, rv_hi). */
 static void bn_case(int n, int c, int hw, float lo, float hi, float rv_lo, float rv_hi)
 {
@@ -227,7 +229,9 @@ static void bn_case(int n, int c, int hw, float lo, float hi, float rv_lo, float
     const float p = 0.3f;
     const uint64_t key = dropout_key(7, 3, 2);
 #define WHAT(s)                                                                                    \
-    (snprintf(what, sizeof what, "bn N=%d C=%d HW=%d x~U(%g,%g) %s", n, c, hw, lo, hi, s), what)
+    (snprintf(what, sizeof what, "bn%s N=%d C=%d HW=%d x~U(%g,%g) %s", bn_split ? " (split)" : "",  \
+              n, c, hw, lo, hi, s),                                                                 \
+     what)
 
     bn_forward_train(out, in, g, b, mean, invstd, rm, rv, &d);
     poison(d_out, nt), poison(d_mean, C), poison(d_invstd, C);
@@ -355,13 +359,23 @@ static void bn_infer_case(int n, int c, int hw)
 
 START_TEST(bn_matches_cpu)
 {
-    bn_case(8, 16, 784, 2.0f, 4.0f, 0.5f, 2.0f);
-    bn_case(8, 64, 196, 2.0f, 4.0f, 0.5f, 2.0f);
-    bn_case(8, 256, 49, 2.0f, 4.0f, 0.5f, 2.0f);
-    bn_case(4, 3, 30, 2.0f, 4.0f, 0.5f, 2.0f);
-    /* variance ~8e-6 against eps 1e-5, in training and (running variances too) in inference */
-    bn_case(8, 16, 196, 2.0f, 2.01f, 0.0f, 2e-5f);
-    bn_case(2, 5, 7, 2.0f, 2.01f, 0.0f, 2e-5f);
+    /* one block per channel, then split over several (bn_cuda.cu: parts of >= 2048 elements, so
+     * the first case and the last three take 3, 24, 3 and 6 parts; uneven where M/P is not whole) */
+    for (bn_split = 0; bn_split <= 1; bn_split++) {
+        bn_cuda_set_split(bn_split);
+        bn_case(8, 16, 784, 2.0f, 4.0f, 0.5f, 2.0f);
+        bn_case(8, 64, 196, 2.0f, 4.0f, 0.5f, 2.0f);
+        bn_case(8, 256, 49, 2.0f, 4.0f, 0.5f, 2.0f);
+        bn_case(4, 3, 30, 2.0f, 4.0f, 0.5f, 2.0f);
+        /* variance ~8e-6 against eps 1e-5, in training and (running variances too) in inference */
+        bn_case(8, 16, 196, 2.0f, 2.01f, 0.0f, 2e-5f);
+        bn_case(2, 5, 7, 2.0f, 2.01f, 0.0f, 2e-5f);
+        bn_case(64, 16, 784, 2.0f, 4.0f, 0.5f, 2.0f);
+        bn_case(32, 160, 196, 2.0f, 4.0f, 0.5f, 2.0f);
+        bn_case(64, 16, 196, 2.0f, 2.01f, 0.0f, 2e-5f);
+    }
+    bn_split = 0;
+    bn_cuda_set_split(0);
     bn_infer_case(6, 10, 50021); /* ~3·2^20 elements: the grid goes round three times */
     bn_infer_case(2, 1500, 33);  /* channels beyond the shared-memory table */
     CK_AGREE();
