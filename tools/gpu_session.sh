@@ -7,7 +7,7 @@
 #
 #   run, carry [".device"]:  set -o pipefail; bash tools/gpu_session.sh 2>&1 | tee $OUT/session.log
 T0=$(date +%s)
-DEADLINE=$((T0 + ${BUDGET:-540}))
+DEADLINE=$((T0 + ${BUDGET:-560}))
 left() { echo $((DEADLINE - $(date +%s))); }
 at() { echo "$(( $(date +%s) - T0 )) s"; }
 L=build/cuda/gpu-check
@@ -20,7 +20,7 @@ python3 -c "import torch; print('torch', torch.__version__, 'cudnn', torch.backe
 echo "env.sh done at $(at): $(command -v mpicc)"
 
 mkdir -p build/cuda
-timeout -k 5 $(( $(left) - 60 )) make -j"$(nproc)" gpu-check; echo "== gpu-check exit $? at $(at)"
+timeout -k 5 $(( $(left) - 30 )) make -j"$(nproc)" gpu-check; echo "== gpu-check exit $? at $(at)"
 
 for t in test_twins_cuda test_wrn_cuda; do
     grep -q "^$t: exit 0," $L.summary 2>/dev/null && continue
