@@ -1,7 +1,7 @@
 #!/bin/bash
 # tools/gpu_session.sh — one GPU session in one device `run` call (DEVELOPERS.md): the machine's
 # facts, make gpu-check, then, while time is left, each failed CUDA suite again with synchronous
-# launches, and PyTorch through torch.compile. Everything stops by BUDGET seconds (default 540)
+# launches, and PyTorch through torch.compile. Everything stops by BUDGET seconds (default 560)
 # after the start, so that the call ends inside its limit and the logs come back: all of them as
 # one archive, $OUT/gpu-logs.tgz (a call returns at most 8 files from $OUT; gpu-check writes 10).
 #
