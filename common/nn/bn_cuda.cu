@@ -217,6 +217,19 @@ static __device__ __forceinline__ float masked_dy(float dy, float x, float o, fl
     return dy;
 }
 
+/* Adds element idx's dy and dy·xhat to a thread's sums (both backward layouts). */
+template <int MODE>
+static __device__ __forceinline__ void add_grad_terms(double *sdy, double *sdyx, size_t idx,
+                                                      const float *dout, const float *in,
+                                                      const float *outp, float keep, float m,
+                                                      float is, float g, float b)
+{
+    const float x = in[idx];
+    const float t = masked_dy<MODE>(dout[idx], x, outp ? outp[idx] : x, keep, m, is, g, b);
+    *sdy += (double)t;
+    *sdyx += (double)(t * ((x - m) * is));
+}
+
 /* One block per channel: Σ dy and Σ dy·xhat, then dgamma, dbeta +=, then din (+= when
  * ACCUMULATE, else =). */
 template <int MODE, bool ACCUMULATE>
@@ -230,13 +243,8 @@ static __global__ void __launch_bounds__(BN_THREADS)
     const size_t HW = (size_t)HWi, CHW = (size_t)C * HW, N = (size_t)Ni, M = N * HW;
     const float m = mean[c], is = invstd[c], g = gamma[c], b = beta ? beta[c] : 0.0f;
     double sdy = 0.0, sdyx = 0.0;
-    for (chan_walk it(c, threadIdx.x, HW, CHW, N); it.more(); it.next()) {
-        const size_t idx = it.idx;
-        const float x = in[idx];
-        const float t = masked_dy<MODE>(dout[idx], x, outp ? outp[idx] : x, keep, m, is, g, b);
-        sdy += (double)t;
-        sdyx += (double)(t * ((x - m) * is));
-    }
+    for (chan_walk it(c, threadIdx.x, HW, CHW, N); it.more(); it.next())
+        add_grad_terms<MODE>(&sdy, &sdyx, it.idx, dout, in, outp, keep, m, is, g, b);
     block_sum2(&sdy, &sdyx);
     if (threadIdx.x == 0) {
         if (dgamma)
@@ -392,13 +400,8 @@ static __global__ void __launch_bounds__(BN_THREADS)
     const float m = mean[s.c], is = invstd[s.c], g = gamma[s.c], b = beta ? beta[s.c] : 0.0f;
     double sdy = 0.0, sdyx = 0.0;
     size_t j = s.j0 + threadIdx.x;
-    for (chan_walk it(s.c, j, s.HW, s.CHW, s.N); j < s.j1; it.next(), j += BN_THREADS) {
-        const size_t idx = it.idx;
-        const float x = in[idx];
-        const float t = masked_dy<MODE>(dout[idx], x, outp ? outp[idx] : x, keep, m, is, g, b);
-        sdy += (double)t;
-        sdyx += (double)(t * ((x - m) * is));
-    }
+    for (chan_walk it(s.c, j, s.HW, s.CHW, s.N); j < s.j1; it.next(), j += BN_THREADS)
+        add_grad_terms<MODE>(&sdy, &sdyx, it.idx, dout, in, outp, keep, m, is, g, b);
     block_sum2(&sdy, &sdyx);
     if (threadIdx.x == 0) {
         part1[(size_t)s.c * s.P + s.p] = sdy;
