@@ -142,8 +142,12 @@ t0=$(date +%s.%N)
 wait $job
 rc=$?
 secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { print b - a }') # bc is not on every machine
-msg=$(grep -m1 -o 'process rank [0-9]* with PID [0-9]* on node h2 exited on signal 9' "$out")
-# and every survivor's own line (coll/watchdog.h), the two on h1 and the one left on h2
+# mpirun names the signal when it sees the death first; when a survivor's own exit reaches it
+# first (seen once, 2026-11-26) it reports that exit instead. Either way the job must end, and
+# every survivor must name the dead rank in its own line (coll/watchdog.h): the two on h1 and
+# the one left on h2.
+msg=$(grep -m1 -o 'process rank [0-9]* with PID [0-9]* on node h2 exited on signal 9' "$out" ||
+    grep -m1 -o 'Primary job  terminated normally, but 1 process returned' "$out")
 named=$(grep -c "rank [0-9]* (pid $victim on h2) died: vanished without a word" "$out")
 if [ -n "$victim" ] && [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ -n "$msg" ] && [ "$named" = 3 ] &&
     awk -v s="$secs" 'BEGIN { exit !(s < 10) }'; then
