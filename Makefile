@@ -219,7 +219,7 @@ asan-test:  ## run the unit tests in an ASan+UBSan build
 # It builds all that make gpu-check builds, as the GPU machine does: without oneDNN (DNNL=0; that
 # machine has none), so a CPU-path file that compiles only with oneDNN fails here, not there.
 CUDA_BUILD_SET := lab tests build/cuda/tools/hvdlab-info build/cuda/bench/train_speed_gpu \
-                  build/cuda/bench/allreduce_gpu
+                  build/cuda/bench/allreduce_gpu build/cuda/bench/conv_layout_gpu
 cuda-check:  ## check that CUDA=1 compiles and links, run the GPU suites (they skip without a GPU; all skips without nvcc)
 	@if [ -x "$(NVCC)" ]; then \
 	  $(MAKE) --no-print-directory CUDA=1 DNNL=0 BUILD=build/cuda $(CUDA_BUILD_SET) >/dev/null && \

@@ -1,9 +1,10 @@
 #!/bin/bash
 # tools/gpu_session.sh — one GPU session in one device `run` call (DEVELOPERS.md): the machine's
 # facts, make gpu-check, then, while time is left, each failed CUDA suite again with synchronous
-# launches, and PyTorch through torch.compile. Everything stops by BUDGET seconds (default 560)
-# after the start, so that the call ends inside its limit and the logs come back: all of them as
-# one archive, $OUT/gpu-logs.tgz (a call returns at most 8 files from $OUT; gpu-check writes 10).
+# launches, NCHW against NHWC (bench-conv-layout-gpu) and PyTorch through torch.compile.
+# Everything stops by BUDGET seconds (default 560) after the start, so that the call ends inside
+# its limit and the logs come back: all of them as one archive, $OUT/gpu-logs.tgz (a call
+# returns at most 8 files from $OUT; gpu-check writes 10).
 #
 #   run, carry [".device"]:  set -o pipefail; bash tools/gpu_session.sh 2>&1 | tee $OUT/session.log
 T0=$(date +%s)
@@ -29,10 +30,15 @@ for t in test_twins_cuda test_wrn_cuda; do
     HVDLAB_CUDA_SYNC=1 timeout -k 5 $(( $(left) - 60 )) build/cuda/tests/unit/$t > $L.sync.$t 2>&1
     echo "exit $?"; grep -E 'FAIL|rror|^[0-9]+%' $L.sync.$t | head -20
 done
+if [ "$(left)" -gt 60 ]; then
+    echo "== NCHW or NHWC"
+    timeout -k 5 $(( $(left) - 20 )) make --no-print-directory bench-conv-layout-gpu > $L.layout 2>&1
+    echo "exit $?"; grep '^bench-conv-layout-gpu:' $L.layout
+fi
 if [ "$(left)" -gt 120 ]; then
     echo "== torch.compile peer"
     timeout -k 5 $(( $(left) - 20 )) make --no-print-directory bench-train-gpu-compile > $L.compile 2>&1
     echo "exit $?"; grep '^bench-train-gpu-compile:' $L.compile
 fi
-tar czf "${OUT:-build/cuda}/gpu-logs.tgz" $L.* build/cuda/bench_gpu.* build/cuda/ar_gpu.* 2>/dev/null
+tar czf "${OUT:-build/cuda}/gpu-logs.tgz" $L.* build/cuda/bench_gpu.* build/cuda/ar_gpu.* build/cuda/conv_layout.txt 2>/dev/null
 echo "== done at $(at)"
