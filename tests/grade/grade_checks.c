@@ -249,6 +249,7 @@ static int check_init(grade_ctx *g, char *msg, size_t len)
             return fail(msg, len, "rank %d never pinned itself to a device.\n  Hint: after "
                         "hvd_init, call hvd_pin_device(hvd_local_rank(), NULL).", k);
         const char *dev = grade_get(pin, "device");
+        gpu[k] = -1 - k; /* a rank on the CPU shares no GPU */
         if (same(dev, "cuda")) { /* judged below, over all ranks */
             gpu[k] = atoi(grade_get(pin, "gpu") ? grade_get(pin, "gpu") : "-1");
             gpus = atoi(grade_get(pin, "gpus") ? grade_get(pin, "gpus") : "0");
