@@ -82,27 +82,29 @@ bench-train-gpu-compile:  ## on a GPU, after bench-train-gpu: PyTorch through to
 # Each stage appends one line to $(GPU_LOG).summary; the summary is printed at the end whatever
 # failed. Time budget: 8 minutes on one H100 (issue 12's limit). On an H200 (2026-11-26) it took
 # 313 s with its build broken part-way; apart, the CUDA suites took 46 s and the graders 107 s.
+# Seconds since gpu-check started, for each stage's line: the whole must fit 8 minutes.
+GPU_AT = $$(( $$(date +%s) - $$(cat $(GPU_LOG).t0) ))
 gpu-check:  ## on a GPU machine: CUDA build, the CUDA suites, the graders on it, solution 10 for 2 epochs, bench-train-gpu, bench-allreduce-gpu; one summary
-	@mkdir -p build/cuda && : > $(GPU_LOG).summary
+	@mkdir -p build/cuda && : > $(GPU_LOG).summary && date +%s > $(GPU_LOG).t0
 	@+$(GPU_BUILD) $(CUDA_BUILD_SET) >$(GPU_LOG).build 2>&1 && \
-	  echo "build CUDA=1: ok, $$(grep -v '^make' $(GPU_LOG).build | grep -c 'warning:') compiler warning(s)" >> $(GPU_LOG).summary || \
-	  { echo "build CUDA=1: FAILED (tail $(GPU_LOG).build)" >> $(GPU_LOG).summary; tail -20 $(GPU_LOG).build; }
+	  echo "build CUDA=1: ok, $$(grep -v '^make' $(GPU_LOG).build | grep -c 'warning:') compiler warning(s) [at $(GPU_AT) s]" >> $(GPU_LOG).summary || \
+	  { echo "build CUDA=1: FAILED (tail $(GPU_LOG).build) [at $(GPU_AT) s]" >> $(GPU_LOG).summary; tail -20 $(GPU_LOG).build; }
 	@for t in test_twins_cuda test_wrn_cuda; do \
 	  $(STAGE) 240 build/cuda/tests/unit/$$t >$(GPU_LOG).$$t 2>&1; rc=$$?; \
-	  echo "$$t: exit $$rc, $$(grep -E '^[0-9]+%:|skipped' $(GPU_LOG).$$t | tail -1)" >> $(GPU_LOG).summary; done
+	  echo "$$t: exit $$rc, $$(grep -E '^[0-9]+%:|skipped' $(GPU_LOG).$$t | tail -1) [at $(GPU_AT) s]" >> $(GPU_LOG).summary; done
 	@MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" $(STAGE) 240 build/cuda/tests/unit/test_gpu_collectives >$(GPU_LOG).coll 2>&1; \
-	  echo "test_gpu_collectives: exit $$?, $$(grep -E '^test_gpu_collectives:|skipped' $(GPU_LOG).coll | tail -1)" >> $(GPU_LOG).summary
+	  rc=$$?; echo "test_gpu_collectives: exit $$rc, $$(grep -E '^test_gpu_collectives:|skipped' $(GPU_LOG).coll | tail -1) [at $(GPU_AT) s]" >> $(GPU_LOG).summary
 	@+{ command -v patch >/dev/null || echo "planted answers: skipped (no patch program here to apply tests/grade/planted/*.patch)"; } >$(GPU_LOG).graders; \
 	  $(STAGE) 300 $(GPU_BUILD) lab-graders $$(command -v patch >/dev/null && echo lab-planted) >>$(GPU_LOG).graders 2>&1; \
-	  echo "lab graders (CUDA build): exit $$?; $$(grep -E '^(graders|planted answers):' $(GPU_LOG).graders | paste -sd ';' -)" >> $(GPU_LOG).summary
+	  rc=$$?; echo "lab graders (CUDA build): exit $$rc; $$(grep -E '^(graders|planted answers):' $(GPU_LOG).graders | paste -sd ';' -) [at $(GPU_AT) s]" >> $(GPU_LOG).summary
 	@d=$$(mktemp -d); start=$$(date +%s); \
 	  $(STAGE) 300 $(MPIRUN) $(MPIRUN_FLAGS) -n 1 build/cuda/solutions/step10 --epochs 2 --model wrn-16-4 \
 	    --train-subset 0 --test-subset 0 --log-dir $$d >$(GPU_LOG).step10 2>&1; rc=$$?; \
-	  echo "solution 10, wrn-16-4, full data, 2 epochs: exit $$rc in $$(( $$(date +%s) - start )) s; $$(grep -iE 'test.*acc|accuracy' $(GPU_LOG).step10 | tail -1)" >> $(GPU_LOG).summary; \
+	  echo "solution 10, wrn-16-4, full data, 2 epochs: exit $$rc in $$(( $$(date +%s) - start )) s; $$(grep -iE 'test.*acc|accuracy' $(GPU_LOG).step10 | tail -1) [at $(GPU_AT) s]" >> $(GPU_LOG).summary; \
 	  rm -rf $$d
 	@$(STAGE) 300 $(MAKE) --no-print-directory bench-train-gpu >$(GPU_LOG).bench 2>&1; \
-	  echo "bench-train-gpu: exit $$?" >> $(GPU_LOG).summary; { grep '^bench-train-gpu:' $(GPU_LOG).bench >> $(GPU_LOG).summary || true; }
+	  rc=$$?; echo "bench-train-gpu: exit $$rc [at $(GPU_AT) s]" >> $(GPU_LOG).summary; { grep '^bench-train-gpu:' $(GPU_LOG).bench >> $(GPU_LOG).summary || true; }
 	@$(STAGE) 240 $(MAKE) --no-print-directory bench-allreduce-gpu >$(GPU_LOG).arbench 2>&1; \
-	  echo "bench-allreduce-gpu: exit $$?" >> $(GPU_LOG).summary; { grep '^bench-allreduce-gpu:' $(GPU_LOG).arbench >> $(GPU_LOG).summary || true; }
+	  rc=$$?; echo "bench-allreduce-gpu: exit $$rc [at $(GPU_AT) s]" >> $(GPU_LOG).summary; { grep '^bench-allreduce-gpu:' $(GPU_LOG).arbench >> $(GPU_LOG).summary || true; }
 	@head -3 $(GPU_LOG).step10 | sed 's/^/  first lines of the run: /' >> $(GPU_LOG).summary
 	@echo "== gpu-check summary ($$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1))"; cat $(GPU_LOG).summary
