@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "base/cuda_check.h"
+#include "nn/bn_walk.h"
 #include "nn/gpu_context.h"
 #include "nn/layer_math.h"
 
@@ -74,34 +75,16 @@ static __device__ void block_sum2(double *a, double *b)
     __syncthreads(); /* the shared slots are free again for the next call */
 }
 
-/* Walks a channel's elements j = start, start + BN_THREADS, ... (j < N·HW, in that order) as
- * offsets into NCHW without a 64-bit division per element: the step is split once into whole
- * images and a remainder of positions. */
-struct chan_walk {
-    size_t idx, hw;         /* offset of the current element, its position in the image */
-    size_t step, wrap, end; /* offset step, extra offset when hw wraps, N·C·HW */
-    size_t dhw, HW;
-    __device__ chan_walk(int c, size_t start, size_t HWs, size_t CHW, size_t N)
+/* A channel's elements j = start, start + BN_THREADS, ... as NCHW offsets (bn_walk.h, whose
+ * CPU test checks the indexing). */
+static_assert(BN_THREADS == BN_WALK_STEP, "a thread steps by the block size");
+struct chan_walk : bn_walk {
+    __device__ chan_walk(int c, size_t start, size_t HW, size_t CHW, size_t N)
     {
-        HW = HWs;
-        const size_t n0 = start / HW, dn = BN_THREADS / HW;
-        hw = start - n0 * HW;
-        idx = n0 * CHW + (size_t)c * HW + hw;
-        dhw = BN_THREADS - dn * HW;
-        step = dn * CHW + dhw;
-        wrap = CHW - HW;
-        end = N * CHW;
+        bn_walk_init(this, c, start, HW, CHW, N);
     }
-    __device__ bool more() const { return idx < end; } /* n < N, as c·HW + hw < CHW */
-    __device__ void next()
-    {
-        idx += step;
-        hw += dhw;
-        if (hw >= HW) {
-            hw -= HW;
-            idx += wrap;
-        }
-    }
+    __device__ bool more() const { return idx < end; }
+    __device__ void next() { bn_walk_next(this); }
 };
 
 static __device__ __forceinline__ float apply_post(float x, size_t idx, float m, float is,
@@ -273,11 +256,9 @@ static __global__ void __launch_bounds__(BN_THREADS)
  * every block and every run, so results still do not depend on timing. P depends on the shape
  * alone (bn_parts). Training forward is three kernels (Σ(x − shift); the mean and Σ(x − mean)²;
  * the statistics and the elementwise pass), backward two (Σ dy and Σ dy·xhat; dgamma, dbeta and
- * din). Opt-in until a GPU measures it against the one-block layout (make bench-train-gpu). */
-#define BN_PART_MIN (4 * BN_THREADS) /* elements per part, at least: 4 per thread */
-#define BN_SPLIT_BLOCKS 2048         /* C·P at most: partials fit 2 × 2048 doubles of scratch */
-#define BN_SPLIT_MAX_PARTS 64
-
+ * din). Parts and ranges: bn_walk.h (C·P <= BN_SPLIT_BLOCKS, so the partials fit 2 × 2048
+ * doubles of scratch). Opt-in until a GPU measures it against the one-block layout (make
+ * bench-train-gpu). */
 static int split_mode = -1; /* -1: read HVDLAB_BN_SPLIT at the first call */
 
 extern "C" void bn_cuda_set_split(int on) { split_mode = on != 0; }
@@ -289,15 +270,7 @@ static int bn_parts(const bn_dims *d)
         const char *env = getenv("HVDLAB_BN_SPLIT");
         split_mode = env && strcmp(env, "1") == 0;
     }
-    if (!split_mode)
-        return 1;
-    size_t p = (size_t)d->n * (size_t)d->hw / BN_PART_MIN;
-    const size_t cap = BN_SPLIT_BLOCKS / (size_t)d->c;
-    if (p > cap)
-        p = cap;
-    if (p > BN_SPLIT_MAX_PARTS)
-        p = BN_SPLIT_MAX_PARTS;
-    return p < 2 ? 1 : (int)p;
+    return split_mode ? bn_split_parts((size_t)d->n * (size_t)d->hw, d->c) : 1;
 }
 
 /* The channel's total of P partials, in part order. */
@@ -322,8 +295,7 @@ struct split_part {
         CHW = (size_t)C * HW;
         N = (size_t)Ni;
         M = N * HW;
-        j0 = M * (size_t)p / (size_t)P;
-        j1 = M * (size_t)(p + 1) / (size_t)P;
+        bn_split_range(M, P, p, &j0, &j1);
     }
 };
 
