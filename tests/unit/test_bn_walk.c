@@ -10,7 +10,27 @@
 #include "lib/ck_mpi.h"
 #include "nn/bn_walk.h"
 
-/* Elements visited per NCHW offset; 0 when every one was visited once by its channel. */
+/* Counts a visit of offset idx by channel c; 1 when it lies outside the tensor or the channel. */
+static int mark(unsigned char *seen, size_t total, size_t CHW, int HW, int c, size_t idx)
+{
+    if (idx >= total || (idx % CHW) / (size_t)HW != (size_t)c)
+        return 1;
+    seen[idx]++;
+    return 0;
+}
+
+/* The offsets not visited exactly once; frees seen. */
+static int tally(unsigned char *seen, size_t total)
+{
+    int bad = 0;
+    for (size_t i = 0; i < total; i++)
+        bad += seen[i] != 1;
+    free(seen);
+    return bad;
+}
+
+/* The split kernels: part p of each channel, thread t from j = j0 + t while j < j1. 0 when every
+ * element was visited once, by its own channel. */
 static int walk_all(int N, int C, int HW, int P)
 {
     const size_t CHW = (size_t)C * HW, total = (size_t)N * CHW, M = (size_t)N * HW;
@@ -25,18 +45,11 @@ static int walk_all(int N, int C, int HW, int P)
                 size_t j = j0 + (size_t)t;
                 bn_walk w;
                 for (bn_walk_init(&w, c, j, (size_t)HW, CHW, (size_t)N); j < j1;
-                     bn_walk_next(&w), j += BN_WALK_STEP) {
-                    if (w.idx >= total || (w.idx % CHW) / (size_t)HW != (size_t)c)
-                        bad++;
-                    else
-                        seen[w.idx]++;
-                }
+                     bn_walk_next(&w), j += BN_WALK_STEP)
+                    bad += mark(seen, total, CHW, HW, c, w.idx);
             }
         }
-    for (size_t i = 0; i < total; i++)
-        bad += seen[i] != 1;
-    free(seen);
-    return bad;
+    return bad + tally(seen, total);
 }
 
 /* The one-block kernels: thread t from j = t while the offset is inside the tensor. */
@@ -50,17 +63,10 @@ static int walk_one_block(int N, int C, int HW)
         for (int t = 0; t < BN_WALK_STEP; t++) {
             bn_walk w;
             for (bn_walk_init(&w, c, (size_t)t, (size_t)HW, CHW, (size_t)N); w.idx < w.end;
-                 bn_walk_next(&w)) {
-                if ((w.idx % CHW) / (size_t)HW != (size_t)c)
-                    bad++;
-                else
-                    seen[w.idx]++;
-            }
+                 bn_walk_next(&w))
+                bad += mark(seen, total, CHW, HW, c, w.idx);
         }
-    for (size_t i = 0; i < total; i++)
-        bad += seen[i] != 1;
-    free(seen);
-    return bad;
+    return bad + tally(seen, total);
 }
 
 static const int shapes[][3] = {
