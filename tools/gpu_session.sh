@@ -11,7 +11,7 @@ T0=$(date +%s)
 DEADLINE=$((T0 + ${BUDGET:-560}))
 left() { echo $((DEADLINE - $(date +%s))); }
 at() { echo "$(( $(date +%s) - T0 )) s"; }
-L=build/cuda/gpu-check
+LOG=build/cuda/gpu-check # not L: .device/env.sh sets and leaves an L of its own
 
 echo "== facts"
 nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv,noheader
@@ -25,24 +25,24 @@ timeout -k 5 $(( $(left) - 30 )) make -j"$(nproc)" gpu-check
 rc=$?
 echo "== gpu-check exit $rc at $(at)"
 # cut off (124): it never printed its summary; the stages that ended wrote their lines
-[ "$rc" -eq 0 ] || { echo "== gpu-check summary so far"; cat $L.summary; }
+[ "$rc" -eq 0 ] || { echo "== gpu-check summary so far"; cat $LOG.summary; }
 
 for t in test_twins_cuda test_wrn_cuda; do
-    grep -q "^$t: exit 0," $L.summary 2>/dev/null && continue
+    grep -q "^$t: exit 0," $LOG.summary 2>/dev/null && continue
     [ "$(left)" -gt 90 ] || break
     echo "== $t again, HVDLAB_CUDA_SYNC=1"
-    HVDLAB_CUDA_SYNC=1 timeout -k 5 $(( $(left) - 60 )) build/cuda/tests/unit/$t > $L.sync.$t 2>&1
-    echo "exit $?"; grep -E 'FAIL|rror|^[0-9]+%' $L.sync.$t | head -20
+    HVDLAB_CUDA_SYNC=1 timeout -k 5 $(( $(left) - 60 )) build/cuda/tests/unit/$t > $LOG.sync.$t 2>&1
+    echo "exit $?"; grep -E 'FAIL|rror|^[0-9]+%' $LOG.sync.$t | head -20
 done
 if [ "$(left)" -gt 60 ]; then
     echo "== NCHW or NHWC"
-    timeout -k 5 $(( $(left) - 20 )) make --no-print-directory bench-conv-layout-gpu > $L.layout 2>&1
-    echo "exit $?"; grep '^bench-conv-layout-gpu:' $L.layout
+    timeout -k 5 $(( $(left) - 20 )) make --no-print-directory bench-conv-layout-gpu > $LOG.layout 2>&1
+    echo "exit $?"; grep '^bench-conv-layout-gpu:' $LOG.layout
 fi
 if [ "$(left)" -gt 120 ]; then
     echo "== torch.compile peer"
-    timeout -k 5 $(( $(left) - 20 )) make --no-print-directory bench-train-gpu-compile > $L.compile 2>&1
-    echo "exit $?"; grep '^bench-train-gpu-compile:' $L.compile
+    timeout -k 5 $(( $(left) - 20 )) make --no-print-directory bench-train-gpu-compile > $LOG.compile 2>&1
+    echo "exit $?"; grep '^bench-train-gpu-compile:' $LOG.compile
 fi
-tar czf "${OUT:-build/cuda}/gpu-logs.tgz" $L.* build/cuda/bench_gpu.* build/cuda/ar_gpu.* build/cuda/conv_layout.txt 2>/dev/null
+tar czf "${OUT:-build/cuda}/gpu-logs.tgz" $LOG.* build/cuda/bench_gpu.* build/cuda/ar_gpu.* build/cuda/conv_layout.txt 2>/dev/null
 echo "== done at $(at)"
