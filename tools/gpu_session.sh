@@ -4,7 +4,7 @@
 # launches, NCHW against NHWC (bench-conv-layout-gpu) and PyTorch through torch.compile.
 # Everything stops by BUDGET seconds (default 560) after the start, so that the call ends inside
 # its limit and the logs come back: all of them as one archive, $OUT/gpu-logs.tgz (a call
-# returns at most 8 files from $OUT; gpu-check writes 10).
+# returns at most 8 files from $OUT; gpu-check writes more).
 #
 #   run, carry [".device"]:  set -o pipefail; bash tools/gpu_session.sh 2>&1 | tee $OUT/session.log
 T0=$(date +%s)
