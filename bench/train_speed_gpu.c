@@ -83,6 +83,7 @@ static void profile(wrn_model *m, optimizer *opt, const float *x, const int *y, 
                100.0 * rows[i].ms / step_ms, rows[i].calls / steps, rows[i].name);
         shown++;
     }
+    fflush(stdout);
 }
 
 static void one(const char *name, int batch, int iters, int prof_steps)
@@ -125,7 +126,6 @@ static void one(const char *name, int batch, int iters, int prof_steps)
     fflush(stdout);
     if (prof_steps > 0)
         profile(m, opt, x, y, batch, prof_steps, tag);
-    fflush(stdout);
     free(x);
     free(y);
     optimizer_free(opt);

@@ -67,11 +67,11 @@ static char *pinned(size_t bytes)
     if (want_hugepages()) {
         /* whole huge pages, registered whole; a failure stops the job: a rank falling back
          * alone would take another path than the others */
-        const size_t huge = (size_t)2 << 20, whole = (bytes + huge - 1) / huge * huge;
-        T.host = memory_alloc(whole ? whole : huge);
+        const size_t huge = (size_t)2 << 20, whole = ((bytes ? bytes : 1) + huge - 1) / huge * huge;
+        T.host = memory_alloc(whole);
         if (!T.host)
             fatal_error("HVDLAB_STAGED_HOST=hugepages: out of host memory for %zu bytes", whole);
-        cudaError_t e = cudaHostRegister(T.host, whole ? whole : huge, cudaHostRegisterDefault);
+        cudaError_t e = cudaHostRegister(T.host, whole, cudaHostRegisterDefault);
         if (e != cudaSuccess)
             fatal_error("HVDLAB_STAGED_HOST=hugepages: cudaHostRegister of %zu bytes failed: %s "
                         "(unset it to use cudaMallocHost)", whole, cudaGetErrorString(e));

@@ -100,6 +100,17 @@ static __device__ __forceinline__ float apply_post(float x, size_t idx, float m,
     return post.add ? v + post.add[idx] : v;
 }
 
+/* Channel c's 1/sqrt(var + eps) for backward and its running statistics, from the batch mean
+ * and the biased variance over Md elements (one thread of the channel's blocks calls it). */
+static __device__ __forceinline__ void store_stats(int c, float mf, float is, double var,
+                                                   double Md, float *invstd, float *run_mean,
+                                                   float *run_var, float momentum)
+{
+    invstd[c] = is;
+    run_mean[c] = lm_running(run_mean[c], mf, momentum);
+    run_var[c] = lm_running(run_var[c], (float)(Md > 1.0 ? var * Md / (Md - 1.0) : var), momentum);
+}
+
 static __global__ void __launch_bounds__(BN_THREADS)
     bn_train_kernel(float *out, const float *in, const float *gamma, const float *beta,
                     float *mean, float *invstd, float *run_mean, float *run_var, bn_post post,
@@ -126,10 +137,7 @@ static __global__ void __launch_bounds__(BN_THREADS)
     const float is = (float)(1.0 / sqrt(var + eps));
     if (threadIdx.x == 0) {
         mean[c] = mf;
-        invstd[c] = is;
-        run_mean[c] = lm_running(run_mean[c], mf, momentum);
-        run_var[c] = lm_running(run_var[c], (float)(Md > 1.0 ? var * Md / (Md - 1.0) : var),
-                                momentum);
+        store_stats(c, mf, is, var, Md, invstd, run_mean, run_var, momentum);
     }
     const float g = gamma[c], b = beta[c];
     const float keep = post.p > 0.0f ? 1.0f / (1.0f - post.p) : 1.0f;
@@ -213,6 +221,29 @@ static __device__ __forceinline__ void add_grad_terms(double *sdy, double *sdyx,
     *sdyx += (double)(t * ((x - m) * is));
 }
 
+/* dgamma, dbeta += the channel's sums (either may be NULL; one thread per channel calls it). */
+static __device__ __forceinline__ void add_param_grads(float *dgamma, float *dbeta, int c,
+                                                       double sdy, double sdyx)
+{
+    if (dgamma)
+        dgamma[c] += (float)sdyx;
+    if (dbeta)
+        dbeta[c] += (float)sdy;
+}
+
+/* din of element idx (+= when ACCUMULATE, else =), both backward layouts. */
+template <int MODE, bool ACCUMULATE>
+static __device__ __forceinline__ void store_din(float *din, size_t idx, const float *dout,
+                                                 const float *in, const float *outp, float keep,
+                                                 float m, float is, float g, float b, float mdy,
+                                                 float mdyx)
+{
+    const float x = in[idx];
+    const float t = masked_dy<MODE>(dout[idx], x, outp ? outp[idx] : x, keep, m, is, g, b);
+    const float v = lm_bn_grad(t, x, m, is, g, mdy, mdyx);
+    din[idx] = ACCUMULATE ? din[idx] + v : v;
+}
+
 /* One block per channel: Σ dy and Σ dy·xhat, then dgamma, dbeta +=, then din (+= when
  * ACCUMULATE, else =). */
 template <int MODE, bool ACCUMULATE>
@@ -229,22 +260,13 @@ static __global__ void __launch_bounds__(BN_THREADS)
     for (chan_walk it(c, threadIdx.x, HW, CHW, N); it.more(); it.next())
         add_grad_terms<MODE>(&sdy, &sdyx, it.idx, dout, in, outp, keep, m, is, g, b);
     block_sum2(&sdy, &sdyx);
-    if (threadIdx.x == 0) {
-        if (dgamma)
-            dgamma[c] += (float)sdyx;
-        if (dbeta)
-            dbeta[c] += (float)sdy;
-    }
+    if (threadIdx.x == 0)
+        add_param_grads(dgamma, dbeta, c, sdy, sdyx);
     if (!din)
         return;
     const float mdy = (float)(sdy / (double)M), mdyx = (float)(sdyx / (double)M);
-    for (chan_walk it(c, threadIdx.x, HW, CHW, N); it.more(); it.next()) {
-        const size_t idx = it.idx;
-        const float x = in[idx];
-        const float t = masked_dy<MODE>(dout[idx], x, outp ? outp[idx] : x, keep, m, is, g, b);
-        const float v = lm_bn_grad(t, x, m, is, g, mdy, mdyx);
-        din[idx] = ACCUMULATE ? din[idx] + v : v;
-    }
+    for (chan_walk it(c, threadIdx.x, HW, CHW, N); it.more(); it.next())
+        store_din<MODE, ACCUMULATE>(din, it.idx, dout, in, outp, keep, m, is, g, b, mdy, mdyx);
 }
 
 /* ---- Split channels (HVDLAB_BN_SPLIT=1; bn_cuda_set_split) -----------------------------------
@@ -271,6 +293,15 @@ static int bn_parts(const bn_dims *d)
         split_mode = env && strcmp(env, "1") == 0;
     }
     return split_mode ? bn_split_parts((size_t)d->n * (size_t)d->hw, d->c) : 1;
+}
+
+/* The partial sums of a split call: two arrays of C·P doubles in the context's scratch (at most
+ * 2 × BN_SPLIT_BLOCKS, so it grows once). */
+static double *split_scratch(const bn_dims *d, int P, double **part2)
+{
+    double *part1 = (double *)gpu_context_scratch(2 * (size_t)d->c * P * sizeof(double));
+    *part2 = part1 + (size_t)d->c * P;
+    return part1;
 }
 
 /* The channel's total of P partials, in part order. */
@@ -347,12 +378,8 @@ static __global__ void __launch_bounds__(BN_THREADS)
     const split_part s(C, HWi, Ni);
     const double Md = (double)s.M, var = part_total(part2, s.c, s.P) / Md;
     const float mf = mean[s.c], is = (float)(1.0 / sqrt(var + eps));
-    if (threadIdx.x == 0 && s.p == 0) {
-        invstd[s.c] = is;
-        run_mean[s.c] = lm_running(run_mean[s.c], mf, momentum);
-        run_var[s.c] = lm_running(run_var[s.c], (float)(Md > 1.0 ? var * Md / (Md - 1.0) : var),
-                                  momentum);
-    }
+    if (threadIdx.x == 0 && s.p == 0)
+        store_stats(s.c, mf, is, var, Md, invstd, run_mean, run_var, momentum);
     const float g = gamma[s.c], b = beta[s.c];
     const float keep = post.p > 0.0f ? 1.0f / (1.0f - post.p) : 1.0f;
     const uint32_t drop = lm_dropout_threshold(post.p);
@@ -391,24 +418,15 @@ static __global__ void __launch_bounds__(BN_THREADS)
 {
     const split_part s(C, HWi, Ni);
     const double sdy = part_total(part1, s.c, s.P), sdyx = part_total(part2, s.c, s.P);
-    if (threadIdx.x == 0 && s.p == 0) {
-        if (dgamma)
-            dgamma[s.c] += (float)sdyx;
-        if (dbeta)
-            dbeta[s.c] += (float)sdy;
-    }
+    if (threadIdx.x == 0 && s.p == 0)
+        add_param_grads(dgamma, dbeta, s.c, sdy, sdyx);
     if (!din)
         return;
     const float m = mean[s.c], is = invstd[s.c], g = gamma[s.c], b = beta ? beta[s.c] : 0.0f;
     const float mdy = (float)(sdy / (double)s.M), mdyx = (float)(sdyx / (double)s.M);
     size_t j = s.j0 + threadIdx.x;
-    for (chan_walk it(s.c, j, s.HW, s.CHW, s.N); j < s.j1; it.next(), j += BN_THREADS) {
-        const size_t idx = it.idx;
-        const float x = in[idx];
-        const float t = masked_dy<MODE>(dout[idx], x, outp ? outp[idx] : x, keep, m, is, g, b);
-        const float v = lm_bn_grad(t, x, m, is, g, mdy, mdyx);
-        din[idx] = ACCUMULATE ? din[idx] + v : v;
-    }
+    for (chan_walk it(s.c, j, s.HW, s.CHW, s.N); j < s.j1; it.next(), j += BN_THREADS)
+        store_din<MODE, ACCUMULATE>(din, it.idx, dout, in, outp, keep, m, is, g, b, mdy, mdyx);
 }
 
 /* Backward in the split layout: the sums, then dgamma, dbeta and din. */
@@ -419,8 +437,7 @@ static void split_backward(float *din, float *dgamma, float *dbeta, const float 
                            const bn_dims *d, int P)
 {
     cudaStream_t st = gpu_context_stream();
-    double *part1 = (double *)gpu_context_scratch(2 * (size_t)d->c * P * sizeof(double));
-    double *part2 = part1 + (size_t)d->c * P;
+    double *part2, *part1 = split_scratch(d, P, &part2);
     const dim3 grid((unsigned)P, (unsigned)d->c);
     bn_split_grad_sums_kernel<MODE><<<grid, BN_THREADS, 0, st>>>(
         part1, part2, dout, in, outp, keep, gamma, beta, mean, invstd, d->c, d->hw, d->n);
@@ -442,8 +459,7 @@ static void forward_train(float *out, const float *in, const float *gamma, const
     cudaStream_t st = gpu_context_stream();
     const int P = bn_parts(d);
     if (P > 1) {
-        double *part1 = (double *)gpu_context_scratch(2 * (size_t)d->c * P * sizeof(double));
-        double *part2 = part1 + (size_t)d->c * P;
+        double *part2, *part1 = split_scratch(d, P, &part2);
         const dim3 grid((unsigned)P, (unsigned)d->c);
         bn_split_sum_kernel<<<grid, BN_THREADS, 0, st>>>(part1, in, d->c, d->hw, d->n);
         CUDA_CHECK_LAUNCH(st);
