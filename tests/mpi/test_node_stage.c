@@ -1,0 +1,211 @@
+/* test_node_stage.c — node_stage.h's protocol (pinned slots, one barrier per piece, the next
+ * piece's copy down overlapping this one's sum) under mpirun -n 1..4, on host buffers.
+ *
+ * The ops here do what the GPU's do (staged_node.c), with memcpy and the ring's kernels, and as
+ * late as the protocol allows, the way streams may: a copy down runs only when down_wait is
+ * called, a sum only when reduce_wait is, each after a random pause. A wait the engine forgot,
+ * or a set reused too soon, then shows as a wrong sum. Results are compared bit for bit with
+ * shm_allreduce's on the same data (both add in local-rank order) and across ranks, for both
+ * element types, SUM and AVERAGE, lengths around the piece size and many pieces per call.
+ * Every rank of mpirun is on this host, so the whole world is one node. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <mpi.h>
+
+#include "base/half.h"
+#include "coll/hvd.h"
+#include "coll/node_stage.h"
+#include "coll/ring.h"
+#include "coll/shm.h"
+#include "lib/ck_mpi.h"
+
+/* Deferred work: at most one copy down and one sum are pending at a time (the engine waits for
+ * each before it starts the next of its kind). */
+typedef struct {
+    const char *down_src;
+    char *down_dst;
+    size_t down_bytes;
+    int down_pending;
+    char *buf;
+    char *const *slots;
+    char *slot_copy[8]; /* the engine may reuse its array of slot pointers: keep them */
+    int me, L, reduce_pending;
+    size_t n;
+    shm_elem t;
+    float scale;
+    unsigned seed;
+    int downs, reduces; /* started, for the piece count check */
+} late_ops;
+
+static void pause_a_little(late_ops *o)
+{
+    if (rand_r(&o->seed) % 4 == 0)
+        usleep((useconds_t)(rand_r(&o->seed) % 200));
+}
+
+static void down(void *ctx, const char *buf, char *slot, size_t bytes)
+{
+    late_ops *o = ctx;
+    ck_assert(!o->down_pending);
+    o->down_src = buf;
+    o->down_dst = slot;
+    o->down_bytes = bytes;
+    o->down_pending = 1;
+    o->downs++;
+}
+
+static void down_wait(void *ctx)
+{
+    late_ops *o = ctx;
+    if (!o->down_pending)
+        return;
+    pause_a_little(o);
+    memcpy(o->down_dst, o->down_src, o->down_bytes);
+    o->down_pending = 0;
+}
+
+static void reduce(void *ctx, char *buf, char *const *slots, int me, int L, size_t n, shm_elem t,
+                   float scale)
+{
+    late_ops *o = ctx;
+    ck_assert(!o->reduce_pending && L <= 8);
+    for (int r = 0; r < L; r++)
+        o->slot_copy[r] = slots[r];
+    o->buf = buf;
+    o->me = me;
+    o->L = L;
+    o->n = n;
+    o->t = t;
+    o->scale = scale;
+    o->reduce_pending = 1;
+    o->reduces++;
+}
+
+/* The sum node_stage.h specifies, on the CPU: in local-rank order, the last addition scaled. */
+static void reduce_wait(void *ctx)
+{
+    late_ops *o = ctx;
+    if (!o->reduce_pending)
+        return;
+    pause_a_little(o);
+    size_t es = o->t == SHM_F16 ? 2 : 4;
+    void (*add)(void *, const void *, size_t, float) =
+        o->t == SHM_F16 ? ring_add_f16 : ring_add_f32;
+    char *acc = malloc(o->n * es);
+    ck_assert_ptr_nonnull(acc);
+    memcpy(acc, o->me == 0 ? o->buf : o->slot_copy[0], o->n * es);
+    if (o->L == 1 && o->scale != 1.0f)
+        (o->t == SHM_F16 ? ring_scale_f16 : ring_scale_f32)(acc, o->n, o->scale);
+    for (int r = 1; r < o->L; r++)
+        add(acc, r == o->me ? o->buf : o->slot_copy[r], o->n, r == o->L - 1 ? o->scale : 1.0f);
+    memcpy(o->buf, acc, o->n * es);
+    free(acc);
+    o->reduce_pending = 0;
+}
+
+static const node_stage_ops LATE = {down, down_wait, reduce, reduce_wait};
+
+/* Values that tell positions and ranks apart, not exact in the sum (so the order shows). */
+static void fill(char *b, size_t n, shm_elem t, int rank)
+{
+    for (size_t i = 0; i < n; i++) {
+        float v = (float)(rank + 1) * 0.1f + (float)(i % 4099) / 3.0f;
+        if (t == SHM_F16)
+            ((uint16_t *)b)[i] = half_from_float(v);
+        else
+            ((float *)b)[i] = v;
+    }
+}
+
+static void check(node_stage *w, shm_node *node, size_t n, shm_elem t, float scale)
+{
+    size_t es = t == SHM_F16 ? 2 : 4;
+    char *got = malloc(n * es + 1), *want = malloc(n * es + 1), *ref = malloc(n * es + 1);
+    ck_assert(got && want && ref);
+    fill(got, n, t, node->rank);
+    memcpy(want, got, n * es);
+    late_ops o = {.seed = (unsigned)(node->rank * 7919 + n)};
+    node_stage_allreduce(w, got, n, t, scale, &LATE, &o);
+    shm_allreduce(node, want, n, t, scale);
+    size_t per = w->piece / es, pieces = n ? (n + per - 1) / per : 0;
+    const char *what = t == SHM_F16 ? "f16" : "f32";
+    CK_EXPECT(memcmp(got, want, n * es) == 0, "%s n=%zu scale=%g: rank %d differs from shm", what,
+              n, (double)scale, node->rank);
+    CK_EXPECT((size_t)o.downs == pieces && (size_t)o.reduces == pieces,
+              "%s n=%zu: %d copies down and %d sums for %zu pieces", what, n, o.downs, o.reduces,
+              pieces);
+    memcpy(ref, got, n * es);
+    MPI_Bcast(ref, (int)(n * es), MPI_BYTE, 0, node->comm);
+    CK_EXPECT(memcmp(ref, got, n * es) == 0, "%s n=%zu: rank %d differs from rank 0", what, n,
+              node->rank);
+    free(got);
+    free(want);
+    free(ref);
+}
+
+/* piece: slot bytes; lengths around it and across many pieces. */
+static void check_all(size_t piece)
+{
+    node_stage_set_piece_bytes(piece);
+    shm_node node;
+    shm_node_init(&node, MPI_COMM_WORLD);
+    node_stage w;
+    node_stage_init(&w, &node);
+    size_t bytes = 0;
+    char *slots = node_stage_window(&w, &bytes);
+    CK_EXPECT(((uintptr_t)slots & 4095) == 0, "slots at %p: not page aligned", (void *)slots);
+    CK_EXPECT(bytes == 2 * (size_t)node.size * w.piece, "window of %zu bytes", bytes);
+    for (int ti = 0; ti < 2; ti++) {
+        shm_elem t = ti ? SHM_F16 : SHM_F32;
+        size_t per = w.piece / (t == SHM_F16 ? 2 : 4);
+        size_t lens[] = {0, 1, per - 1, per, per + 1, 3 * per + 7, 17 * per + 1};
+        for (size_t k = 0; k < sizeof lens / sizeof *lens; k++) {
+            check(&w, &node, lens[k], t, 1.0f);
+            check(&w, &node, lens[k], t, 1.0f / (float)node.size);
+        }
+    }
+    node_stage_free(&w);
+    shm_node_free(&node);
+    node_stage_set_piece_bytes(0);
+    CK_AGREE();
+}
+
+START_TEST(small_pieces) { check_all(4096); }
+END_TEST
+
+START_TEST(default_pieces) { check_all(0); }
+END_TEST
+
+/* Calls back to back reuse the sets across calls: one piece each, then two, alternating. */
+START_TEST(calls_back_to_back)
+{
+    node_stage_set_piece_bytes(4096);
+    shm_node node;
+    shm_node_init(&node, MPI_COMM_WORLD);
+    node_stage w;
+    node_stage_init(&w, &node);
+    for (int i = 0; i < 40; i++)
+        check(&w, &node, i % 2 ? 1024 + 3 : 1024 + 1025, SHM_F32, 1.0f);
+    node_stage_free(&w);
+    shm_node_free(&node);
+    node_stage_set_piece_bytes(0);
+    CK_AGREE();
+}
+END_TEST
+
+static Suite *make_suite(void)
+{
+    Suite *s = suite_create("node_stage");
+    TCase *tc = tcase_create("protocol");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, small_pieces);
+    tcase_add_test(tc, default_pieces);
+    tcase_add_test(tc, calls_back_to_back);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(int argc, char **argv) { return ck_mpi_main(argc, argv, make_suite(), 1); }
