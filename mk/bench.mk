@@ -43,17 +43,22 @@ test-bench-tools:  ## bench-allreduce-gpu's verdict script on rows of its progra
 # Device buffers: the CUDA flavour's build, whatever this make's flavour is. The peer: PyTorch's
 # gloo allreduce of CUDA tensors, 2 ranks on the GPU (NCCL refuses that, in PyTorch too);
 # tools/allreduce_gpu_compare.awk joins the three runs and checks issue 13's targets. The staged
-# path runs twice: its pinned buffer from cudaMallocHost (the default) and on huge pages
+# path runs three times: its pinned buffer from cudaMallocHost (the default), on huge pages
 # registered with CUDA (HVDLAB_STAGED_HOST=hugepages, which lets the host take its single-copy
-# path); the default's verdict comes last.
+# path), and summed on the GPUs through a pinned shared window (HVDLAB_STAGED_REDUCE=gpu,
+# staged_node.h); the default's verdict comes last.
 .PHONY: bench-allreduce-gpu
-bench-allreduce-gpu:  ## device buffers 64K..256M: NCCL 1 rank, host-staged 2 ranks on one GPU, copy ceiling, PyTorch gloo peer (needs a GPU)
+bench-allreduce-gpu:  ## device buffers 64K..256M: NCCL 1 rank, host-staged 2 ranks on one GPU (3 ways), copy ceiling, PyTorch gloo peer (needs a GPU)
 	$(MAKE) --no-print-directory CUDA=1 BUILD=build/cuda build/cuda/bench/allreduce_gpu
 	$(MPIRUN) $(MPIRUN_FLAGS) -n 1 build/cuda/bench/allreduce_gpu | tee build/cuda/ar_gpu.n1
 	$(MPIRUN) $(MPIRUN_FLAGS) -n 2 build/cuda/bench/allreduce_gpu | tee build/cuda/ar_gpu.n2
 	HVDLAB_STAGED_HOST=hugepages $(MPIRUN) $(MPIRUN_FLAGS) -x HVDLAB_STAGED_HOST -n 2 \
 	  build/cuda/bench/allreduce_gpu | tee build/cuda/ar_gpu.n2h
+	HVDLAB_STAGED_REDUCE=gpu $(MPIRUN) $(MPIRUN_FLAGS) -x HVDLAB_STAGED_REDUCE -n 2 \
+	  build/cuda/bench/allreduce_gpu | tee build/cuda/ar_gpu.n2g
 	python3 bench/peer_gloo_allreduce.py --np 2 --device cuda | tee build/cuda/ar_gpu.gloo
 	awk -f tools/allreduce_gpu_compare.awk build/cuda/ar_gpu.n1 build/cuda/ar_gpu.n2h build/cuda/ar_gpu.gloo | \
 	  sed 's/^bench-allreduce-gpu: staged/bench-allreduce-gpu: staged on huge pages (HVDLAB_STAGED_HOST=hugepages)/'
+	awk -f tools/allreduce_gpu_compare.awk build/cuda/ar_gpu.n1 build/cuda/ar_gpu.n2g build/cuda/ar_gpu.gloo | \
+	  sed 's/^bench-allreduce-gpu: staged/bench-allreduce-gpu: staged, summed on the GPUs (HVDLAB_STAGED_REDUCE=gpu)/'
 	awk -f tools/allreduce_gpu_compare.awk build/cuda/ar_gpu.n1 build/cuda/ar_gpu.n2 build/cuda/ar_gpu.gloo

@@ -1,6 +1,7 @@
 /* allreduce.c — the choice of algorithm for a fused host buffer. See allreduce.h.
  * Public: allreduce_init, allreduce_free, allreduce_run, allreduce_choice, allreduce_path_name,
- *         allreduce_hosts, allreduce_force_path, allreduce_reconfigure, allreduce_new_window.
+ *         allreduce_hosts, allreduce_force_path, allreduce_reconfigure, allreduce_new_window,
+ *         allreduce_host_node.
  */
 #include "coll/allreduce.h"
 
@@ -9,6 +10,7 @@
 #include "coll/hier.h"
 #include "coll/profile.h"
 #include "coll/shm.h"
+#include "coll/staged_node.h"
 
 
 static struct {
@@ -32,6 +34,9 @@ void allreduce_free(void)
 {
     if (!A.ready)
         return;
+#ifdef HVDLAB_CUDA
+    staged_node_free(); /* its window lies on the host's communicator, freed next */
+#endif
     hier_topo_free(&A.topo);
     A.ready = 0;
     A.forced = ALLREDUCE_AUTO;
@@ -51,6 +56,12 @@ void allreduce_new_window(void)
         shm_node_free(&A.topo.shm); /* the next shm call allocates one at today's piece size */
 }
 int allreduce_hosts(void) { return A.ready ? A.topo.nhosts : 1; }
+
+shm_node *allreduce_host_node(MPI_Comm comm)
+{
+    return A.ready && comm == A.topo.comm && A.topo.nhosts == 1 && A.topo.size > 1 ? &A.topo.shm
+                                                                                   : NULL;
+}
 
 const char *allreduce_path_name(allreduce_path p)
 {

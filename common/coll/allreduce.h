@@ -23,6 +23,7 @@
 
 #include "coll/fusion.h"
 #include "coll/ring.h"
+#include "coll/shm.h"
 
 typedef enum {
     ALLREDUCE_AUTO = 0, /* by layout and size, as above */
@@ -53,6 +54,9 @@ allreduce_path allreduce_choice(const void *buf, size_t bytes);
 #define ALLREDUCE_CMA_FROM_SHARED_CORES ((size_t)1 << 20)
 const char *allreduce_path_name(allreduce_path p);
 int allreduce_hosts(void); /* hosts found by allreduce_init (1 before it) */
+/* The host's ranks and their shared window (shm.h) when comm is allreduce_init's, has more than
+ * one rank and lies on one host; NULL otherwise. The same answer on every rank. */
+shm_node *allreduce_host_node(MPI_Comm comm);
 
 /* Tests and benchmarks, on every rank at the same point between calls: take this path whatever
  * the size (ALLREDUCE_AUTO: back to the default), and find the hosts again with these

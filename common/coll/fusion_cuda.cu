@@ -1,5 +1,5 @@
-/* fusion_cuda.cu — fp16 casts for device tensors. See fusion_cuda.h.
- * Public: fusion_cuda_to_half, fusion_cuda_from_half. */
+/* fusion_cuda.cu — fp16 casts for device tensors and the ranks' sum. See fusion_cuda.h.
+ * Public: fusion_cuda_to_half, fusion_cuda_from_half, fusion_cuda_sum_ranks. */
 #include <cuda_runtime.h>
 #include <stdint.h>
 
@@ -48,5 +48,55 @@ extern "C" void fusion_cuda_from_half(const uint16_t *src, float *dst, size_t n,
     if (n == 0)
         return;
     from_half_kernel<<<blocks_for(n), THREADS, 0, s>>>(src, dst, n, scale);
+    CUDA_CHECK(cudaGetLastError());
+}
+
+/* __fadd_rn / __fmul_rn: never contracted, whatever the flags; the CPU's ring_add_* adds, then
+ * scales (by 1 in every addition but the last, which changes no bits). */
+__global__ static void sum_ranks_f32(float *buf, const float *others, size_t stride, int me, int L,
+                                     size_t n, float scale)
+{
+    size_t step = (size_t)gridDim.x * blockDim.x;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
+        float acc = me == 0 ? buf[i] : others[i];
+        if (L == 1 && scale != 1.0f)
+            acc = __fmul_rn(acc, scale);
+        for (int r = 1; r < L; r++) {
+            acc = __fadd_rn(acc, r == me ? buf[i] : others[(size_t)r * stride + i]);
+            if (r == L - 1 && scale != 1.0f)
+                acc = __fmul_rn(acc, scale);
+        }
+        buf[i] = acc;
+    }
+}
+
+__global__ static void sum_ranks_f16(uint16_t *buf, const uint16_t *others, size_t stride, int me,
+                                     int L, size_t n, float scale)
+{
+    size_t step = (size_t)gridDim.x * blockDim.x;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
+        uint16_t acc = me == 0 ? buf[i] : others[i];
+        if (L == 1 && scale != 1.0f)
+            acc = half_from_float(__fmul_rn(half_to_float(acc), scale));
+        for (int r = 1; r < L; r++) {
+            uint16_t x = r == me ? buf[i] : others[(size_t)r * stride + i];
+            float sum = __fadd_rn(half_to_float(acc), half_to_float(x));
+            acc = half_from_float(__fmul_rn(sum, r == L - 1 ? scale : 1.0f));
+        }
+        buf[i] = acc;
+    }
+}
+
+extern "C" void fusion_cuda_sum_ranks(void *buf, const void *others, size_t stride, int me,
+                                      int L, size_t n, int fp16, float scale, cudaStream_t s)
+{
+    if (n == 0)
+        return;
+    if (fp16)
+        sum_ranks_f16<<<blocks_for(n), THREADS, 0, s>>>((uint16_t *)buf, (const uint16_t *)others,
+                                                        stride, me, L, n, scale);
+    else
+        sum_ranks_f32<<<blocks_for(n), THREADS, 0, s>>>((float *)buf, (const float *)others,
+                                                        stride, me, L, n, scale);
     CUDA_CHECK(cudaGetLastError());
 }

@@ -1,4 +1,5 @@
-/* fusion_cuda.h — the GPU side of tensor fusion: fp16 casts of device tensors, on a stream.
+/* fusion_cuda.h — the GPU side of tensor fusion: fp16 casts of device tensors, and the sum of
+ * the host's ranks' pieces for the GPU-summed host-staged path (node_stage.h), on a stream.
  *
  * The same conversions as the CPU's fp16 compression (base/half.h's helpers, compiled for the
  * device), so a tensor compressed on the GPU travels as the same bits as on the CPU.
@@ -17,5 +18,12 @@ void fusion_cuda_to_half(const float *src, uint16_t *dst, size_t n, cudaStream_t
  * as the CPU ring's average is: half_to_float(half_from_float(half_to_float(src[i]) * scale)). */
 void fusion_cuda_from_half(const uint16_t *src, float *dst, size_t n, float scale,
                            cudaStream_t s);
+
+/* buf[i] = the sum over ranks r = 0 .. L-1, in that order, of x_r[i], where x_me is buf itself
+ * and x_r (r != me) is others + r * stride elements: the ring's kernels' arithmetic (ring.h:
+ * the last addition multiplied by scale, every f16 addition rounded back to half; one rank:
+ * buf * scale), so the bits are the CPU's. fp16: the elements are IEEE half in uint16_t. */
+void fusion_cuda_sum_ranks(void *buf, const void *others, size_t stride, int me, int L, size_t n,
+                           int fp16, float scale, cudaStream_t s);
 
 #endif

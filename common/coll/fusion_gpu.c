@@ -1,22 +1,47 @@
 /* fusion_gpu.c — reduce a fusion group of device tensors. See fusion_gpu.h.
- * Public: fusion_gpu_reduce, fusion_gpu_free. */
+ * Public: fusion_gpu_reduce, fusion_gpu_free.
+ * A group's NCCL runs go to NCCL; its other runs (device tensors staged through the host, and
+ * host tensors among them) to the GPU-summed staged path where staged_node_usable, else to
+ * staged.c's ring. */
 #ifdef HVDLAB_CUDA
 
 #include "coll/fusion_gpu.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "base/cuda_check.h"
+#include "base/fatal.h"
+#include "base/half.h"
 #include "coll/fusion_cuda.h"
 #include "coll/gpu_ops.h"
+#include "coll/gpu_wait.h"
 #include "coll/nccl.h"
 #include "coll/staged.h"
+#include "coll/staged_node.h"
 #include "coll/timeline.h"
 
 static struct {
     void *buf; /* device fusion buffer */
     size_t bytes;
+    uint16_t *half; /* host: a host tensor's halves on their way up or down (staged groups) */
+    size_t half_n;
 } D;
+
+/* The host half buffer for n values; with src, src's values cast into it (base/half.h). */
+static uint16_t *host_half(const float *src, size_t n)
+{
+    if (D.half_n < n) {
+        free(D.half);
+        D.half = malloc(n * sizeof *D.half);
+        if (!D.half)
+            fatal_error("GPU collectives: out of host memory for %zu halves", n);
+        D.half_n = n;
+    }
+    for (size_t k = 0; src && k < n; k++)
+        D.half[k] = half_from_float(src[k]);
+    return D.half;
+}
 
 static void *device_buffer(size_t bytes)
 {
@@ -31,10 +56,24 @@ static void *device_buffer(size_t bytes)
     return D.buf;
 }
 
-/* Device tensors into the fusion buffer, back to back (float, or cast to half). */
+/* The group into the device fusion buffer, back to back (float, or cast to half). Host tensors
+ * (only in a staged group: a NCCL run holds device tensors alone) are copied up, cast by the
+ * CPU first for fp16 (the same helpers, the same bits). */
 static void pack(const fusion_entry *e, size_t len, char *d, int fp16, cudaStream_t s)
 {
     for (size_t i = 0, o = 0; i < len;) {
+        if (!e[i].gpu) {
+            size_t n = e[i].n;
+            const void *src = e[i].buf;
+            if (fp16)
+                src = host_half(e[i].buf, n);
+            if (n) /* from pageable memory: returns once the source has been read */
+                CUDA_CHECK(cudaMemcpyAsync(d + o * (fp16 ? 2 : 4), src, n * (fp16 ? 2 : 4),
+                                           cudaMemcpyHostToDevice, s));
+            o += n;
+            i++;
+            continue;
+        }
         size_t j = i + fusion_device_run(e + i, len - i), n = 0;
         for (size_t k = i; k < j; k++)
             n += e[k].n;
@@ -48,10 +87,28 @@ static void pack(const fusion_entry *e, size_t len, char *d, int fp16, cudaStrea
     }
 }
 
+/* Back out of the fusion buffer. Host tensors come down into pageable memory, a copy that
+ * returns only once it is done (CUDA's rule), after the work before it on the stream. */
 static void unpack(const fusion_entry *e, size_t len, const char *d, int fp16, float scale,
                    cudaStream_t s)
 {
     for (size_t i = 0, o = 0; i < len;) {
+        if (!e[i].gpu) {
+            size_t n = e[i].n;
+            if (n && fp16) {
+                uint16_t *h = host_half(NULL, n);
+                CUDA_CHECK(cudaMemcpyAsync(h, (const uint16_t *)d + o, n * 2,
+                                           cudaMemcpyDeviceToHost, s));
+                for (size_t k = 0; k < n; k++)
+                    e[i].buf[k] = half_to_float(h[k]); /* the sum was scaled in half already */
+            } else if (n) {
+                CUDA_CHECK(cudaMemcpyAsync(e[i].buf, (const float *)d + o, n * sizeof(float),
+                                           cudaMemcpyDeviceToHost, s));
+            }
+            o += n;
+            i++;
+            continue;
+        }
         size_t j = i + fusion_device_run(e + i, len - i), n = 0;
         for (size_t k = i; k < j; k++)
             n += e[k].n;
@@ -109,6 +166,47 @@ static void nccl_run(const fusion_entry *e, size_t len, float scale, fusion_stat
     st->tensors += len;
 }
 
+/* A staged run summed on the GPUs (staged_node.h): the group in place when it is the flat fp32
+ * gradient buffer on the device, else through the device fusion buffer. scale goes to the sum
+ * (the ring's arithmetic), never to the unpack. */
+static void node_run(MPI_Comm comm, const fusion_entry *e, size_t len, float scale,
+                     fusion_stats *st)
+{
+    cudaStream_t s = gpu_ops_stream();
+    int fp16 = e[0].fp16, in_place = !fp16 && fusion_contiguous(e, len);
+    size_t total = 0;
+    for (size_t i = 0; i < len; i++) {
+        total += e[i].n;
+        in_place = in_place && e[i].gpu;
+    }
+    char what[COLL_NAME_MAX + 64];
+    snprintf(what, sizeof what, "allreduce \"%s\"%s (host-staged)", e[0].name,
+             len > 1 ? " (fused)" : "");
+    size_t esize = fp16 ? sizeof(uint16_t) : sizeof(float);
+    char *d = in_place ? (char *)e[0].buf : device_buffer(total * esize);
+    fusion_mark(e, len, "ALLREDUCE", 'B');
+    if (!in_place) {
+        fusion_mark(e, len, "MEMCPY_IN_FUSION_BUFFER", 'B');
+        pack(e, len, d, fp16, s);
+        stage_done(s, what);
+        fusion_mark(e, len, "MEMCPY_IN_FUSION_BUFFER", 'E');
+    }
+    /* one span: the copies down, the host's barriers and the copies up and sums overlap */
+    fusion_mark(e, len, "STAGED_GPU_ALLREDUCE", 'B');
+    staged_node_allreduce(comm, d, total, fp16, scale, what);
+    fusion_mark(e, len, "STAGED_GPU_ALLREDUCE", 'E');
+    if (!in_place) {
+        fusion_mark(e, len, "MEMCPY_OUT_FUSION_BUFFER", 'B');
+        unpack(e, len, d, fp16, 1.0f, s);
+        gpu_wait(s, NULL, what);
+        fusion_mark(e, len, "MEMCPY_OUT_FUSION_BUFFER", 'E');
+        st->bytes_copied += 2 * total * esize;
+    }
+    fusion_mark(e, len, "ALLREDUCE", 'E');
+    st->ring_calls++;
+    st->tensors += len;
+}
+
 void fusion_gpu_reduce(MPI_Comm comm, const fusion_entry *e, size_t len, float scale,
                        ring_workspace *ws, fusion_stats *st)
 {
@@ -119,6 +217,8 @@ void fusion_gpu_reduce(MPI_Comm comm, const fusion_entry *e, size_t len, float s
             j++;
         if (nccl)
             nccl_run(e + i, j - i, scale, st);
+        else if (staged_node_usable(comm))
+            node_run(comm, e + i, j - i, scale, st);
         else
             staged_allreduce(comm, e + i, j - i, scale, ws, st);
         i = j;
@@ -129,9 +229,12 @@ void fusion_gpu_free(void)
 {
     if (D.buf)
         cudaFree(D.buf);
+    free(D.half);
     D.buf = NULL;
     D.bytes = 0;
-    staged_free();
+    D.half = NULL;
+    D.half_n = 0;
+    staged_free(); /* staged_node's window goes with the host's topology (allreduce_free) */
 }
 
 #endif

@@ -34,6 +34,7 @@ const char *gpu_ops_request_name(gpu_ops_request r)
 
 static struct {
     gpu_path path;
+    int node_reduce; /* gpu_ops_node_reduce */
     int device;
     cudaStream_t own, user;
     int user_set;
@@ -102,15 +103,19 @@ void gpu_ops_init(const gpu_ops_config *c)
     if (!all)
         fatal_error("GPU collectives: out of memory for %d ranks", c->size);
     MPI_Allgather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, c->comm);
-    int with = 0;
-    for (int r = 0; r < c->size; r++)
+    int with = 0, one_host = 1;
+    for (int r = 0; r < c->size; r++) {
         with += all[r].has;
+        one_host = one_host && strcmp(all[r].host, all[0].host) == 0;
+    }
+    if (c->host_group_size > 0 && c->host_group_size < c->size)
+        one_host = 0; /* allreduce.h will see several hosts */
     if (with == 0) { /* hvd_pin_device says so: nothing to choose */
         free(all);
         return;
     }
     /* Every rank has the same table, so every rank decides alike. */
-    char why[400];
+    char why[400], adds[160] = "";
     int blocked = nccl_obstacle(all, c->size, why, sizeof why);
     free(all);
     if (c->request == GPU_OPS_NCCL && blocked) {
@@ -129,6 +134,14 @@ void gpu_ops_init(const gpu_ops_config *c)
         snprintf(why, sizeof why, "%s", c->request == GPU_OPS_NCCL ? "HVD_GPU_OPERATIONS=nccl"
                                                           : "every rank has a GPU of its own");
     int nccl = !blocked && c->request != GPU_OPS_MPI;
+    if (!nccl && c->staged_reduce_gpu) { /* staged_node.h: who adds the staged pieces */
+        G.node_reduce = with == c->size && one_host && c->size > 1;
+        snprintf(adds, sizeof adds, "; HVDLAB_STAGED_REDUCE=gpu: %s",
+                 G.node_reduce ? "summed on the GPUs"
+                 : with < c->size ? "a rank has no GPU, the CPU adds"
+                 : !one_host      ? "the ranks span hosts, the CPU adds"
+                                  : "one rank, nothing to add");
+    }
     if (me.has) {
         CUDA_CHECK(cudaSetDevice(G.device));
         CUDA_CHECK(cudaStreamCreateWithFlags(&G.own, cudaStreamNonBlocking));
@@ -142,7 +155,8 @@ void gpu_ops_init(const gpu_ops_config *c)
         if (nccl)
             fprintf(stderr, "hvdlab: GPU collectives: NCCL %s (%s)\n", ver, why);
         else
-            fprintf(stderr, "hvdlab: GPU collectives: host-staged through MPI (%s)\n", why);
+            fprintf(stderr, "hvdlab: GPU collectives: host-staged through MPI (%s%s)\n", why,
+                    adds);
         fflush(stderr);
     }
 }
@@ -157,6 +171,7 @@ void gpu_ops_shutdown(void)
 }
 
 gpu_path gpu_ops_path(void) { return G.path; }
+int gpu_ops_node_reduce(void) { return G.node_reduce; }
 
 int gpu_ops_is_device(const void *p)
 {
@@ -189,6 +204,7 @@ cudaStream_t gpu_ops_stream(void)
 void gpu_ops_init(const gpu_ops_config *c) { (void)c; }
 void gpu_ops_shutdown(void) {}
 gpu_path gpu_ops_path(void) { return GPU_PATH_NONE; }
+int gpu_ops_node_reduce(void) { return 0; }
 int gpu_ops_is_device(const void *p)
 {
     (void)p;

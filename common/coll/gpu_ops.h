@@ -28,6 +28,8 @@ typedef struct {
     MPI_Comm comm;
     int rank, size, local_rank;
     gpu_ops_request request;
+    int staged_reduce_gpu; /* HVDLAB_STAGED_REDUCE=gpu: gpu_ops_node_reduce may say 1 */
+    int host_group_size;   /* HVD_HOST_GROUP_SIZE (tests: one machine plays several hosts) */
     double warn_s;  /* a wait on the GPU warns once after this long (0: never) */
     double limit_s; /* and stops the job after this long */
 } gpu_ops_config;
@@ -36,6 +38,11 @@ typedef struct {
 void gpu_ops_init(const gpu_ops_config *c);
 void gpu_ops_shutdown(void);
 gpu_path gpu_ops_path(void);
+/* 1 when device groups staged through the host are summed on the GPUs (staged_node.h): asked
+ * for with HVDLAB_STAGED_REDUCE=gpu, on the staged path, every rank with a GPU and every rank on
+ * one host (by name). The same on every rank. Asked for where it cannot be, rank 0 says why in
+ * its one line and the CPU adds as before. */
+int gpu_ops_node_reduce(void);
 /* 1 when p is device (or managed) memory this rank's collectives must treat as such. */
 int gpu_ops_is_device(const void *p);
 /* The stream device collectives run on (a cudaStream_t); NULL: their own, after a

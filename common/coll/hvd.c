@@ -50,6 +50,7 @@ static struct {
     int stall_check;                 /* the stall inspector's entry handshake is on */
     double stall_warn_s, stall_shutdown_s;
     gpu_ops_request gpu_ops;         /* HVD_GPU_OPERATIONS */
+    int staged_reduce_gpu;           /* HVDLAB_STAGED_REDUCE=gpu (gpu_ops.h) */
     int hierarchical;                /* HVD_HIERARCHICAL_ALLREDUCE */
     int host_group_size;             /* HVD_HOST_GROUP_SIZE (tests): 0 = real hosts */
     stall_inspector stall;
@@ -163,13 +164,17 @@ static void read_settings(void)
     v = getenv("HVD_GPU_OPERATIONS");
     if (gpu_ops_parse(v, &S.gpu_ops) != 0)
         fatal_error("HVD_GPU_OPERATIONS=%s: expected nccl or mpi", v);
+    v = getenv("HVDLAB_STAGED_REDUCE");
+    S.staged_reduce_gpu = v && strcmp(v, "gpu") == 0;
+    if (v && *v && !S.staged_reduce_gpu && strcmp(v, "host") != 0)
+        fatal_error("HVDLAB_STAGED_REDUCE=%s: expected host (the default) or gpu", v);
 }
 
 /* Every setting above changes what goes over the wire (or, for the stall times, which rank
  * speaks when), so the ranks must agree on them; HVD_TIMELINE is rank 0's alone. */
 static void agree_on_settings(void)
 {
-    agree_setting v[10];
+    agree_setting v[12];
     memset(v, 0, sizeof v); /* exchanged as bytes */
     snprintf(v[0].name, sizeof v[0].name, "HVD_CHECK_COLLECTIVES");
     snprintf(v[0].value, sizeof v[0].value, "%d", S.check);
@@ -192,7 +197,12 @@ static void agree_on_settings(void)
     snprintf(v[8].value, sizeof v[8].value, "%d", S.hierarchical);
     snprintf(v[9].name, sizeof v[9].name, "HVD_HOST_GROUP_SIZE"); /* which ranks share a window */
     snprintf(v[9].value, sizeof v[9].value, "%d", S.host_group_size);
-    agree_settings(S.comm, v, 10);
+    snprintf(v[10].name, sizeof v[10].name, "HVDLAB_STAGED_REDUCE"); /* who adds: CPU or GPU */
+    snprintf(v[10].value, sizeof v[10].value, "%s", S.staged_reduce_gpu ? "gpu" : "host");
+    const char *host = getenv("HVDLAB_STAGED_HOST"); /* staged.c checks its value */
+    snprintf(v[11].name, sizeof v[11].name, "HVDLAB_STAGED_HOST"); /* which host path runs */
+    snprintf(v[11].value, sizeof v[11].value, "%.39s", host && *host ? host : "pinned");
+    agree_settings(S.comm, v, 12);
 }
 
 /* Collectives run in the order they were called: queued allreduces go before anything else. */
@@ -252,6 +262,8 @@ int hvd_init(int *argc, char ***argv)
     stall_init(&S.stall, S.comm, S.stall_warn_s, S.stall_shutdown_s, S.check);
     gpu_ops_config g = {.comm = S.comm, .rank = S.rank, .size = S.size,
                         .local_rank = S.local_rank, .request = S.gpu_ops,
+                        .staged_reduce_gpu = S.staged_reduce_gpu,
+                        .host_group_size = S.host_group_size,
                         .warn_s = S.stall_warn_s,
                         .limit_s = S.stall_shutdown_s > 0 ? S.stall_shutdown_s
                                                           : DEFAULT_GPU_WAIT_LIMIT_SECONDS};

@@ -99,8 +99,10 @@ static void allreduce_case(size_t n, hvd_op op, int comp)
     CUDA_CHECK(cudaFree(d));
 }
 
-/* Queued tensors: slices of one buffer (the flat gradients: reduced in place) and separate
- * allocations (through the fusion buffer), under a threshold that cuts them into groups. */
+/* Queued tensors: slices of one buffer (the flat gradients: reduced in place), separate
+ * allocations (through the fusion buffer), or separate ones of which every other lies in host
+ * memory (mixed: one group holds both), under a threshold that cuts them into groups. */
+enum { BACK_TO_BACK = 0, SEPARATE = 1, MIXED = 2 };
 static void fused_case(int separate, int comp, size_t threshold)
 {
     enum { NT = 6 };
@@ -113,7 +115,8 @@ static void fused_case(int separate, int comp, size_t threshold)
         h[i] = value(rank, i * 3);
     float *want = host_copy(h, total), *flat = dev_copy(h, total), *sep[NT];
     for (int t = 0; t < NT; t++)
-        sep[t] = dev_copy(h + off[t], len[t]);
+        sep[t] = separate == MIXED && t % 2 ? host_copy(h + off[t], len[t])
+                                            : dev_copy(h + off[t], len[t]);
     size_t saved = hvd_fusion_threshold();
     hvd_set_fusion_threshold(threshold);
     char name[32];
@@ -130,18 +133,24 @@ static void fused_case(int separate, int comp, size_t threshold)
     hvd_set_fusion_threshold(saved);
     float *got = malloc(total * sizeof *got);
     for (int t = 0; t < NT; t++) {
-        float *g = download(separate ? sep[t] : flat + off[t], len[t]);
+        float *g = separate == MIXED && t % 2 ? host_copy(sep[t], len[t])
+                                              : download(separate ? sep[t] : flat + off[t], len[t]);
         memcpy(got + off[t], g, len[t] * sizeof *g);
         free(g);
     }
     char what[128];
     snprintf(what, sizeof what, "fused %s tensors, %s, threshold %zu",
-             separate ? "separate" : "back-to-back", comp ? "fp16" : "fp32", threshold);
+             separate == MIXED ? "device and host" : separate ? "separate" : "back-to-back",
+             comp ? "fp16" : "fp32", threshold);
     expect(what, got, want, total, exact ? 0 : comp ? 4e-3 : 1e-6);
     free(h), free(want), free(got);
     CUDA_CHECK(cudaFree(flat));
-    for (int t = 0; t < NT; t++)
-        CUDA_CHECK(cudaFree(sep[t]));
+    for (int t = 0; t < NT; t++) {
+        if (separate == MIXED && t % 2)
+            free(sep[t]);
+        else
+            CUDA_CHECK(cudaFree(sep[t]));
+    }
 }
 
 static void broadcast_case(size_t n, int root)
@@ -233,7 +242,7 @@ int main(int argc, char **argv)
                 allreduce_case(lens[k], (hvd_op)op, HVD_COMPRESS_NONE);
                 allreduce_case(lens[k], (hvd_op)op, HVD_COMPRESS_FP16);
             }
-        for (int sep = 0; sep <= 1; sep++)
+        for (int sep = BACK_TO_BACK; sep <= MIXED; sep++)
             for (int comp = 0; comp <= 1; comp++) {
                 fused_case(sep, comp, HVD_DEFAULT_FUSION_THRESHOLD);
                 fused_case(sep, comp, 16 << 10);

@@ -169,6 +169,12 @@ START_TEST(settings_on_one_rank_named)
         {0, "HVD_HOST_GROUP_SIZE=1",
          "setting mismatch: HVD_HOST_GROUP_SIZE=1 on rank 0 but HVD_HOST_GROUP_SIZE=0 on "
          "rank 1 "},
+        {1, "HVDLAB_STAGED_REDUCE=gpu",
+         "setting mismatch: HVDLAB_STAGED_REDUCE=host on rank 0 but HVDLAB_STAGED_REDUCE=gpu on "
+         "rank 1 "},
+        {0, "HVDLAB_STAGED_HOST=hugepages",
+         "setting mismatch: HVDLAB_STAGED_HOST=hugepages on rank 0 but "
+         "HVDLAB_STAGED_HOST=pinned on rank 1 "},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         job j = run_one_rank_env(cases[i].which, cases[i].var, "agree");
@@ -238,7 +244,11 @@ START_TEST(bad_settings_named)
     j = run_job("HVD_HOST_GROUP_SIZE=0", 2, "init-only");
     ck_assert_msg(j.status != 0 && strstr(j.out, "HVD_HOST_GROUP_SIZE=0: expected a number of "
                                                  "ranks per test host, at least 1"), "%s", j.out);
-    j = run_job("HVD_FUSION_THRESHOLD=32M HVD_COMPRESSION=fp16", 2, "init-only");
+    j = run_job("HVDLAB_STAGED_REDUCE=cpu", 2, "init-only");
+    ck_assert_msg(j.status != 0 && strstr(j.out, "HVDLAB_STAGED_REDUCE=cpu: expected host (the "
+                                                 "default) or gpu"), "%s", j.out);
+    j = run_job("HVD_FUSION_THRESHOLD=32M HVD_COMPRESSION=fp16 HVDLAB_STAGED_REDUCE=gpu", 2,
+                "init-only");
     ck_assert_msg(j.status == 0, "valid settings refused: status %d\n%s", j.status, j.out);
 }
 END_TEST

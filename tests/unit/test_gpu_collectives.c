@@ -5,6 +5,7 @@
  *                                GPUs (path=mpi), else NCCL
  *   -n 1, 2, 3 with HVD_GPU_OPERATIONS=mpi      host-staged, forced
  *   -n 2, 3 with HVDLAB_STAGED_HOST=hugepages   host-staged from a registered huge-page buffer
+ *   -n 2, 3 with HVDLAB_STAGED_REDUCE=gpu       host-staged, summed on the GPUs (staged_node.h)
  *   HVD_GPU_OPERATIONS=nccl with more ranks than GPUs: one error line, non-zero exit, no hang
  * each with the collective check on in one run, with a timeline whose activities are checked,
  * and 384 MiB allreduced once per path. With two GPUs or more, a device tensor on one rank and a
@@ -81,6 +82,10 @@ static void passing(const char *env, int np, const char *want_path, int with_tim
     expect(rc == 0, "%s: exit status not 0", full);
     expect(strstr(out, path_line) != NULL, "%s: not on the expected path", full);
     expect(strstr(out, ", 0 failures") != NULL, "%s: failures in the checks", full);
+    if (strstr(env, "HVDLAB_STAGED_REDUCE=gpu") && strcmp(want_path, "mpi") == 0)
+        expect(strstr(out, np > 1 ? "HVDLAB_STAGED_REDUCE=gpu: summed on the GPUs"
+                                  : "HVDLAB_STAGED_REDUCE=gpu: one rank, nothing to add") != NULL,
+               "%s: rank 0's line does not say who adds", full);
     if (!with_timeline)
         return;
     char file[1300];
@@ -92,6 +97,14 @@ static void passing(const char *env, int np, const char *want_path, int with_tim
         return;
     if (strcmp(want_path, "nccl") == 0) {
         expect(strstr(t, "\"NCCL_ALLREDUCE\"") != NULL, "%s: no NCCL_ALLREDUCE", file);
+    } else if (strstr(env, "HVDLAB_STAGED_REDUCE=gpu") && np > 1) {
+        /* the pieces' copies and sums overlap: one span; no device group takes staged.c's
+         * copy into the host buffer (the CPU reference's host tensors still take the host's
+         * own passes) */
+        expect(strstr(t, "\"STAGED_GPU_ALLREDUCE\"") != NULL, "%s: no STAGED_GPU_ALLREDUCE",
+               file);
+        expect(strstr(t, "\"MEMCPY_IN_HOST_BUFFER\"") == NULL,
+               "%s: MEMCPY_IN_HOST_BUFFER on the GPU-summed path", file);
     } else {
         expect(strstr(t, "\"MEMCPY_IN_HOST_BUFFER\"") != NULL, "%s: no MEMCPY_IN_HOST_BUFFER",
                file);
@@ -119,11 +132,17 @@ int main(int argc, char **argv)
     snprintf(dir, sizeof dir, "%s", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     passing("", 1, "nccl", 1);
     passing("HVD_GPU_OPERATIONS=mpi", 1, "mpi", 1);
+    passing("HVD_GPU_OPERATIONS=mpi HVDLAB_STAGED_REDUCE=gpu", 1, "mpi", 0);
     for (int np = 2; np <= 3; np++) {
         passing("", np, ngpu >= np ? "nccl" : "mpi", 1);
         passing("HVD_GPU_OPERATIONS=mpi", np, "mpi", np == 2);
         /* the staged buffer on huge pages registered with CUDA (staged.c) */
         passing("HVD_GPU_OPERATIONS=mpi HVDLAB_STAGED_HOST=hugepages", np, "mpi", np == 2);
+        /* summed on the GPUs: automatic staging (one GPU) and forced, fp32 and fp16 */
+        passing("HVD_GPU_OPERATIONS=mpi HVDLAB_STAGED_REDUCE=gpu", np, "mpi", 1);
+        if (ngpu < np)
+            passing("HVDLAB_STAGED_REDUCE=gpu HVD_COMPRESSION=fp16 HVD_FUSION_THRESHOLD=4K", np,
+                    "mpi", 1);
         passing("HVD_COMPRESSION=fp16 HVD_FUSION_THRESHOLD=4K", np, ngpu >= np ? "nccl" : "mpi",
                 0);
     }

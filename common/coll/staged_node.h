@@ -1,0 +1,32 @@
+/* staged_node.h — the host-staged allreduce of device buffers summed on the GPUs
+ * (HVDLAB_STAGED_REDUCE=gpu): node_stage.h's protocol with CUDA copies and kernels.
+ *
+ * For the ranks of one host that stage through the host (they share GPUs: NCCL refuses them):
+ * each rank's buffer goes down in pieces into its slot of a shared window pinned with
+ * cudaHostRegister in every rank, and each rank takes the others' pieces up and adds them on
+ * its GPU (fusion_cuda_sum_ranks). No CPU adds a byte: the default staged path's host reduction
+ * is what held it to 13-16 % of its copy ceiling on an H200 (README). Only host memory is handed
+ * to MPI (the window; its barrier is the host's shm barrier). CUDA builds only.
+ */
+#ifndef HVDLAB_STAGED_NODE_H
+#define HVDLAB_STAGED_NODE_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+/* Whether a device group on comm takes this path: HVDLAB_STAGED_REDUCE=gpu (gpu_ops.h says the
+ * job may: every rank stages through the host, every rank has a GPU, all on one host), comm is
+ * the host's (allreduce.h), and every rank could pin the shared window. Collective over comm
+ * the first time it gets that far (it allocates and pins the window); the same answer on every
+ * rank. */
+int staged_node_usable(MPI_Comm comm);
+/* Collective over comm where staged_node_usable said 1, in place: dev (device memory, n floats or
+ * IEEE halves) = scale * (sum over the ranks), the CPU runtime's bits for one host.
+ * what: "allreduce \"name\"", for errors. */
+void staged_node_allreduce(MPI_Comm comm, void *dev, size_t n, int fp16, float scale,
+                           const char *what);
+/* Collective over the host's ranks (hvd_shutdown, before allreduce_free): unpins and frees the
+ * window, the device scratch and the stream. */
+void staged_node_free(void);
+
+#endif
