@@ -7,6 +7,7 @@
 extern "C" {
 #include "base/half.h"
 #include "coll/fusion_cuda.h"
+#include "coll/sum_ranks.h"
 }
 
 #define THREADS 256
@@ -51,40 +52,21 @@ extern "C" void fusion_cuda_from_half(const uint16_t *src, float *dst, size_t n,
     CUDA_CHECK(cudaGetLastError());
 }
 
-/* __fadd_rn / __fmul_rn: never contracted, whatever the flags; the CPU's ring_add_* adds, then
- * scales (by 1 in every addition but the last, which changes no bits). */
-__global__ static void sum_ranks_f32(float *buf, const float *others, size_t stride, int me, int L,
-                                     size_t n, float scale)
+/* One thread per element (grid-stride): sum_ranks.h, the arithmetic the CPU test checks. */
+__global__ static void sum_ranks_f32_kernel(float *buf, const float *others, size_t stride, int me,
+                                            int L, size_t n, float scale)
 {
     size_t step = (size_t)gridDim.x * blockDim.x;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
-        float acc = me == 0 ? buf[i] : others[i];
-        if (L == 1 && scale != 1.0f)
-            acc = __fmul_rn(acc, scale);
-        for (int r = 1; r < L; r++) {
-            acc = __fadd_rn(acc, r == me ? buf[i] : others[(size_t)r * stride + i]);
-            if (r == L - 1 && scale != 1.0f)
-                acc = __fmul_rn(acc, scale);
-        }
-        buf[i] = acc;
-    }
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step)
+        buf[i] = sum_ranks_f32(buf, others, stride, me, L, i, scale);
 }
 
-__global__ static void sum_ranks_f16(uint16_t *buf, const uint16_t *others, size_t stride, int me,
-                                     int L, size_t n, float scale)
+__global__ static void sum_ranks_f16_kernel(uint16_t *buf, const uint16_t *others, size_t stride,
+                                            int me, int L, size_t n, float scale)
 {
     size_t step = (size_t)gridDim.x * blockDim.x;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
-        uint16_t acc = me == 0 ? buf[i] : others[i];
-        if (L == 1 && scale != 1.0f)
-            acc = half_from_float(__fmul_rn(half_to_float(acc), scale));
-        for (int r = 1; r < L; r++) {
-            uint16_t x = r == me ? buf[i] : others[(size_t)r * stride + i];
-            float sum = __fadd_rn(half_to_float(acc), half_to_float(x));
-            acc = half_from_float(__fmul_rn(sum, r == L - 1 ? scale : 1.0f));
-        }
-        buf[i] = acc;
-    }
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step)
+        buf[i] = sum_ranks_f16(buf, others, stride, me, L, i, scale);
 }
 
 extern "C" void fusion_cuda_sum_ranks(void *buf, const void *others, size_t stride, int me,
@@ -93,10 +75,10 @@ extern "C" void fusion_cuda_sum_ranks(void *buf, const void *others, size_t stri
     if (n == 0)
         return;
     if (fp16)
-        sum_ranks_f16<<<blocks_for(n), THREADS, 0, s>>>((uint16_t *)buf, (const uint16_t *)others,
-                                                        stride, me, L, n, scale);
+        sum_ranks_f16_kernel<<<blocks_for(n), THREADS, 0, s>>>(
+            (uint16_t *)buf, (const uint16_t *)others, stride, me, L, n, scale);
     else
-        sum_ranks_f32<<<blocks_for(n), THREADS, 0, s>>>((float *)buf, (const float *)others,
-                                                        stride, me, L, n, scale);
+        sum_ranks_f32_kernel<<<blocks_for(n), THREADS, 0, s>>>(
+            (float *)buf, (const float *)others, stride, me, L, n, scale);
     CUDA_CHECK(cudaGetLastError());
 }

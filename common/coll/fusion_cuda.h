@@ -20,9 +20,8 @@ void fusion_cuda_from_half(const uint16_t *src, float *dst, size_t n, float scal
                            cudaStream_t s);
 
 /* buf[i] = the sum over ranks r = 0 .. L-1, in that order, of x_r[i], where x_me is buf itself
- * and x_r (r != me) is others + r * stride elements: the ring's kernels' arithmetic (ring.h:
- * the last addition multiplied by scale, every f16 addition rounded back to half; one rank:
- * buf * scale), so the bits are the CPU's. fp16: the elements are IEEE half in uint16_t. */
+ * and x_r (r != me) is others + r * stride elements: sum_ranks.h, the ring's arithmetic, so the
+ * bits are the CPU's. fp16: the elements are IEEE half in uint16_t. */
 void fusion_cuda_sum_ranks(void *buf, const void *others, size_t stride, int me, int L, size_t n,
                            int fp16, float scale, cudaStream_t s);
 

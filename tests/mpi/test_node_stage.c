@@ -1,8 +1,8 @@
 /* test_node_stage.c — node_stage.h's protocol (pinned slots, one barrier per piece, the next
  * piece's copy down overlapping this one's sum) under mpirun -n 1..4, on host buffers.
  *
- * The ops here do what the GPU's do (staged_node.c), with memcpy and the ring's kernels, and as
- * late as the protocol allows, the way streams may: a copy down runs only when down_wait is
+ * The ops here do what the GPU's do (staged_node.c), with memcpy and sum_ranks.h (the function
+ * the GPU's kernel runs per element), and as late as the protocol allows, the way streams may: a copy down runs only when down_wait is
  * called, a sum only when reduce_wait is, each after a random pause. A wait the engine forgot,
  * or a set reused too soon, then shows as a wrong sum. Results are compared bit for bit with
  * shm_allreduce's on the same data (both add in local-rank order) and across ranks, for both
@@ -18,8 +18,8 @@
 #include "base/half.h"
 #include "coll/hvd.h"
 #include "coll/node_stage.h"
-#include "coll/ring.h"
 #include "coll/shm.h"
+#include "coll/sum_ranks.h"
 #include "lib/ck_mpi.h"
 
 /* Deferred work: at most one copy down and one sum are pending at a time (the engine waits for
@@ -84,25 +84,30 @@ static void reduce(void *ctx, char *buf, char *const *slots, int me, int L, size
     o->reduces++;
 }
 
-/* The sum node_stage.h specifies, on the CPU: in local-rank order, the last addition scaled. */
+/* What the GPU's op does (staged_node.c): the others' slots into a scratch of one piece per
+ * rank, then sum_ranks.h per element, the very function the kernel runs. */
 static void reduce_wait(void *ctx)
 {
     late_ops *o = ctx;
     if (!o->reduce_pending)
         return;
     pause_a_little(o);
-    size_t es = o->t == SHM_F16 ? 2 : 4;
-    void (*add)(void *, const void *, size_t, float) =
-        o->t == SHM_F16 ? ring_add_f16 : ring_add_f32;
-    char *acc = malloc(o->n * es);
-    ck_assert_ptr_nonnull(acc);
-    memcpy(acc, o->me == 0 ? o->buf : o->slot_copy[0], o->n * es);
-    if (o->L == 1 && o->scale != 1.0f)
-        (o->t == SHM_F16 ? ring_scale_f16 : ring_scale_f32)(acc, o->n, o->scale);
-    for (int r = 1; r < o->L; r++)
-        add(acc, r == o->me ? o->buf : o->slot_copy[r], o->n, r == o->L - 1 ? o->scale : 1.0f);
-    memcpy(o->buf, acc, o->n * es);
-    free(acc);
+    size_t es = o->t == SHM_F16 ? 2 : 4, stride = o->n;
+    char *scratch = malloc((size_t)o->L * o->n * es);
+    ck_assert_ptr_nonnull(scratch);
+    for (int r = 0; r < o->L; r++)
+        if (r != o->me)
+            memcpy(scratch + (size_t)r * stride * es, o->slot_copy[r], o->n * es);
+    for (size_t i = 0; i < o->n; i++) {
+        if (o->t == SHM_F16)
+            ((uint16_t *)o->buf)[i] = sum_ranks_f16((const uint16_t *)o->buf,
+                                                    (const uint16_t *)scratch, stride, o->me,
+                                                    o->L, i, o->scale);
+        else
+            ((float *)o->buf)[i] = sum_ranks_f32((const float *)o->buf, (const float *)scratch,
+                                                 stride, o->me, o->L, i, o->scale);
+    }
+    free(scratch);
     o->reduce_pending = 0;
 }
 
