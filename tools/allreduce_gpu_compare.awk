@@ -16,7 +16,7 @@ END {
     if (n == 0) { print "bench-allreduce-gpu: no staged rows (did the 2-rank run fail?)"; exit 1 }
     printf "%9s | %12s %12s %11s | %13s %13s %8s\n", "size", "staged us", "gloo us",
            "gloo/staged", "staged GB/s", "ceiling GB/s", "% ceil"
-    slow = ""; low = ""; missing = ""
+    slow = ""; low = ""; missing = ""; pcs = ""; rmin = -1
     for (i = 1; i <= n; i++) {
         s = order[i]
         r = (s in gl) && st[s] > 0 ? gl[s] / st[s] : 0
@@ -26,10 +26,17 @@ END {
                (s in ceil) ? ceil[s] : "-", pc ? sprintf("%.0f", pc) : "-"
         if (!(s in gl)) missing = missing " " s
         else if (r < 1.0) slow = slow " " s
-        if (bytes(s) >= 64 * 1048576 && pc < 70) low = low " " s
+        if ((s in gl) && (rmin < 0 || r < rmin)) { rmin = r; rat = s }
+        if (bytes(s) >= 64 * 1048576) {
+            if (pc < 70) low = low " " s
+            pcs = pcs (pcs == "" ? "" : ", ") s " " sprintf("%.0f", pc) "%"
+        }
     }
+    # the figures behind each verdict, so that the summary line alone can be quoted
+    fig = rmin >= 0 ? sprintf(" (lowest gloo/staged %.2f, at %s)", rmin, rat) : ""
+    figc = pcs != "" ? " (" pcs ")" : ""
     printf "bench-allreduce-gpu: staged >= 1.0x gloo at every size: %s\n",
-           missing != "" ? "no gloo figure for" missing : slow == "" ? "met" : "NOT met at" slow
+           (missing != "" ? "no gloo figure for" missing : slow == "" ? "met" : "NOT met at" slow) fig
     printf "bench-allreduce-gpu: staged >= 70%% of its copy ceiling from 64 MiB: %s\n",
-           low == "" ? "met" : "NOT met at" low
+           (low == "" ? "met" : "NOT met at" low) figc
 }

@@ -43,12 +43,14 @@ expect() { # name, expected line (grep -F), files...
 write 6000.0 60.0 # 64M staged 11.18 GB/s = 89 % of 12.50; faster than gloo at both sizes
 expect "targets met (speed)" "staged >= 1.0x gloo at every size: met" "$d/n1" "$d/n2" "$d/gloo"
 expect "targets met (ceiling)" "of its copy ceiling from 64 MiB: met" "$d/n1" "$d/n2" "$d/gloo"
+expect "the speed verdict's figure" "met (lowest gloo/staged 1.20, at 64K)" "$d/n1" "$d/n2" "$d/gloo"
+expect "the ceiling verdict's figure" "from 64 MiB: met (64M 89%)" "$d/n1" "$d/n2" "$d/gloo"
 expect "the table's 64M row" "64M |       6000.0       9000.0        1.50 |         11.18         12.50       89" \
     "$d/n1" "$d/n2" "$d/gloo"
 write 6000.0 45.0 # gloo faster at 64K
 expect "slower than gloo" "staged >= 1.0x gloo at every size: NOT met at 64K" "$d/n1" "$d/n2" "$d/gloo"
 write 8000.0 60.0 # 64M staged 8.39 GB/s = 67 % of the ceiling, still faster than gloo
-expect "under 70 % of the ceiling" "of its copy ceiling from 64 MiB: NOT met at 64M" "$d/n1" "$d/n2" "$d/gloo"
+expect "under 70 % of the ceiling" "of its copy ceiling from 64 MiB: NOT met at 64M (64M 67%)" "$d/n1" "$d/n2" "$d/gloo"
 expect "under 70 %, speed still met" "staged >= 1.0x gloo at every size: met" "$d/n1" "$d/n2" "$d/gloo"
 : >"$d/empty"
 expect "no peer rows" "no gloo figure for 64K 64M" "$d/n1" "$d/n2" "$d/empty"
