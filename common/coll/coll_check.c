@@ -93,7 +93,9 @@ void coll_desc_format(const coll_desc *d, int detail, char *out, size_t outlen)
     size_t o = strlen(out);
     if ((detail & COLL_DETAIL_WHERE) && o && out[o - 1] == ')') /* inside the parentheses */
         snprintf(out + o - 1, outlen - (o - 1), ", %s)",
-                 d->gpu ? "on the GPU (NCCL)" : "on the host");
+                 d->gpu == COLL_GPU_NCCL     ? "on the GPU (NCCL)"
+                 : d->gpu == COLL_GPU_SUMMED ? "on the GPU (host-staged, summed on the GPUs)"
+                                             : "on the host");
 }
 
 void coll_mismatch_exit(MPI_Comm comm, const coll_desc *a, int bad, const coll_desc *b)

@@ -26,12 +26,16 @@ typedef enum {
 
 #define COLL_NAME_MAX 64
 
+enum { COLL_GPU_NCCL = 1, COLL_GPU_SUMMED = 2 };
+
 typedef struct {
     int kind;
     int root;    /* broadcast only, else -1 */
     int op;      /* allreduce only (hvd_op), else -1 */
     int fp16;    /* allreduce only: 1 when the tensor travels as IEEE half */
-    int gpu;     /* 1: a device tensor on the NCCL path, whose wire is NCCL's, not MPI's */
+    int gpu;     /* COLL_GPU_NCCL: a device tensor on the NCCL path, whose wire is NCCL's, not
+                  * MPI's; COLL_GPU_SUMMED: one staged and summed on the GPUs (staged_node.h),
+                  * whose window is not the host path's; 0: anything else */
     long long count; /* elements; allgather counts may differ between ranks */
     char name[COLL_NAME_MAX];
 } coll_desc;

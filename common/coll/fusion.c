@@ -11,6 +11,7 @@
 #include "base/half.h"
 #include "base/memory.h"
 #include "coll/allreduce.h"
+#include "coll/gpu_ops.h"
 #include "coll/timeline.h"
 #ifdef HVDLAB_CUDA
 #include "coll/fusion_gpu.h"
@@ -121,7 +122,9 @@ void fusion_flush(fusion_queue *q, MPI_Comm comm, size_t threshold,
         for (size_t i = 0; i < q->len; i++) {
             const fusion_entry *e = &q->entries[i];
             coll_desc d = coll_describe_allreduce(e->name, e->n, e->op, e->fp16);
-            d.gpu = e->gpu == FUSION_NCCL;
+            d.gpu = e->gpu == FUSION_NCCL ? COLL_GPU_NCCL
+                    : e->gpu == FUSION_STAGED && gpu_ops_node_reduce() ? COLL_GPU_SUMMED
+                                                                       : 0;
             enter(&d);
         }
     }

@@ -8,8 +8,8 @@
  *   -n 2, 3 with HVDLAB_STAGED_REDUCE=gpu       host-staged, summed on the GPUs (staged_node.h)
  *   HVD_GPU_OPERATIONS=nccl with more ranks than GPUs: one error line, non-zero exit, no hang
  * each with the collective check on in one run, with a timeline whose activities are checked,
- * and 384 MiB allreduced once per path. With two GPUs or more, a device tensor on one rank and a
- * host tensor on another (NCCL) is caught by the collective check.
+ * and 384 MiB allreduced once per path. A device tensor on one rank and a host tensor on another
+ * is caught by the collective check: with two GPUs or more on NCCL, with one summed on the GPU.
  *
  * Needs a CUDA build and a GPU; when it skips (exit 77) or fails before it starts follows the one
  * rule of tests/lib/gpu_skip.h. */
@@ -155,6 +155,14 @@ int main(int argc, char **argv)
         expect(strstr(out, "HVD_GPU_OPERATIONS=nccl, but ranks 0 and 1 share GPU") != NULL,
                "%s: the line does not say which ranks share a GPU",
                "HVD_GPU_OPERATIONS=nccl -n 2");
+        /* summed on the GPUs: a device tensor on one rank and a host one on the other would
+         * meet in different windows; the collective check names it */
+        const char *summed = "HVDLAB_STAGED_REDUCE=gpu mismatch-where";
+        rc = run("HVD_CHECK_COLLECTIVES=1 HVDLAB_STAGED_REDUCE=gpu", 2, "mismatch-where");
+        expect(rc != 0 && rc != 124, "%s: want a failure", summed);
+        expect(strstr(out, "on the GPU (host-staged, summed on the GPUs)") &&
+                   strstr(out, "on the host"),
+               "%s: the mismatch line does not say where each tensor lies", summed);
     } else { /* NCCL: a device tensor on one rank, a host one on the other */
         int rc = run("HVD_CHECK_COLLECTIVES=1", 2, "mismatch-where");
         expect(rc != 0 && rc != 124, "%s: want a failure", "mismatch-where");
