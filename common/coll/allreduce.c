@@ -35,7 +35,7 @@ void allreduce_free(void)
     if (!A.ready)
         return;
 #ifdef HVDLAB_CUDA
-    staged_node_free(); /* its window lies on the host's communicator, freed next */
+    staged_node_free(); /* its window serves the host's ranks, forgotten next */
 #endif
     hier_topo_free(&A.topo);
     A.ready = 0;

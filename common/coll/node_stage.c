@@ -3,9 +3,13 @@
  *         node_stage_set_piece_bytes. */
 #include "coll/node_stage.h"
 
-#include <stdint.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "base/fatal.h"
 
@@ -23,34 +27,79 @@ void node_stage_init(node_stage *w, shm_node *node)
 {
     memset(w, 0, sizeof *w);
     w->node = node;
-    w->win = MPI_WIN_NULL;
 }
 
-/* Node rank 0 allocates the slots and a page to spare; every rank aligns its view to a page
- * (the window is mapped at a page boundary in every process, so the offset is the same). */
+/* Node rank 0: a new segment of bytes under name, its pages reserved now (posix_fallocate: a
+ * full /dev/shm says ENOSPC here, not SIGBUS at the first copy). 0, or errno with what failed. */
+static int create_segment(const char *name, size_t bytes, const char **step)
+{
+    int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0) {
+        *step = "shm_open";
+        return errno;
+    }
+    int err = posix_fallocate(fd, 0, (off_t)bytes);
+    *step = "posix_fallocate";
+    close(fd);
+    if (err)
+        shm_unlink(name);
+    return err;
+}
+
+/* Every rank: the segment mapped into w->slots. 0, or errno with what failed. */
+static int map_segment(node_stage *w, const char *name, const char **step)
+{
+    int fd = shm_open(name, O_RDWR, 0);
+    if (fd < 0) {
+        *step = "shm_open";
+        return errno;
+    }
+    void *p = mmap(NULL, w->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    int err = p == MAP_FAILED ? errno : 0;
+    close(fd); /* the mapping stays */
+    *step = "mmap";
+    if (!err)
+        w->slots = p;
+    return err;
+}
+
 char *node_stage_window(node_stage *w, size_t *bytes)
 {
-    if (w->win == MPI_WIN_NULL) {
-        int L = w->node->size;
+    if (!w->slots && !w->failed) {
+        static unsigned made; /* windows this process made: a fresh name each */
+        int L = w->node->size, rank = w->node->rank;
         w->piece = (piece_bytes + PAGE - 1) / PAGE * PAGE;
         w->bytes = 2 * (size_t)L * w->piece;
-        size_t total = w->bytes + PAGE;
-        char *mine, *base;
-        if (MPI_Win_allocate_shared(w->node->rank == 0 ? (MPI_Aint)total : 0, 1, MPI_INFO_NULL,
-                                    w->node->comm, &mine, &w->win) != MPI_SUCCESS)
-            fatal_error("host-staged allreduce: cannot allocate a %zu-byte shared window", total);
-        MPI_Aint size;
-        int disp;
-        MPI_Win_shared_query(w->win, 0, &size, &disp, &base);
-        if ((size_t)size < total)
-            fatal_error("host-staged allreduce: window of %zu bytes, %zu needed", (size_t)size,
-                        total);
-        w->slots = base + ((PAGE - ((uintptr_t)base & (PAGE - 1))) & (PAGE - 1));
-        w->ptrs = malloc((size_t)L * sizeof *w->ptrs);
-        if (!w->ptrs)
+        char name[64] = "";
+        int err = 0, created = 0;
+        const char *step = "";
+        if (rank == 0) {
+            snprintf(name, sizeof name, "/hvdlab-stage-%ld-%u", (long)getpid(), made++);
+            err = create_segment(name, w->bytes, &step);
+            created = !err;
+        }
+        MPI_Bcast(name, sizeof name, MPI_CHAR, 0, w->node->comm);
+        MPI_Bcast(&err, 1, MPI_INT, 0, w->node->comm);
+        if (!err)
+            err = map_segment(w, name, &step);
+        else if (rank != 0)
+            step = ""; /* rank 0 says why */
+        int ok = err == 0, all = 0;
+        MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, w->node->comm);
+        if (created)
+            shm_unlink(name); /* every rank has mapped it or given up: the name may go */
+        if (err && *step)
+            snprintf(w->error, sizeof w->error, "%s of the %zu-byte segment %s in /dev/shm: %s",
+                     step, w->bytes, name, strerror(err));
+        w->ptrs = all ? malloc((size_t)L * sizeof *w->ptrs) : NULL;
+        if (all && !w->ptrs)
             fatal_error("host-staged allreduce: out of memory for %d ranks", L);
+        if (!all) {
+            node_stage_free(w);
+            w->failed = 1;
+        }
     }
-    *bytes = w->bytes;
+    *bytes = w->slots ? w->bytes : 0;
     return w->slots;
 }
 
@@ -65,7 +114,9 @@ void node_stage_allreduce(node_stage *w, void *buf_, size_t n, shm_elem t, float
     if (n == 0)
         return; /* every rank has the same n: none meets the others */
     size_t bytes;
-    node_stage_window(w, &bytes);
+    if (!node_stage_window(w, &bytes))
+        fatal_error("host-staged allreduce: no shared window (%s)", w->error[0] ? w->error
+                                                                          : "another rank's");
     char *buf = buf_;
     int L = w->node->size, me = w->node->rank;
     size_t es = t == SHM_F16 ? 2 : 4, per = w->piece / es;
@@ -91,11 +142,9 @@ void node_stage_allreduce(node_stage *w, void *buf_, size_t n, shm_elem t, float
 
 void node_stage_free(node_stage *w)
 {
-    if (w->win != MPI_WIN_NULL)
-        MPI_Win_free(&w->win);
+    if (w->slots)
+        munmap(w->slots, w->bytes);
     free(w->ptrs);
-    w->win = MPI_WIN_NULL;
     w->slots = NULL;
     w->ptrs = NULL;
-    w->bytes = 0;
 }

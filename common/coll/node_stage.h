@@ -1,8 +1,11 @@
 /* node_stage.h — allreduce among the ranks of one host whose buffers the CPU does not add: device
  * buffers, which meet only in pinned host memory, summed on each rank's GPU.
  *
- * The host's ranks share a window of slots (2 sets of one slot per rank, piece bytes each, page
- * aligned so that the caller can pin it with cudaHostRegister). Piece by piece, each rank copies
+ * The host's ranks share a window of slots (2 sets of one slot per rank, piece bytes each): a
+ * POSIX shared-memory segment (/dev/shm, tmpfs), which the caller can pin with cudaHostRegister.
+ * Not an MPI window: Open MPI may back those with a file on a disk, whose pages the kernel will
+ * not pin for long (FOLL_LONGTERM), and pinning is the point. Node rank 0 creates the segment,
+ * every rank maps it, and rank 0 unlinks its name at once, so nothing outlives the job. Piece by piece, each rank copies
  * its whole piece into its own slot (ops->down), the ranks meet at the host's barrier (shm.h),
  * and each rank then sums every rank's piece, in local-rank order, into its own buffer
  * (ops->reduce: the other slots go up, and one kernel adds them with the ring's arithmetic,
@@ -44,24 +47,26 @@ typedef struct {
 
 typedef struct {
     shm_node *node;  /* the host's ranks and their barrier (not owned) */
-    MPI_Win win;     /* MPI_WIN_NULL until the first call */
-    char *slots;     /* 2 * L slots of piece bytes, page aligned */
+    char *slots;     /* 2 * L slots of piece bytes, page aligned; NULL until the first call */
     size_t piece;    /* bytes of one slot */
     size_t bytes;    /* of the slots */
     char **ptrs;     /* the L slots of the piece being reduced, for ops->reduce */
     unsigned long seq; /* pieces so far: picks the set, the same on every rank */
+    int failed;      /* a rank could not map the segment: no window, for good */
+    char error[200]; /* on a rank that could not: what failed, for its warning */
 } node_stage;
 
 /* Records the node; allocates nothing. */
 void node_stage_init(node_stage *w, shm_node *node);
-/* Collective over the node's ranks the first time (it allocates the window): the slots, and
- * their bytes in *bytes. */
+/* Collective over the node's ranks the first time (it maps the segment): the slots, and their
+ * bytes in *bytes. NULL on every rank when any rank could not map it (/dev/shm full or missing):
+ * w->error says why on those that could not, and every later call says NULL at once. */
 char *node_stage_window(node_stage *w, size_t *bytes);
-/* Collective over the node's ranks, in place: buf = scale * (sum over the node's ranks), n
- * elements of t. ctx is passed to every op. */
+/* Collective over the node's ranks, where node_stage_window gave slots, in place:
+ * buf = scale * (sum over the node's ranks), n elements of t. ctx is passed to every op. */
 void node_stage_allreduce(node_stage *w, void *buf, size_t n, shm_elem t, float scale,
                           const node_stage_ops *ops, void *ctx);
-/* Collective over the node's ranks when a window was allocated: frees it. */
+/* Unmaps the segment (local: the name is gone already). */
 void node_stage_free(node_stage *w);
 
 /* Benchmarks and tests: bytes per slot for windows allocated from now on (0: the default). */

@@ -59,9 +59,9 @@ static void reduce_wait(void *ctx)
 
 static const node_stage_ops GPU_OPS = {down, down_wait, reduce, reduce_wait};
 
-/* The window pinned in every rank, the scratch and the stream: once, collective. 0 when some
- * rank could not pin the window (a kernel that will not pin shared memory, a locked-memory
- * limit): every rank then leaves this path alike, and rank 0 says why in one line. */
+/* The window mapped and pinned in every rank, the scratch and the stream: once, collective. 0
+ * when some rank could not map or pin it (/dev/shm full, a locked-memory limit): every rank then
+ * leaves this path alike, and each rank that failed says why in one line. */
 static int prepare(MPI_Comm comm)
 {
     if (N.refused)
@@ -71,26 +71,32 @@ static int prepare(MPI_Comm comm)
         N.ready = 1;
     }
     size_t bytes = 0;
-    char *slots = node_stage_window(&N.w, &bytes);
-    if (N.pinned != slots) {
+    char *slots = node_stage_window(&N.w, &bytes); /* NULL on every rank, or on none */
+    int ok = slots != NULL, all = ok;
+    cudaError_t e = cudaSuccess;
+    if (ok && N.pinned != slots) {
         /* Portable: pinned for every context of this process; each rank pins its own mapping */
-        cudaError_t e = cudaHostRegister(slots, bytes, cudaHostRegisterPortable);
-        int ok = e == cudaSuccess, all = 0;
+        e = cudaHostRegister(slots, bytes, cudaHostRegisterPortable);
+        ok = e == cudaSuccess;
         if (!ok)
             (void)cudaGetLastError();
         MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, N.w.node->comm);
-        if (!all) {
-            if (ok)
-                cudaHostUnregister(slots);
-            if (!ok)
-                fprintf(stderr, "hvdlab: warning: HVDLAB_STAGED_REDUCE=gpu: cudaHostRegister of "
-                        "the %zu-byte shared window failed on rank %d (%s); the CPU adds the "
-                        "staged tensors instead\n", bytes, hvd_rank(), cudaGetErrorString(e));
-            node_stage_free(&N.w);
-            N.refused = 1;
-            return 0;
-        }
-        N.pinned = slots;
+        if (ok && all)
+            N.pinned = slots;
+        else if (ok)
+            cudaHostUnregister(slots);
+    }
+    if (!all) {
+        if (!slots && N.w.error[0])
+            fprintf(stderr, "hvdlab: warning: HVDLAB_STAGED_REDUCE=gpu: rank %d: %s; the CPU "
+                    "adds the staged tensors instead\n", hvd_rank(), N.w.error);
+        else if (slots && !ok)
+            fprintf(stderr, "hvdlab: warning: HVDLAB_STAGED_REDUCE=gpu: rank %d: cudaHostRegister "
+                    "of the %zu-byte shared window failed (%s); the CPU adds the staged tensors "
+                    "instead\n", hvd_rank(), bytes, cudaGetErrorString(e));
+        node_stage_free(&N.w);
+        N.refused = 1;
+        return 0;
     }
     size_t need = (size_t)N.w.node->size * N.w.piece;
     if (N.scratch_bytes < need) {
@@ -130,7 +136,7 @@ void staged_node_free(void)
         return;
     if (N.pinned)
         cudaHostUnregister(N.pinned);
-    node_stage_free(&N.w); /* collective; after a refusal the window is gone already */
+    node_stage_free(&N.w);
     if (N.scratch)
         cudaFree(N.scratch);
     if (N.up)

@@ -25,8 +25,8 @@ int staged_node_usable(MPI_Comm comm);
  * what: "allreduce \"name\"", for errors. */
 void staged_node_allreduce(MPI_Comm comm, void *dev, size_t n, int fp16, float scale,
                            const char *what);
-/* Collective over the host's ranks (hvd_shutdown, before allreduce_free): unpins and frees the
- * window, the device scratch and the stream. */
+/* Unpins and unmaps the window, frees the device scratch and the stream (allreduce_free: the
+ * window belongs to the host's ranks as allreduce_init found them). */
 void staged_node_free(void);
 
 #endif

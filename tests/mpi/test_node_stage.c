@@ -9,6 +9,7 @@
  * element types, SUM and AVERAGE, lengths around the piece size and many pieces per call.
  * Every rank of mpirun is on this host, so the whole world is one node. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -201,6 +202,73 @@ START_TEST(calls_back_to_back)
 }
 END_TEST
 
+/* No segment name outlives the call that mapped it (node rank 0 unlinks it at once). Names
+ * carry rank 0's pid: only this job's are counted. Collective. */
+static int stage_names_in_dev_shm(void)
+{
+    long pid = (long)getpid();
+    MPI_Bcast(&pid, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "ls /dev/shm 2>/dev/null | grep -c '^hvdlab-stage-%ld-'", pid);
+    FILE *p = popen(cmd, "r");
+    int k = -1;
+    if (p) {
+        if (fscanf(p, "%d", &k) != 1)
+            k = -1;
+        pclose(p);
+    }
+    return k;
+}
+
+START_TEST(nothing_left_in_dev_shm)
+{
+    shm_node node;
+    shm_node_init(&node, MPI_COMM_WORLD);
+    node_stage w;
+    node_stage_init(&w, &node);
+    size_t bytes = 0;
+    CK_EXPECT(node_stage_window(&w, &bytes) != NULL, "no window: %s", w.error);
+    MPI_Barrier(MPI_COMM_WORLD);
+    int left = stage_names_in_dev_shm();
+    CK_EXPECT(left == 0, "%d hvdlab-stage-* name(s) left in /dev/shm", left);
+    node_stage_free(&w);
+    shm_node_free(&node);
+    CK_AGREE();
+}
+END_TEST
+
+/* A segment /dev/shm cannot hold: NULL on every rank, rank 0 says which call failed, no name is
+ * left behind, and the next call says NULL again without a collective (ranks 1.. return at
+ * once; a collective there would hang on rank 0, which does not call). */
+START_TEST(segment_too_large_refused_on_every_rank)
+{
+    node_stage_set_piece_bytes((size_t)1 << 50);
+    shm_node node;
+    shm_node_init(&node, MPI_COMM_WORLD);
+    node_stage w;
+    node_stage_init(&w, &node);
+    size_t bytes = 1;
+    char *slots = node_stage_window(&w, &bytes);
+    CK_EXPECT(slots == NULL && bytes == 0 && w.failed, "rank %d: a window of %zu bytes",
+              node.rank, bytes);
+    if (node.rank == 0)
+        CK_EXPECT(strstr(w.error, "posix_fallocate of the ") && strstr(w.error, "/dev/shm: "),
+                  "rank 0's reason: \"%s\"", w.error);
+    else
+        CK_EXPECT(w.error[0] == 0, "rank %d speaks too: %s", node.rank, w.error);
+    if (node.rank != 0)
+        CK_EXPECT(node_stage_window(&w, &bytes) == NULL, "rank %d: a window the second time",
+                  node.rank);
+    MPI_Barrier(MPI_COMM_WORLD);
+    int left = stage_names_in_dev_shm();
+    CK_EXPECT(left == 0, "%d hvdlab-stage-* name(s) left in /dev/shm", left);
+    node_stage_free(&w);
+    shm_node_free(&node);
+    node_stage_set_piece_bytes(0);
+    CK_AGREE();
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("node_stage");
@@ -209,6 +277,8 @@ static Suite *make_suite(void)
     tcase_add_test(tc, small_pieces);
     tcase_add_test(tc, default_pieces);
     tcase_add_test(tc, calls_back_to_back);
+    tcase_add_test(tc, nothing_left_in_dev_shm);
+    tcase_add_test(tc, segment_too_large_refused_on_every_rank);
     suite_add_tcase(s, tc);
     return s;
 }
