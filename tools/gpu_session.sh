@@ -1,7 +1,9 @@
 #!/bin/bash
 # tools/gpu_session.sh — one GPU session in one device `run` call (DEVELOPERS.md): the machine's
 # facts, make gpu-check, then, while time is left, each failed CUDA suite again with synchronous
-# launches, NCHW against NHWC (bench-conv-layout-gpu) and PyTorch through torch.compile.
+# launches, solution 10 on two ranks sharing the GPU with the CPU and with the GPUs adding the
+# staged gradients (and grade10 on the latter), NCHW against NHWC (bench-conv-layout-gpu) and
+# PyTorch through torch.compile.
 # Everything stops by BUDGET seconds (default 560) after the start, so that the call ends inside
 # its limit and the logs come back: all of them as one archive, $OUT/gpu-logs.tgz (a call
 # returns at most 8 files from $OUT; gpu-check writes more).
@@ -34,6 +36,26 @@ for t in test_twins_cuda test_wrn_cuda; do
     HVDLAB_CUDA_SYNC=1 timeout -k 5 $(( $(left) - 60 )) build/cuda/tests/unit/$t > $LOG.sync.$t 2>&1
     echo "exit $?"; grep -E 'FAIL|rror|^[0-9]+%' $LOG.sync.$t | head -20
 done
+# Two ranks sharing the GPU, the workshop laptop's case: solution 10 for 2 epochs with the CPU
+# adding the staged gradients (the default) and with the GPUs adding them
+# (HVDLAB_STAGED_REDUCE=gpu, opt-in until this says it is right and faster), then grade10 on it.
+if [ "$(left)" -gt 100 ]; then
+    echo "== two ranks on one GPU: who adds the staged gradients"
+    for adds in host gpu; do
+        d=$(mktemp -d)
+        HVDLAB_STAGED_REDUCE=$adds timeout -k 5 60 mpirun --allow-run-as-root --oversubscribe -n 2 \
+            -x HVDLAB_STAGED_REDUCE build/cuda/solutions/step10 --epochs 2 --model wrn-16-4 \
+            --train-subset 0 --test-subset 0 --log-dir "$d" > $LOG.two.$adds 2>&1
+        echo "HVDLAB_STAGED_REDUCE=$adds: exit $? at $(at)"
+        grep -m1 'GPU collectives' $LOG.two.$adds
+        grep -iE 'images/sec|test.*acc' $LOG.two.$adds | tail -3
+        rm -rf "$d"
+    done
+    echo "== grade10 with HVDLAB_STAGED_REDUCE=gpu"
+    HVDLAB_STAGED_REDUCE=gpu timeout -k 5 90 build/cuda/tests/grade/grade_step10 \
+        build/cuda/solutions/step10 > $LOG.grade10.gpu 2>&1
+    echo "exit $?"; tail -2 $LOG.grade10.gpu
+fi
 if [ "$(left)" -gt 60 ]; then
     echo "== NCHW or NHWC"
     timeout -k 5 $(( $(left) - 20 )) make --no-print-directory bench-conv-layout-gpu > $LOG.layout 2>&1
