@@ -169,8 +169,7 @@ static void nccl_run(const fusion_entry *e, size_t len, float scale, fusion_stat
 /* A staged run summed on the GPUs (staged_node.h): the group in place when it is the flat fp32
  * gradient buffer on the device, else through the device fusion buffer. scale goes to the sum
  * (the ring's arithmetic), never to the unpack. */
-static void node_run(MPI_Comm comm, const fusion_entry *e, size_t len, float scale,
-                     fusion_stats *st)
+static void node_run(const fusion_entry *e, size_t len, float scale, fusion_stats *st)
 {
     cudaStream_t s = gpu_ops_stream();
     int fp16 = e[0].fp16, in_place = !fp16 && fusion_contiguous(e, len);
@@ -193,7 +192,7 @@ static void node_run(MPI_Comm comm, const fusion_entry *e, size_t len, float sca
     }
     /* one span: the copies down, the host's barriers and the copies up and sums overlap */
     fusion_mark(e, len, "STAGED_GPU_ALLREDUCE", 'B');
-    staged_node_allreduce(comm, d, total, fp16, scale, what);
+    staged_node_allreduce(d, total, fp16, scale, s, what);
     fusion_mark(e, len, "STAGED_GPU_ALLREDUCE", 'E');
     if (!in_place) {
         fusion_mark(e, len, "MEMCPY_OUT_FUSION_BUFFER", 'B');
@@ -218,7 +217,7 @@ void fusion_gpu_reduce(MPI_Comm comm, const fusion_entry *e, size_t len, float s
         if (nccl)
             nccl_run(e + i, j - i, scale, st);
         else if (staged_node_usable(comm))
-            node_run(comm, e + i, j - i, scale, st);
+            node_run(e + i, j - i, scale, st);
         else
             staged_allreduce(comm, e + i, j - i, scale, ws, st);
         i = j;

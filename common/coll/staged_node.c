@@ -23,20 +23,24 @@ static struct {
     char *scratch;    /* device: one piece per rank, the others' pieces come up here */
     size_t scratch_bytes;
     cudaStream_t up;  /* the others' pieces up and the sums; the copies down go on the ops stream */
+} N;
+
+/* One call's ops context: where its copies down go, and its name for errors. */
+typedef struct {
     cudaStream_t down;
     const char *what;
-} N;
+} call_ctx;
 
 static void down(void *ctx, const char *buf, char *slot, size_t bytes)
 {
-    (void)ctx;
-    CUDA_CHECK(cudaMemcpyAsync(slot, buf, bytes, cudaMemcpyDeviceToHost, N.down));
+    const call_ctx *c = ctx;
+    CUDA_CHECK(cudaMemcpyAsync(slot, buf, bytes, cudaMemcpyDeviceToHost, c->down));
 }
 
 static void down_wait(void *ctx)
 {
-    (void)ctx;
-    gpu_wait(N.down, NULL, N.what);
+    const call_ctx *c = ctx;
+    gpu_wait(c->down, NULL, c->what);
 }
 
 static void reduce(void *ctx, char *buf, char *const *slots, int me, int L, size_t n, shm_elem t,
@@ -53,8 +57,8 @@ static void reduce(void *ctx, char *buf, char *const *slots, int me, int L, size
 
 static void reduce_wait(void *ctx)
 {
-    (void)ctx;
-    gpu_wait(N.up, NULL, N.what);
+    const call_ctx *c = ctx;
+    gpu_wait(N.up, NULL, c->what);
 }
 
 static const node_stage_ops GPU_OPS = {down, down_wait, reduce, reduce_wait};
@@ -117,17 +121,15 @@ int staged_node_usable(MPI_Comm comm)
     return gpu_ops_node_reduce() && allreduce_host_node(comm) != NULL && prepare(comm);
 }
 
-void staged_node_allreduce(MPI_Comm comm, void *dev, size_t n, int fp16, float scale,
+void staged_node_allreduce(void *dev, size_t n, int fp16, float scale, cudaStream_t s,
                            const char *what)
 {
-    (void)comm; /* staged_node_usable prepared the window on it */
     if (n == 0)
         return;
-    N.down = gpu_ops_stream(); /* ordered after the work that wrote dev */
-    N.what = what;
     /* The sums on the up stream write dev only after the first copy down has been waited for,
-     * which waits for everything before it on the ops stream: no event needed. */
-    node_stage_allreduce(&N.w, dev, n, fp16 ? SHM_F16 : SHM_F32, scale, &GPU_OPS, NULL);
+     * which waits for everything before it on s: no event needed. */
+    call_ctx c = {.down = s, .what = what};
+    node_stage_allreduce(&N.w, dev, n, fp16 ? SHM_F16 : SHM_F32, scale, &GPU_OPS, &c);
 }
 
 void staged_node_free(void)

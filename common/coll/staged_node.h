@@ -20,11 +20,14 @@
  * the first time it gets that far (it allocates and pins the window); the same answer on every
  * rank. */
 int staged_node_usable(MPI_Comm comm);
-/* Collective over comm where staged_node_usable said 1, in place: dev (device memory, n floats or
- * IEEE halves) = scale * (sum over the ranks), the CPU runtime's bits for one host.
- * what: "allreduce \"name\"", for errors. */
-void staged_node_allreduce(MPI_Comm comm, void *dev, size_t n, int fp16, float scale,
+#ifdef HVDLAB_CUDA
+#include <cuda_runtime_api.h>
+/* Collective over the comm staged_node_usable said 1 for, in place: dev (device memory, n floats
+ * or IEEE halves) = scale * (sum over the ranks), the CPU runtime's bits for one host. Its copies
+ * down go on s, after the work there that wrote dev. what: "allreduce \"name\"", for errors. */
+void staged_node_allreduce(void *dev, size_t n, int fp16, float scale, cudaStream_t s,
                            const char *what);
+#endif
 /* Unpins and unmaps the window, frees the device scratch and the stream (allreduce_free: the
  * window belongs to the host's ranks as allreduce_init found them). */
 void staged_node_free(void);
