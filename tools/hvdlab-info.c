@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/env_switch.h"
 #include "coll/device.h"
 #include "coll/hvd.h"
 #include "coll/nccl.h"
@@ -69,9 +70,9 @@ int main(void)
                device_library_file(DEVICE_LIB_CUDNN));
     else
         printf("    [ ] cuDNN (linked, but it could not be loaded)\n");
-    const char *tf = getenv("HVDLAB_TF32");
-    printf("        TF32 in convolutions: %s\n",
-           tf && strcmp(tf, "0") == 0 ? "off (HVDLAB_TF32=0)" : "on (HVDLAB_TF32=0 turns it off)");
+    printf("        TF32 in convolutions: %s\n", env_switch("HVDLAB_TF32", 1)
+                                                    ? "on (HVDLAB_TF32=0 turns it off)"
+                                                    : "off (HVDLAB_TF32=0)");
 #else
     printf("    [ ] CUDA (build with make CUDA=1)\n");
 #endif

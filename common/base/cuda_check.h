@@ -29,6 +29,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#include "base/env_switch.h"
 #include "base/fatal.h"
 #ifdef __cplusplus
 }
@@ -65,8 +66,7 @@ static inline int cuda_check_sync(void)
 {
     static int on = -1;
     if (on < 0) {
-        const char *e = getenv("HVDLAB_CUDA_SYNC");
-        on = e && strcmp(e, "1") == 0;
+        on = env_switch("HVDLAB_CUDA_SYNC", 0);
     }
     return on;
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/compute_device.h"
+#include "base/env_switch.h"
 #include "base/fatal.h"
 #include "base/trace.h"
 #include "coll/hvd.h"
@@ -85,6 +86,17 @@ static void trace_binding(int local_rank, int ngpu, const device_binding *b)
                 b->blas_threads, local_rank);
 }
 
+int device_forced_cpu(void)
+{
+    const char *v = getenv("HVDLAB_DEVICE");
+    if (!v || !*v || strcmp(v, "auto") == 0)
+        return 0;
+    if (strcmp(v, "cpu") == 0)
+        return 1;
+    fatal_error("HVDLAB_DEVICE=%s: expected cpu (the CPU even where a GPU is visible) or auto "
+                "(the default: a GPU where the build and the machine have one)", v);
+}
+
 int hvd_pin_device(int local_rank, device_binding *out)
 {
     device_binding b;
@@ -92,10 +104,10 @@ int hvd_pin_device(int local_rank, device_binding *out)
     b.backend = DEVICE_CPU;
     b.gpu = -1;
     int ngpu = 0;
+    /* both read first, so that a misspelt one stops the job before anything is bound */
+    const int forced_cpu = device_forced_cpu(), report = env_switch("HVDLAB_REPORT_BINDINGS", 0);
 #ifdef HVDLAB_CUDA
     char why[256];
-    const char *dv = getenv("HVDLAB_DEVICE");
-    const int forced_cpu = dv && strcmp(dv, "cpu") == 0;
     ngpu = forced_cpu ? 0 : device_cuda_count(why, sizeof why);
     if (forced_cpu) {
         /* the user's choice: nothing to report */
@@ -111,12 +123,13 @@ int hvd_pin_device(int local_rank, device_binding *out)
     } else if (hvd_rank() == 0) {
         fprintf(stderr, "hvdlab: CUDA build, but no GPU is visible (%s); running on the CPU\n", why);
     }
+#else
+    (void)forced_cpu; /* a CPU build runs on the CPU: the spelling is still checked */
 #endif
     if (b.backend == DEVICE_CPU && pin_cpu(local_rank, &b) != 0)
         fprintf(stderr, "hvdlab: warning: [rank %d] could not bind to cores; running unpinned\n",
                 hvd_rank());
-    const char *report = getenv("HVDLAB_REPORT_BINDINGS");
-    if (report && *report && strcmp(report, "0") != 0) {
+    if (report) {
         char desc[512];
         device_describe(&b, desc, sizeof desc);
         printf("hvdlab: rank %d (local %d of %d) pinned to %s\n", hvd_rank(), local_rank,

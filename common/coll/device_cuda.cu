@@ -11,6 +11,7 @@
 #include <string.h>
 
 extern "C" {
+#include "base/env_switch.h"
 #include "coll/device.h"
 }
 
@@ -51,8 +52,7 @@ extern "C" void device_cuda_announce(int gpu)
         (void)cudaGetLastError();
         return;
     }
-    const char *env = getenv("HVDLAB_TF32");
-    const int tf32 = !(env && strcmp(env, "0") == 0);
+    const int tf32 = env_switch("HVDLAB_TF32", 1);
     printf("hvdlab: GPU %d: %s, %.1f GiB; TF32 %s in cuDNN convolutions (%s)\n", gpu, p.name,
            (double)p.totalGlobalMem / (1024.0 * 1024.0 * 1024.0), tf32 ? "on" : "off",
            tf32 ? "HVDLAB_TF32=0 turns it off" : "HVDLAB_TF32=0");

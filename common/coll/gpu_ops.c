@@ -29,12 +29,14 @@ const char *gpu_ops_request_name(gpu_ops_request r)
 #ifdef HVDLAB_CUDA
 
 #include "base/cuda_check.h"
+#include "coll/device.h"
 #include "coll/gpu_wait.h"
 #include "coll/nccl.h"
 
 static struct {
     gpu_path path;
     int node_reduce; /* gpu_ops_node_reduce */
+    int staged_hugepages; /* gpu_ops_staged_hugepages */
     int device;
     cudaStream_t own, user;
     int user_set;
@@ -55,8 +57,7 @@ static void identify(int local_rank, gpu_id *me, int *device)
     int len = 0;
     MPI_Get_processor_name(host, &len);
     snprintf(me->host, sizeof me->host, "%.63s", host); /* a name cut short still tells */
-    const char *dv = getenv("HVDLAB_DEVICE");
-    if (dv && strcmp(dv, "cpu") == 0)
+    if (device_forced_cpu())
         return;
     int n = 0;
     if (cudaGetDeviceCount(&n) != cudaSuccess) {
@@ -96,6 +97,7 @@ void gpu_ops_init(const gpu_ops_config *c)
 {
     memset(&G, 0, sizeof G);
     G.device = -1;
+    G.staged_hugepages = c->staged_hugepages;
     gpu_wait_set_bounds(c->rank, c->warn_s, c->limit_s);
     gpu_id me;
     identify(c->local_rank, &me, &G.device);
@@ -205,6 +207,7 @@ void gpu_ops_init(const gpu_ops_config *c) { (void)c; }
 void gpu_ops_shutdown(void) {}
 gpu_path gpu_ops_path(void) { return GPU_PATH_NONE; }
 int gpu_ops_node_reduce(void) { return 0; }
+int gpu_ops_staged_hugepages(void) { return 0; }
 int gpu_ops_is_device(const void *p)
 {
     (void)p;

@@ -29,6 +29,7 @@ typedef struct {
     int rank, size, local_rank;
     gpu_ops_request request;
     int staged_reduce_gpu; /* HVDLAB_STAGED_REDUCE=gpu: gpu_ops_node_reduce may say 1 */
+    int staged_hugepages;  /* HVDLAB_STAGED_HOST=hugepages: gpu_ops_staged_hugepages says 1 */
     int host_group_size;   /* HVD_HOST_GROUP_SIZE (tests: one machine plays several hosts) */
     double warn_s;  /* a wait on the GPU warns once after this long (0: never) */
     double limit_s; /* and stops the job after this long */
@@ -43,6 +44,9 @@ gpu_path gpu_ops_path(void);
  * one host (by name). The same on every rank. Asked for where it cannot be, rank 0 says why in
  * its one line and the CPU adds as before. */
 int gpu_ops_node_reduce(void);
+/* 1 when staged.c's pinned host buffer is to be huge pages registered with CUDA
+ * (HVDLAB_STAGED_HOST=hugepages, checked and agreed on at hvd_init); 0: cudaMallocHost. */
+int gpu_ops_staged_hugepages(void);
 /* 1 when p is device (or managed) memory this rank's collectives must treat as such. */
 int gpu_ops_is_device(const void *p);
 /* The stream device collectives run on (a cudaStream_t); NULL: their own, after a

@@ -51,6 +51,7 @@ static struct {
     double stall_warn_s, stall_shutdown_s;
     gpu_ops_request gpu_ops;         /* HVD_GPU_OPERATIONS */
     int staged_reduce_gpu;           /* HVDLAB_STAGED_REDUCE=gpu (gpu_ops.h) */
+    int staged_hugepages;            /* HVDLAB_STAGED_HOST=hugepages (gpu_ops.h) */
     int hierarchical;                /* HVD_HIERARCHICAL_ALLREDUCE */
     int host_group_size;             /* HVD_HOST_GROUP_SIZE (tests): 0 = real hosts */
     stall_inspector stall;
@@ -168,6 +169,10 @@ static void read_settings(void)
     S.staged_reduce_gpu = v && strcmp(v, "gpu") == 0;
     if (v && *v && !S.staged_reduce_gpu && strcmp(v, "host") != 0)
         fatal_error("HVDLAB_STAGED_REDUCE=%s: expected host (the default) or gpu", v);
+    v = getenv("HVDLAB_STAGED_HOST");
+    S.staged_hugepages = v && strcmp(v, "hugepages") == 0;
+    if (v && *v && !S.staged_hugepages && strcmp(v, "pinned") != 0)
+        fatal_error("HVDLAB_STAGED_HOST=%s: expected pinned (the default) or hugepages", v);
 }
 
 /* Every setting above changes what goes over the wire (or, for the stall times, which rank
@@ -199,9 +204,8 @@ static void agree_on_settings(void)
     snprintf(v[9].value, sizeof v[9].value, "%d", S.host_group_size);
     snprintf(v[10].name, sizeof v[10].name, "HVDLAB_STAGED_REDUCE"); /* who adds: CPU or GPU */
     snprintf(v[10].value, sizeof v[10].value, "%s", S.staged_reduce_gpu ? "gpu" : "host");
-    const char *host = getenv("HVDLAB_STAGED_HOST"); /* staged.c checks its value */
     snprintf(v[11].name, sizeof v[11].name, "HVDLAB_STAGED_HOST"); /* which host path runs */
-    snprintf(v[11].value, sizeof v[11].value, "%.39s", host && *host ? host : "pinned");
+    snprintf(v[11].value, sizeof v[11].value, "%s", S.staged_hugepages ? "hugepages" : "pinned");
     agree_settings(S.comm, v, 12);
 }
 
@@ -263,6 +267,7 @@ int hvd_init(int *argc, char ***argv)
     gpu_ops_config g = {.comm = S.comm, .rank = S.rank, .size = S.size,
                         .local_rank = S.local_rank, .request = S.gpu_ops,
                         .staged_reduce_gpu = S.staged_reduce_gpu,
+                        .staged_hugepages = S.staged_hugepages,
                         .host_group_size = S.host_group_size,
                         .warn_s = S.stall_warn_s,
                         .limit_s = S.stall_shutdown_s > 0 ? S.stall_shutdown_s

@@ -28,24 +28,6 @@ static struct {
     size_t half_n;
 } T;
 
-/* HVDLAB_STAGED_HOST=hugepages: the pinned buffer is memory_alloc's (huge pages) registered with
- * CUDA, so that the one-host allreduce may take its single-copy path (allreduce.c picks it for
- * huge-page buffers from ALLREDUCE_CMA_FROM_*), where cudaMallocHost's 4 KiB pages keep it on the
- * shared window's two copies. Opt-in until a GPU run measures it: make bench-allreduce-gpu runs
- * both. The variable must be the same on every rank (mpirun passes it on): the path choice is
- * made from the buffer, on each rank alone. */
-static int want_hugepages(void)
-{
-    static int want = -1;
-    if (want < 0) {
-        const char *v = getenv("HVDLAB_STAGED_HOST");
-        want = v && strcmp(v, "hugepages") == 0;
-        if (v && *v && !want && strcmp(v, "pinned") != 0)
-            fatal_error("HVDLAB_STAGED_HOST=%s: expected pinned (the default) or hugepages", v);
-    }
-    return want;
-}
-
 static void release_host(void)
 {
     if (T.host && T.registered) {
@@ -64,7 +46,13 @@ static char *pinned(size_t bytes)
     if (T.host_bytes >= bytes && T.host)
         return T.host;
     release_host();
-    if (want_hugepages()) {
+    /* HVDLAB_STAGED_HOST=hugepages: the pinned buffer is memory_alloc's (huge pages) registered
+     * with CUDA, so that the one-host allreduce may take its single-copy path (allreduce.c picks
+     * it for huge-page buffers from ALLREDUCE_CMA_FROM_*), where cudaMallocHost's 4 KiB pages
+     * keep it on the shared window's two copies. Opt-in until a GPU run measures it: make
+     * bench-allreduce-gpu runs both. The ranks agreed on it at hvd_init: the path is chosen from
+     * the buffer, on each rank alone. */
+    if (gpu_ops_staged_hugepages()) {
         /* whole huge pages, registered whole; a failure stops the job: a rank falling back
          * alone would take another path than the others */
         const size_t huge = (size_t)2 << 20, whole = ((bytes ? bytes : 1) + huge - 1) / huge * huge;

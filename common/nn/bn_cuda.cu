@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "base/cuda_check.h"
+#include "base/env_switch.h"
 #include "nn/bn_walk.h"
 #include "nn/gpu_context.h"
 #include "nn/layer_math.h"
@@ -289,8 +290,7 @@ extern "C" void bn_cuda_set_split(int on) { split_mode = on != 0; }
 static int bn_parts(const bn_dims *d)
 {
     if (split_mode < 0) {
-        const char *env = getenv("HVDLAB_BN_SPLIT");
-        split_mode = env && strcmp(env, "1") == 0;
+        split_mode = env_switch("HVDLAB_BN_SPLIT", 0);
     }
     return split_mode ? bn_split_parts((size_t)d->n * (size_t)d->hw, d->c) : 1;
 }

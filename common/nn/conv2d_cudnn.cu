@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "base/cuda_check.h"
+#include "base/env_switch.h"
 #include "nn/gpu_context.h"
 
 extern "C" {
@@ -236,8 +237,7 @@ static conv_plan *plan_for(const conv2d_dims *d)
 {
     const int tf32 = gpu_context_tf32(); /* also: stops if another device is current */
     if (deterministic < 0) {
-        const char *env = getenv("HVDLAB_CUDNN_DETERMINISTIC");
-        deterministic = !(env && strcmp(env, "0") == 0);
+        deterministic = env_switch("HVDLAB_CUDNN_DETERMINISTIC", 1);
     }
     for (int i = 0; i < nplans; i++) {
         conv_plan *p = &plans[i];

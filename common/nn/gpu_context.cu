@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/cuda_check.h"
+#include "base/env_switch.h"
 #include "nn/gpu_context.h"
 
 #define GPU_CONTEXT_HOOKS 8
@@ -44,8 +45,7 @@ extern "C" void gpu_context_init(void)
         return;
     }
     CUDA_CHECK(cudaGetDevice(&ctx.device));
-    const char *env = getenv("HVDLAB_TF32");
-    ctx.tf32 = !(env && strcmp(env, "0") == 0);
+    ctx.tf32 = env_switch("HVDLAB_TF32", 1);
     /* Non-blocking: the stream does not wait for the legacy default stream, which libraries
      * and copies elsewhere in the process may use. */
     CUDA_CHECK(cudaStreamCreateWithFlags(&ctx.stream, cudaStreamNonBlocking));

@@ -247,8 +247,12 @@ START_TEST(bad_settings_named)
     j = run_job("HVDLAB_STAGED_REDUCE=cpu", 2, "init-only");
     ck_assert_msg(j.status != 0 && strstr(j.out, "HVDLAB_STAGED_REDUCE=cpu: expected host (the "
                                                  "default) or gpu"), "%s", j.out);
-    j = run_job("HVD_FUSION_THRESHOLD=32M HVD_COMPRESSION=fp16 HVDLAB_STAGED_REDUCE=gpu", 2,
-                "init-only");
+    /* checked at hvd_init on every build, not at the first staged call of a CUDA one */
+    j = run_job("HVDLAB_STAGED_HOST=huge", 2, "init-only");
+    ck_assert_msg(j.status != 0 && strstr(j.out, "HVDLAB_STAGED_HOST=huge: expected pinned (the "
+                                                 "default) or hugepages"), "%s", j.out);
+    j = run_job("HVD_FUSION_THRESHOLD=32M HVD_COMPRESSION=fp16 HVDLAB_STAGED_REDUCE=gpu "
+                "HVDLAB_STAGED_HOST=hugepages", 2, "init-only");
     ck_assert_msg(j.status == 0, "valid settings refused: status %d\n%s", j.status, j.out);
 }
 END_TEST
@@ -281,6 +285,20 @@ START_TEST(binding_report)
     ck_assert_msg(strstr(j.out, "hvdlab: rank 0 (local 0 of 2) pinned to core") &&
                       strstr(j.out, "hvdlab: rank 1 (local 1 of 2) pinned to core"),
                   "%s", j.out);
+    /* An on/off switch spelled otherwise stops every rank with one line (base/env_switch.h),
+     * where it used to count as on: "no" must not mean yes. */
+    j = run_job("HVDLAB_REPORT_BINDINGS=no", 2, "pin");
+    ck_assert_msg(j.status != 0 && j.status != 124 &&
+                      strstr(j.out, "HVDLAB_REPORT_BINDINGS=no: expected 0 or 1 (unset: 0)") &&
+                      !strstr(j.out, "pinned to"),
+                  "status %d\n%s", j.status, j.out);
+    j = run_job("HVDLAB_DEVICE=CPU", 2, "pin"); /* in a CUDA build it would have meant the GPU */
+    ck_assert_msg(j.status != 0 && j.status != 124 &&
+                      strstr(j.out, "HVDLAB_DEVICE=CPU: expected cpu (the CPU even where a GPU "
+                                    "is visible) or auto"),
+                  "status %d\n%s", j.status, j.out);
+    j = run_job("HVDLAB_DEVICE=cpu HVDLAB_REPORT_BINDINGS=0", 2, "pin");
+    ck_assert_msg(j.status == 0 && !strstr(j.out, "pinned to"), "status %d\n%s", j.status, j.out);
 }
 END_TEST
 

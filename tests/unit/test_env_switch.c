@@ -1,0 +1,92 @@
+/* test_env_switch.c — the kit's on/off environment switches (base/env_switch.h): unset and empty
+ * give the default, 0 and 1 their value, and any other spelling (off, true, 2, " 1") stops the
+ * process with one line naming the variable, its value and what is expected. The stopping case
+ * runs in a child process whose stderr the test reads. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/env_switch.h"
+#include "lib/ck_mpi.h"
+
+START_TEST(values_and_defaults)
+{
+    const struct {
+        const char *v;
+        int dflt, want;
+    } cases[] = {
+        {NULL, 0, 0}, {NULL, 1, 1}, {"", 0, 0}, {"", 1, 1},    {"0", 1, 0},
+        {"1", 0, 1},  {"off", 1, -1}, {"true", 0, -1}, {"2", 0, -1}, {" 1", 0, -1},
+        {"1 ", 0, -1}, {"00", 1, -1}, {"yes", 0, -1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        CK_EXPECT(env_switch_parse(cases[i].v, cases[i].dflt) == cases[i].want,
+                  "env_switch_parse(\"%s\", %d) = %d, want %d", cases[i].v ? cases[i].v : "(null)",
+                  cases[i].dflt, env_switch_parse(cases[i].v, cases[i].dflt), cases[i].want);
+    unsetenv("HVDLAB_TEST_SWITCH");
+    CK_EXPECT(env_switch("HVDLAB_TEST_SWITCH", 1) == 1, "unset: want the default 1");
+    setenv("HVDLAB_TEST_SWITCH", "0", 1);
+    CK_EXPECT(env_switch("HVDLAB_TEST_SWITCH", 1) == 0, "0: want 0");
+    setenv("HVDLAB_TEST_SWITCH", "1", 1);
+    CK_EXPECT(env_switch("HVDLAB_TEST_SWITCH", 0) == 1, "1: want 1");
+    unsetenv("HVDLAB_TEST_SWITCH");
+    CK_AGREE();
+}
+END_TEST
+
+/* env_switch in a child with the variable set to value: its exit status and its stderr. */
+static int child_status(const char *value, char *err, size_t errlen)
+{
+    int fd[2];
+    ck_assert_int_eq(pipe(fd), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        dup2(fd[1], 2);
+        close(fd[0]);
+        setenv("HVDLAB_TEST_SWITCH", value, 1);
+        int on = env_switch("HVDLAB_TEST_SWITCH", 1);
+        _exit(10 + on); /* not reached for a bad value */
+    }
+    close(fd[1]);
+    size_t got = 0;
+    ssize_t r;
+    while (got + 1 < errlen && (r = read(fd[0], err + got, errlen - 1 - got)) > 0)
+        got += (size_t)r;
+    err[got] = '\0';
+    close(fd[0]);
+    int st = 0;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+START_TEST(another_spelling_stops_with_one_line)
+{
+    char err[512];
+    int st = child_status("off", err, sizeof err);
+    CK_EXPECT(st != 0 && st != 10 && st != 11, "HVDLAB_TEST_SWITCH=off: exit %d, want an error", st);
+    CK_EXPECT(strstr(err, "hvdlab: error:") &&
+                  strstr(err, "HVDLAB_TEST_SWITCH=off: expected 0 or 1 (unset: 1)"),
+              "stderr: %s", err);
+    const char *nl = strchr(err, '\n');
+    CK_EXPECT(nl && nl[1] == '\0', "want exactly one line, got: %s", err);
+    st = child_status("0", err, sizeof err);
+    CK_EXPECT(st == 10 && !err[0], "HVDLAB_TEST_SWITCH=0: exit %d, stderr %s", st, err);
+    CK_AGREE();
+}
+END_TEST
+
+static Suite *make_suite(void)
+{
+    Suite *s = suite_create("env_switch");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, values_and_defaults);
+    tcase_add_test(tc, another_spelling_stops_with_one_line);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(int argc, char **argv) { return ck_mpi_main(argc, argv, make_suite(), 0); }
