@@ -27,7 +27,9 @@ timeout -k 5 $(( $(left) - 30 )) make -j"$(nproc)" gpu-check
 rc=$?
 echo "== gpu-check exit $rc at $(at)"
 # cut off (124): it never printed its summary; the stages that ended wrote their lines
-[ "$rc" -eq 0 ] || { echo "== gpu-check summary so far"; cat $LOG.summary; }
+# the bench stages print their rows as they go: the cut one's so far
+[ "$rc" -eq 0 ] || { echo "== gpu-check summary so far"; cat $LOG.summary
+    grep -sh '^bench-' $LOG.arbench $LOG.bench | grep -vxF -f $LOG.summary; }
 
 for t in test_twins_cuda test_wrn_cuda; do
     grep -q "^$t: exit 0," $LOG.summary 2>/dev/null && continue

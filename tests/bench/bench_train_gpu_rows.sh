@@ -1,0 +1,88 @@
+#!/bin/sh
+# bench_train_gpu_rows.sh — tools/bench_train_gpu.sh (make bench-train-gpu) with stand-ins for
+# bench/train_speed_gpu and bench/peer_torch.py that print their exact line formats: each row's
+# line and ratios, the line coming right after its row's runs (before the next row's), the
+# profile lines, and a row whose kit fails (its line with "-", the last line naming it with the
+# first error, exit 1). Runs without a GPU: it checks the text processing, not a measurement.
+set -u
+SCRIPT=${1:-tools/bench_train_gpu.sh}
+d=$(mktemp -d) || exit 1
+trap 'rm -rf "$d"' EXIT
+fails=0
+check() { # name, condition (0: ok), output shown on failure
+    if [ "$2" -eq 0 ]; then
+        echo "bench_train_gpu_rows: $1: ok"
+    else
+        echo "bench_train_gpu_rows: $1: FAILED"
+        sed 's/^/  /' "$d/out"
+        fails=$((fails + 1))
+    fi
+}
+
+# The kit: 1000 images/s per 128 of batch, x1.2 with HVDLAB_CUDNN_DETERMINISTIC=0, x1.5 with
+# HVDLAB_BN_SPLIT=1; FAIL_ROW=model/batch fails that row as the real one does.
+cat >"$d/kit" <<'EOF'
+#!/bin/sh
+m=$2 b=$4 prof=3
+[ "${6:-}" = 0 ] && prof=0
+if [ "$m/b$b" = "${FAIL_ROW:-}" ]; then
+    echo "hvdlab: error: [rank 0] wrn_create: out of GPU memory for $m at batch $b"
+    exit 1
+fi
+f=1
+[ "${HVDLAB_CUDNN_DETERMINISTIC:-1}" = 0 ] && f=1.2
+[ "${HVDLAB_BN_SPLIT:-0}" = 1 ] && f=1.5
+awk -v m="$m" -v b="$b" -v f="$f" -v prof="$prof" 'BEGIN {
+    printf "kit.%s.b%d.images_per_s %.1f images/s\n", m, b, 1000 * b / 128 * f
+    printf "kit.%s.b%d.step_ms %.2f ms\n", m, b, 128
+    printf "kit.%s.b%d.peak_gpu %.1f MiB\n", m, b, 7 * b
+    if (prof) {
+        printf "kit.%s.b%d.prof_step_ms %.2f ms (profiled: a stream wait around each layer)\n", m, b, 20 / f
+        printf "kit.%s.b%d.prof %.3f ms %.1f %% %dx %s\n", m, b, 8, 40, 10, "bn forward"
+        printf "kit.%s.b%d.prof %.3f ms %.1f %% %dx %s\n", m, b, 6, 30, 9, "conv backward"
+    }
+}'
+EOF
+# The peer: 1000 images/s per 128 of batch.
+cat >"$d/peer" <<'EOF'
+#!/bin/sh
+while [ $# -gt 0 ]; do
+    case $1 in --model) m=$2 ;; --batch) b=$2 ;; esac
+    shift
+done
+echo "torch.$m.t1.images_per_s $((1000 * b / 128)).0 images/s"
+echo "torch.$m.t1.step_ms 128.00 ms"
+echo "torch.$m.t1.peak_gpu $((9 * b)).0 MiB"
+EOF
+chmod +x "$d/kit" "$d/peer"
+export KIT="$d/kit" PEER="$d/peer" OUT="$d/raw"
+
+sh "$SCRIPT" >"$d/out" 2>&1
+rc=$?
+check "every row: exit 0" "$rc"
+grep -q '^bench-train-gpu: wrn-16-4  batch 512: kit   4000.0 images/s, torch   4000.0, ratio  1.00; peak GPU MiB kit 3584.0, torch 4608.0; kit with nondeterministic cuDNN algorithms 4800.0 images/s (ratio 1.20), with HVDLAB_BN_SPLIT=1 6000.0 (ratio 1.50)$' "$d/out"
+check "a row's line, its ratios and memory" $?
+[ "$(grep -c '^bench-train-gpu: wrn-16' "$d/out")" -eq 4 ]
+check "four row lines" $?
+row=$(grep -n '^bench-train-gpu: wrn-16-4  batch 128' "$d/out" | cut -d: -f1)
+next=$(grep -n '^kit\.wrn-16-4\.b512\.' "$d/out" | head -1 | cut -d: -f1)
+[ -n "$row" ] && [ -n "$next" ] && [ "$row" -lt "$next" ]
+check "a row's line before the next row runs" $?
+grep -q '^bench-train-gpu:   wrn-16-10 b512 HVDLAB_BN_SPLIT=1 where the GPU time goes (profiled step 13.33 ms): 40.0 % bn forward, 30.0 % conv backward$' "$d/out"
+check "the profile lines" $?
+! grep -q 'no figure' "$d/out"
+check "no missing-row line" $?
+
+FAIL_ROW=wrn-16-10/b128 sh "$SCRIPT" >"$d/out" 2>&1
+rc=$?
+[ "$rc" -eq 1 ]
+check "a failed row: exit 1" $?
+grep -q '^bench-train-gpu: wrn-16-10 batch 128: kit        - images/s, torch   1000.0, ratio     -;' "$d/out"
+check "a failed row's line" $?
+grep -q '^bench-train-gpu: no figure for wrn-16-10/b128; first error: hvdlab: error: \[rank 0\] wrn_create: out of GPU memory for wrn-16-10 at batch 128$' "$d/out"
+check "the missing row named, with the first error" $?
+grep -q '^bench-train-gpu: wrn-16-10 batch 512: kit   4000.0' "$d/out"
+check "the rows after it still run" $?
+
+[ "$fails" -eq 0 ] && echo "bench_train_gpu_rows: all checks passed" || echo "bench_train_gpu_rows: $fails check(s) failed"
+[ "$fails" -eq 0 ]

@@ -1,0 +1,87 @@
+#!/bin/sh
+# bench_train_gpu.sh — make bench-train-gpu: the kit's training images/s on the GPU against
+# PyTorch eager's (bench/peer_torch.py --device cuda), row by row, each (model, batch) in its own
+# processes so one failure costs only its row.
+#
+# A row runs the kit three ways: as it trains by default (deterministic cuDNN algorithms, batch
+# norm one block per channel), with HVDLAB_CUDNN_DETERMINISTIC=0 (the choice the peer's
+# cudnn.benchmark makes) and with HVDLAB_BN_SPLIT=1 (batch norm split over blocks); then the
+# peer; then its "bench-train-gpu: <model> batch <b>: ..." line at once, so that a run cut short
+# (gpu-check's stage limit, a GPU session's end) keeps the rows it finished. Then, per row,
+# where the GPU time goes (the kit's --profile lines), and a last line naming any row without
+# both figures, with the first error printed (exit 1).
+#
+# Env: KIT (the bench binary, build/cuda/bench/train_speed_gpu), PEER (python3
+# bench/peer_torch.py), MODELS (wrn-16-4 wrn-16-10), BATCHES (128 512), OUT (build/cuda: the raw
+# rows go to OUT/bench_gpu.kit and OUT/bench_gpu.torch). tests/bench/bench_train_gpu_rows.sh
+# runs it with stand-ins.
+set -u
+KIT=${KIT:-build/cuda/bench/train_speed_gpu}
+PEER=${PEER:-python3 bench/peer_torch.py}
+MODELS=${MODELS:-wrn-16-4 wrn-16-10}
+BATCHES=${BATCHES:-128 512}
+OUT=${OUT:-build/cuda}
+kitf=$OUT/bench_gpu.kit
+torchf=$OUT/bench_gpu.torch
+mkdir -p "$OUT" && : >"$kitf" && : >"$torchf" || exit 2
+
+val() { awk -v t="$1" '$1 == t { v = $2 } END { print v }' "$2"; }
+
+# The row's line from the raw rows: $1 model, $2 batch.
+row_line() {
+    k=$(val "kit.$1.b$2.images_per_s" "$kitf")
+    p=$(val "torch.$1.b$2.images_per_s" "$torchf")
+    km=$(val "kit.$1.b$2.peak_gpu" "$kitf")
+    pm=$(val "torch.$1.b$2.peak_gpu" "$torchf")
+    nd=$(val "kitnd.$1.b$2.images_per_s" "$kitf")
+    bs=$(val "kitbs.$1.b$2.images_per_s" "$kitf")
+    awk -v m="$1" -v b="$2" -v k="$k" -v p="$p" -v km="$km" -v pm="$pm" -v nd="$nd" -v bs="$bs" '
+        function r(x) { return x > 0 && p > 0 ? sprintf("%.2f", x / p) : "-" }
+        function s(x) { return x == "" ? "-" : x }
+        BEGIN {
+            printf "bench-train-gpu: %-9s batch %3d: kit %8s images/s, torch %8s, ratio %5s; " \
+                   "peak GPU MiB kit %s, torch %s; kit with nondeterministic cuDNN algorithms " \
+                   "%s images/s (ratio %s), with HVDLAB_BN_SPLIT=1 %s (ratio %s)\n",
+                   m, b, s(k), s(p), r(k), s(km), s(pm), s(nd), r(nd), s(bs), r(bs)
+        }'
+    [ -n "$k" ] && [ -n "$p" ]
+}
+
+missing=
+for m in $MODELS; do
+    for b in $BATCHES; do
+        "$KIT" --models "$m" --batches "$b" 2>&1 | tee -a "$kitf"
+        HVDLAB_CUDNN_DETERMINISTIC=0 "$KIT" --models "$m" --batches "$b" --profile 0 2>&1 |
+            sed 's/^kit\./kitnd./' | tee -a "$kitf"
+        HVDLAB_BN_SPLIT=1 "$KIT" --models "$m" --batches "$b" 2>&1 | sed 's/^kit\./kitbs./' |
+            tee -a "$kitf"
+        # shellcheck disable=SC2086 # PEER is a command line
+        $PEER --device cuda --model "$m" --threads 1 --batch "$b" --iters 30 2>&1 |
+            sed "s/^torch\\.$m\\.t1\\./torch.$m.b$b./" | tee -a "$torchf"
+        row_line "$m" "$b" || missing="$missing $m/b$b"
+    done
+done
+
+# Where the GPU time goes: the profiled step and its four largest parts, default and split BN.
+for m in $MODELS; do
+    for b in $BATCHES; do
+        for v in kit kitbs; do
+            awk -v t="$v.$m.b$b." -v m="$m" -v b="$b" -v v="$v" '
+                index($1, t) == 1 && $1 ~ /prof_step_ms$/ { s = $2 }
+                index($1, t) == 1 && $1 ~ /\.prof$/ && n < 4 {
+                    w = $7; for (i = 8; i <= NF; i++) w = w " " $i
+                    l = l sprintf("%s%s %% %s", n ? ", " : "", $4, w); n++
+                }
+                END {
+                    if (n) printf "bench-train-gpu:   %s b%d%s where the GPU time goes " \
+                                  "(profiled step %s ms): %s\n",
+                                  m, b, v == "kitbs" ? " HVDLAB_BN_SPLIT=1" : "", s, l
+                }' "$kitf"
+        done
+    done
+done
+if [ -n "$missing" ]; then
+    err=$(cat "$kitf" "$torchf" | grep -m1 -i 'error')
+    echo "bench-train-gpu: no figure for$missing; first error: ${err:-none printed}"
+    exit 1
+fi
