@@ -1,7 +1,8 @@
 #!/bin/bash
 # tools/gpu_session.sh — one GPU session in one device `run` call (DEVELOPERS.md): the machine's
 # facts, make gpu-check, then, while time is left, each failed CUDA suite again with synchronous
-# launches, solution 10 on two ranks sharing the GPU with the CPU and with the GPUs adding the
+# launches, the model's suite and solution 10 with batch norm split over blocks, solution 10 on
+# two ranks sharing the GPU with the CPU and with the GPUs adding the
 # staged gradients (and grade10 on the latter), NCHW against NHWC (bench-conv-layout-gpu) and
 # PyTorch through torch.compile.
 # Everything stops by BUDGET seconds (default 560) after the start, so that the call ends inside
@@ -38,6 +39,20 @@ for t in test_twins_cuda test_wrn_cuda; do
     HVDLAB_CUDA_SYNC=1 timeout -k 5 $(( $(left) - 60 )) build/cuda/tests/unit/$t > $LOG.sync.$t 2>&1
     echo "exit $?"; grep -E 'FAIL|rror|^[0-9]+%' $LOG.sync.$t | head -20
 done
+# Batch norm split over blocks (HVDLAB_BN_SPLIT=1, opt-in): gpu-check's twins run every BN case
+# both ways and its bench times both; the whole model's suite and solution 10 with it too, so
+# that a faster split can become the default on this session's evidence.
+if [ "$(left)" -gt 150 ]; then
+    echo "== HVDLAB_BN_SPLIT=1: the model's suite and solution 10"
+    HVDLAB_BN_SPLIT=1 timeout -k 5 90 build/cuda/tests/unit/test_wrn_cuda > $LOG.split.wrn 2>&1
+    echo "test_wrn_cuda: exit $? at $(at)"; grep -E '^[0-9]+%|FAIL' $LOG.split.wrn | head -5
+    d=$(mktemp -d)
+    HVDLAB_BN_SPLIT=1 timeout -k 5 60 mpirun --allow-run-as-root -n 1 -x HVDLAB_BN_SPLIT \
+        build/cuda/solutions/step10 --epochs 2 --model wrn-16-4 --train-subset 0 --test-subset 0 \
+        --log-dir "$d" > $LOG.split.step10 2>&1
+    echo "solution 10: exit $? at $(at)"; grep -iE 'images/sec|test.*acc' $LOG.split.step10 | tail -3
+    rm -rf "$d"
+fi
 # Two ranks sharing the GPU, the workshop laptop's case: solution 10 for 2 epochs with the CPU
 # adding the staged gradients (the default) and with the GPUs adding them
 # (HVDLAB_STAGED_REDUCE=gpu, opt-in until this says it is right and faster), then grade10 on it.

@@ -1,6 +1,7 @@
 /* gpu_ops.c — choose the path of device collectives once per job. See gpu_ops.h.
  * Public: gpu_ops_parse, gpu_ops_request_name, gpu_ops_init, gpu_ops_shutdown, gpu_ops_path,
- *         gpu_ops_is_device, gpu_ops_set_stream, gpu_ops_stream. */
+ *         gpu_ops_node_reduce, gpu_ops_staged_hugepages, gpu_ops_is_device, gpu_ops_set_stream,
+ *         gpu_ops_stream. */
 #include "coll/gpu_ops.h"
 
 #include <stdio.h>
@@ -174,6 +175,7 @@ void gpu_ops_shutdown(void)
 
 gpu_path gpu_ops_path(void) { return G.path; }
 int gpu_ops_node_reduce(void) { return G.node_reduce; }
+int gpu_ops_staged_hugepages(void) { return G.staged_hugepages; }
 
 int gpu_ops_is_device(const void *p)
 {
