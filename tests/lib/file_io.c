@@ -1,10 +1,11 @@
 /* file_io.c — whole files into memory. See file_io.h.
- * Public: file_read, file_lines. */
+ * Public: file_read, file_lines, fd_read_text. */
 #include "lib/file_io.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 char *file_read(const char *path, size_t *len)
 {
@@ -45,5 +46,17 @@ size_t file_lines(char *text, char ***lines)
         *eol = '\0';
         s = eol + 1;
     }
+    return n;
+}
+
+size_t fd_read_text(int fd, char *out, size_t outlen)
+{
+    size_t n = 0;
+    ssize_t r;
+    while (n + 1 < outlen && (r = read(fd, out + n, outlen - 1 - n)) > 0)
+        n += (size_t)r;
+    if (outlen)
+        out[n] = '\0';
+    close(fd);
     return n;
 }

@@ -1,6 +1,6 @@
 /* file_io.h — whole files into memory for the tests and the graders.
  *
- * Public: file_read, file_lines.
+ * Public: file_read, file_lines, fd_read_text.
  */
 #ifndef HVDLAB_FILE_IO_H
 #define HVDLAB_FILE_IO_H
@@ -16,5 +16,9 @@ char *file_read(const char *path, size_t *len);
  * start of line i; a last line without '\n' counts too, an empty text has no lines. *lines is
  * malloc'd (free it, then text). Returns the number of lines. */
 size_t file_lines(char *text, char ***lines);
+
+/* Reads fd to its end (a pipe from a child, say) into out as a C string, cut to outlen - 1
+ * bytes; closes fd. Returns the bytes kept. */
+size_t fd_read_text(int fd, char *out, size_t outlen);
 
 #endif

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "lib/ck_mpi.h"
+#include "lib/file_io.h"
 #include "train/args.h"
 
 /* Parses a NULL-terminated list of arguments after a program name. */
@@ -223,12 +224,7 @@ static int parse_capturing(char **argv, int argc, char *out, size_t outlen)
     dup2(saved, 1);
     close(saved);
     close(fds[1]);
-    size_t n = 0;
-    ssize_t r;
-    while (n + 1 < outlen && (r = read(fds[0], out + n, outlen - 1 - n)) > 0)
-        n += (size_t)r;
-    out[n] = '\0';
-    close(fds[0]);
+    fd_read_text(fds[0], out, outlen);
     return rc;
 }
 

@@ -10,6 +10,7 @@
 
 #include "base/env_switch.h"
 #include "lib/ck_mpi.h"
+#include "lib/file_io.h"
 
 START_TEST(values_and_defaults)
 {
@@ -52,12 +53,7 @@ static int child_status(const char *value, char *err, size_t errlen)
         _exit(10 + on); /* not reached for a bad value */
     }
     close(fd[1]);
-    size_t got = 0;
-    ssize_t r;
-    while (got + 1 < errlen && (r = read(fd[0], err + got, errlen - 1 - got)) > 0)
-        got += (size_t)r;
-    err[got] = '\0';
-    close(fd[0]);
+    fd_read_text(fd[0], err, errlen);
     int st = 0;
     ck_assert_int_eq(waitpid(pid, &st, 0), pid);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
