@@ -12,7 +12,7 @@ GPU_LOG := build/cuda/gpu-check
 STAGE = timeout -k 10
 
 # tools/bench_train_gpu.sh: each row three ways (as the kit trains by default, with
-# HVDLAB_CUDNN_DETERMINISTIC=0, with HVDLAB_BN_SPLIT=0), then the peer, then its line at once.
+# HVDLAB_CUDNN_DETERMINISTIC=0, with HVDLAB_BN_SPLIT=1), then the peer, then its line at once.
 bench-train-gpu:  ## kit vs PyTorch (--device cuda) on the GPU: wrn-16-4/10 at batch 128/512, images/s, ratio, peak GPU memory
 	@+$(GPU_BUILD) build/cuda/bench/train_speed_gpu >/dev/null
 	@sh tools/bench_train_gpu.sh

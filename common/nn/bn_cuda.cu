@@ -9,15 +9,15 @@
  * of (key, flat NCHW index) and the add in that order; backward forms dy through the same
  * ReLU/dropout mask and uses lm_bn_grad.
  *
- * Training forward and backward, where a channel is small (or HVDLAB_BN_SPLIT=0): one block of
- * BN_THREADS threads per channel does the whole channel — its sums, then the elementwise pass —
- * so no partial sums leave the block and no scratch memory is needed. Each thread adds its elements in double; the block adds the
+ * Training forward and backward: one block of BN_THREADS threads per channel does the whole
+ * channel — its sums, then the elementwise pass — so no partial sums leave the block and no
+ * scratch memory is needed. Each thread adds its elements in double; the block adds the
  * threads' sums in a fixed tree order (warp shuffles, then one warp), so a result never
  * depends on timing. A thread walks its elements with offsets stepped without division
  * (chan_walk). Inference is elementwise over the whole tensor, the per-channel values in shared
  * memory.
  * The cost of this layout: only C blocks run (16 to 640 in the WRNs), fewer than an H100 has
- * room for on the narrowest layers; so by default a large channel is split over blocks (below).
+ * room for on the narrowest layers; HVDLAB_BN_SPLIT=1 splits a channel over blocks (below).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -270,7 +270,7 @@ static __global__ void __launch_bounds__(BN_THREADS)
         store_din<MODE, ACCUMULATE>(din, it.idx, dout, in, outp, keep, m, is, g, b, mdy, mdyx);
 }
 
-/* ---- Split channels (the default; HVDLAB_BN_SPLIT=0 and bn_cuda_set_split(0) turn it off) -----
+/* ---- Split channels (HVDLAB_BN_SPLIT=1; bn_cuda_set_split) -----------------------------------
  * With one block per channel only C blocks run: 16 to 64 on the WRNs' wide layers, where an H100
  * has room for over a thousand. Split, a channel's M = N·HW elements are cut into P parts (part p
  * holds the channel's elements j in [p·M/P, (p+1)·M/P), j = n·HW + hw), one block each, a grid
@@ -280,15 +280,9 @@ static __global__ void __launch_bounds__(BN_THREADS)
  * alone (bn_parts). Training forward is three kernels (Σ(x − shift); the mean and Σ(x − mean)²;
  * the statistics and the elementwise pass), backward two (Σ dy and Σ dy·xhat; dgamma, dbeta and
  * din). Parts and ranges: bn_walk.h (C·P <= BN_SPLIT_BLOCKS, so the partials fit 2 × 2048
- * doubles of scratch).
- * The default, with HVDLAB_BN_SPLIT=0 to go back to one block per channel, from a count and not
- * yet from a GPU's timing: one block per channel has about one load in flight per warp, 16
- * warps, a few GB/s, on each of only C SMs; on wrn-16-4 at batch 512 (16 to 64 channels of
- * 401,408 elements at 28×28) that puts the five 28×28 batch norms near the kit's whole lag
- * behind PyTorch there (10 of 28 ms, README). Split, C·P blocks fill every SM. make
- * bench-train-gpu times both (HVDLAB_BN_SPLIT=0 is its variant); test_twins_cuda checks both
- * against the CPU. */
-static int split_mode = -1; /* -1: read HVDLAB_BN_SPLIT (default 1) at the next call */
+ * doubles of scratch). Opt-in until a GPU measures it against the one-block layout (make
+ * bench-train-gpu). */
+static int split_mode = -1; /* -1: read HVDLAB_BN_SPLIT at the next call */
 
 extern "C" void bn_cuda_set_split(int on) { split_mode = on < 0 ? -1 : on != 0; }
 
@@ -296,7 +290,7 @@ extern "C" void bn_cuda_set_split(int on) { split_mode = on < 0 ? -1 : on != 0; 
 static int bn_parts(const bn_dims *d)
 {
     if (split_mode < 0) {
-        split_mode = env_switch("HVDLAB_BN_SPLIT", 1);
+        split_mode = env_switch("HVDLAB_BN_SPLIT", 0);
     }
     return split_mode ? bn_split_parts((size_t)d->n * (size_t)d->hw, d->c) : 1;
 }

@@ -375,7 +375,7 @@ START_TEST(bn_matches_cpu)
         bn_case(64, 16, 196, 2.0f, 2.01f, 0.0f, 2e-5f);
     }
     bn_split = -1;
-    bn_cuda_set_split(-1); /* the other suites: the kit's default */
+    bn_cuda_set_split(-1); /* the other suites: the environment's choice */
     bn_infer_case(6, 10, 50021); /* ~3·2^20 elements: the grid goes round three times */
     bn_infer_case(2, 1500, 33);  /* channels beyond the shared-memory table */
     CK_AGREE();
