@@ -2,9 +2,9 @@
 # tools/gpu_session.sh — one GPU session in one device `run` call (DEVELOPERS.md): the machine's
 # facts, make gpu-check, then, while time is left, each failed CUDA suite again with synchronous
 # launches, the model's suite and solution 10 with batch norm split over blocks, solution 10 on
-# two ranks sharing the GPU with the CPU and with the GPUs adding the
-# staged gradients (and grade10 on the latter), NCHW against NHWC (bench-conv-layout-gpu) and
-# PyTorch through torch.compile.
+# two ranks sharing the GPU with the CPU and with the GPUs adding the staged gradients (and
+# grade10 on the latter), NCHW against NHWC (bench-conv-layout-gpu) and PyTorch through
+# torch.compile.
 # Everything stops by BUDGET seconds (default 560) after the start, so that the call ends inside
 # its limit and the logs come back: all of them as one archive, $OUT/gpu-logs.tgz (a call
 # returns at most 8 files from $OUT; gpu-check writes more).
