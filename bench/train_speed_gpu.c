@@ -22,6 +22,7 @@
 #include "hvdlab.h"
 
 #ifdef HVDLAB_CUDA
+#include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 
 #include "base/compute_device.h"
@@ -109,6 +110,11 @@ static void one(const char *name, int batch, int iters, int prof_steps)
         optimizer_step(opt, wrn_params(m));
     }
     gpu_context_sync();
+    /* The timed steps are the range a profiler started with --capture-range=cudaProfilerApi
+     * records (make bench-train-gpu-nsys); without one they do nothing. Any error they give is
+     * cleared, so that the next launch check does not report it as its own. */
+    if (cudaProfilerStart() != cudaSuccess)
+        (void)cudaGetLastError();
     const double t0 = timer_seconds();
     for (int i = 0; i < iters; i++) {
         wrn_train_batch(m, x, y, (size_t)batch, 0.0f);
@@ -118,6 +124,8 @@ static void one(const char *name, int batch, int iters, int prof_steps)
     }
     gpu_context_sync();
     const double dt = timer_seconds() - t0;
+    if (cudaProfilerStop() != cudaSuccess)
+        (void)cudaGetLastError();
     const char *tag = name;
     printf("kit.%s.b%d.images_per_s %.1f images/s\n", tag, batch, iters * (double)batch / dt);
     printf("kit.%s.b%d.step_ms %.2f ms\n", tag, batch, 1e3 * dt / iters);

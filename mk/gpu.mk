@@ -31,6 +31,16 @@ bench-conv-layout-gpu:  ## on a GPU: the step's convolutions in NCHW and in NHWC
 	        m, b, v["nchw.fastest_ms"], v["nchw.deterministic_ms"], v["nhwc.fastest_ms"], v["nhwc.deterministic_ms"]}' \
 	    build/cuda/conv_layout.txt; done; done
 
+# What limits a training step (issue 12: launch overhead, a slow layer, the input copy): Nsight
+# Systems records the timed steps of wrn-16-4 at batch 512 (the row furthest behind PyTorch), with
+# batch norm one block per channel and split over blocks; tools/nsys_gpu_busy.py prints how busy
+# the GPU was and which kernels took the time (tools/bench_train_gpu_nsys.sh). Apart from
+# gpu-check (time); tools/gpu_session.sh runs it.
+.PHONY: bench-train-gpu-nsys
+bench-train-gpu-nsys:  ## on a GPU with Nsight Systems: how busy the GPU is during a training step, and which kernels take the time
+	@+$(GPU_BUILD) build/cuda/bench/train_speed_gpu >/dev/null
+	@sh tools/bench_train_gpu_nsys.sh
+
 # torch.compile as a second peer (issue 12: "also report torch.compile if it runs there"), apart
 # from gpu-check because compiling each configuration may take a minute or more: the kit's figures
 # from the last bench-train-gpu (build/cuda/bench_gpu.kit) against PyTorch compiled.

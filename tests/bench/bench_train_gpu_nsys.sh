@@ -1,0 +1,108 @@
+#!/bin/sh
+# bench_train_gpu_nsys.sh — tools/bench_train_gpu_nsys.sh (make bench-train-gpu-nsys) and
+# tools/nsys_gpu_busy.py with a stand-in for nsys: its profile runs the bench's stand-in and
+# records the options and HVDLAB_BN_SPLIT it got; its export writes an SQLite file with the
+# tables of Nsight Systems' export schema that nsys_gpu_busy.py reads, holding known intervals:
+# two steps; kernels on two streams that overlap, copies, a memset. Checked: the busy share is
+# the union of the intervals (overlaps once), per step; the kernels' order and shares; the copies;
+# both batch-norm layouts run; an export without kernels, a failing profile and a missing nsys
+# each give their line and exit 1. Runs without a GPU: it checks the processing, not a measurement.
+set -u
+SCRIPT=${1:-tools/bench_train_gpu_nsys.sh}
+d=$(mktemp -d) || exit 1
+trap 'rm -rf "$d"' EXIT
+fails=0
+check() { # name, condition (0: ok); the output is shown on failure
+    if [ "$2" -eq 0 ]; then
+        echo "bench_train_gpu_nsys: $1: ok"
+    else
+        echo "bench_train_gpu_nsys: $1: FAILED"
+        sed 's/^/  /' "$d/out"
+        fails=$((fails + 1))
+    fi
+}
+
+# Intervals in ms (x 1e6 ns), 2 steps: conv [0,4) [10,14); bn [3,6) on another stream, overlapping
+# conv by 1, and [14,17); copies [6,6.5) [17,17.5) of 1 MiB each; a memset [18,20). Span 20 ms,
+# union 6.5 + 7.5 + 2 = 16 ms: a step spans 10 ms, busy 8 ms (80.0 %), idle 2 ms (the summed
+# durations, 17 ms, would say 85 %).
+cat >"$d/mkdb.py" <<'EOF'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+empty = len(sys.argv) > 2 and sys.argv[2] == "empty"
+db.execute("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL)")
+db.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INT, end INT, streamId INT, "
+           "demangledName INT, shortName INT)")
+db.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (start INT, end INT, bytes INT, copyKind INT)")
+db.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_MEMSET (start INT, end INT)")
+db.executemany("INSERT INTO StringIds VALUES (?, ?)",
+               [(1, "cudnn_conv_kernel"), (2, "bn_train_kernel"), (3, "unused")])
+ms = lambda x: int(x * 1e6)
+if not empty:
+    for s, e, stream, name in [(0, 4, 7, 1), (3, 6, 8, 2), (10, 14, 7, 1), (14, 17, 8, 2)]:
+        db.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?, ?, ?, 3, ?)",
+                   (ms(s), ms(e), stream, name))
+for s, e in [(6, 6.5), (17, 17.5)]:
+    db.execute("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (?, ?, ?, 1)", (ms(s), ms(e), 1 << 20))
+db.execute("INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET VALUES (?, ?)", (ms(18), ms(20)))
+db.commit()
+EOF
+# nsys: "profile [options] -o OUT PROGRAM ARGS" writes OUT.nsys-rep and runs PROGRAM; "export
+# [options] -o FILE REPORT" writes FILE. FAIL_SPLIT=s fails the profile with that HVDLAB_BN_SPLIT.
+cat >"$d/nsys" <<EOF
+#!/bin/sh
+cmd=\$1; shift
+case \$cmd in
+profile)
+    echo "profile \$* HVDLAB_BN_SPLIT=\${HVDLAB_BN_SPLIT:-unset}" >>"$d/calls"
+    [ "\${HVDLAB_BN_SPLIT:-}" = "\${FAIL_SPLIT:-x}" ] && { echo "nsys: the program failed"; exit 1; }
+    while [ "\$1" != -o ]; do shift; done
+    echo "report" >"\$2.nsys-rep"; shift 2
+    "\$@" ;;
+export)
+    while [ "\$1" != -o ]; do shift; done
+    python3 "$d/mkdb.py" "\$2" \${EMPTY:-} ;;
+esac
+EOF
+cat >"$d/kit" <<'EOF'
+#!/bin/sh
+echo "kit.$2.b$4.images_per_s 12345.6 images/s"
+EOF
+chmod +x "$d/nsys" "$d/kit"
+export NSYS="$d/nsys" KIT="$d/kit" OUT="$d/raw" STEPS=2
+
+sh "$SCRIPT" >"$d/out" 2>&1
+check "both layouts: exit 0" $?
+grep -q '^bench-train-gpu-nsys: wrn-16-4 batch 512, HVDLAB_BN_SPLIT=1: 2 steps; a step spans 10.00 ms on the GPU, busy 8.00 ms (80.0 %), idle 2.00 ms' "$d/out"
+check "busy: the union of the intervals, per step" $?
+grep -q '^bench-train-gpu-nsys: wrn-16-4 batch 512, HVDLAB_BN_SPLIT=0: kernels 2 a step, 7.00 ms summed (mean 3500.0 us each); copies host<->device 0.500 ms, 1.00 MiB a step$' "$d/out"
+check "kernels and copies per step" $?
+k1=$(grep -n 'HVDLAB_BN_SPLIT=0:.*4.000 ms  40.0 %    1x cudnn_conv_kernel$' "$d/out" | cut -d: -f1)
+k2=$(grep -n 'HVDLAB_BN_SPLIT=0:.*3.000 ms  30.0 %    1x bn_train_kernel$' "$d/out" | cut -d: -f1)
+[ -n "$k1" ] && [ -n "$k2" ] && [ "$k1" -lt "$k2" ]
+check "the kernels, largest first, with shares of the span" $?
+grep -q '^bench-train-gpu-nsys: wrn-16-4 batch 512, HVDLAB_BN_SPLIT=1: under nsys the bench measured 12345.6 images/s$' "$d/out"
+check "the bench's own figure under nsys" $?
+[ "$(grep -c -- '--capture-range=cudaProfilerApi --capture-range-end=stop' "$d/calls")" -eq 2 ] &&
+    grep -q 'HVDLAB_BN_SPLIT=0$' "$d/calls" && grep -q 'HVDLAB_BN_SPLIT=1$' "$d/calls"
+check "nsys records the profiler range, once per layout" $?
+
+FAIL_SPLIT=0 sh "$SCRIPT" >"$d/out" 2>&1
+[ $? -eq 1 ] && grep -q '^bench-train-gpu-nsys: wrn-16-4 batch 512, HVDLAB_BN_SPLIT=0: failed; the end of .*nsys_wrn-16-4_b512_split0.log:$' "$d/out" &&
+    grep -q '^  nsys: the program failed$' "$d/out" && grep -q 'HVDLAB_BN_SPLIT=1: 2 steps' "$d/out"
+check "a failed profile: its line, its log's end, the next layout still runs, exit 1" $?
+
+EMPTY=empty SPLITS=0 sh "$SCRIPT" >"$d/out" 2>&1
+[ $? -eq 1 ] && grep -q 'HVDLAB_BN_SPLIT=0: no kernels in .*nsys_wrn-16-4_b512_split0.sqlite' "$d/out"
+check "an export without kernels: one line, exit 1" $?
+
+NSYS=$d/none sh "$SCRIPT" >"$d/out" 2>&1
+[ $? -eq 1 ] && [ "$(wc -l <"$d/out")" -eq 1 ] && grep -q '^bench-train-gpu-nsys: no nsys' "$d/out"
+check "no nsys: one line, exit 1" $?
+
+python3 tools/nsys_gpu_busy.py "$d/none.sqlite" --steps 2 >"$d/out" 2>&1
+[ $? -eq 1 ] && [ "$(wc -l <"$d/out")" -eq 1 ] && grep -q '^bench-train-gpu-nsys: .*none.sqlite: unable to open' "$d/out"
+check "a missing export: one line naming it, exit 1" $?
+
+[ "$fails" -eq 0 ] && echo "bench_train_gpu_nsys: all checks passed" || echo "bench_train_gpu_nsys: $fails check(s) failed"
+[ "$fails" -eq 0 ]
