@@ -9,7 +9,8 @@
 # its limit and the logs come back: all of them as one archive, $OUT/gpu-logs.tgz (a call
 # returns at most 8 files from $OUT; gpu-check writes more).
 # A stage that ends leaves build/cuda/gpu-check.done.<stage>, and a later call on the same warm
-# machine skips it: the same command, with a smaller BUDGET, goes on where the last call stopped.
+# machine skips it: the same command, with a smaller BUDGET, goes on where the last call stopped
+# (a bench stage its time limit cut runs again; gpu-check never does).
 #
 #   run, carry [".device"], timeout_s 590:
 #       set -o pipefail; bash tools/gpu_session.sh 2>&1 | tee $OUT/session.log
@@ -31,6 +32,7 @@ echo "env.sh done at $(at): $(command -v mpicc)"
 mkdir -p build/cuda
 todo() { [ ! -e "$LOG.done.$1" ]; } # not finished by an earlier call on this machine
 done_stage() { : >"$LOG.done.$1"; }
+cut() { [ "$1" -eq 124 ] || [ "$1" -eq 137 ]; } # timeout stopped it: a later call runs it again
 
 if todo gpu-check; then
     timeout -k 5 $(( $(left) - 30 )) make -j"$(nproc)" gpu-check
@@ -59,16 +61,16 @@ done
 if todo layout && [ "$(left)" -gt 60 ]; then
     echo "== NCHW or NHWC"
     timeout -k 5 $(( $(left) - 20 )) make --no-print-directory bench-conv-layout-gpu > $LOG.layout 2>&1
-    echo "exit $? at $(at)"; grep '^bench-conv-layout-gpu:' $LOG.layout
-    done_stage layout
+    rc=$?; echo "exit $rc at $(at)"; grep '^bench-conv-layout-gpu:' $LOG.layout
+    cut "$rc" || done_stage layout
 fi
 # What limits a step (issue 12): how busy the GPU is and which kernels take the time, wrn-16-4 at
 # batch 512, batch norm both ways.
 if todo nsys && [ "$(left)" -gt 90 ]; then
     echo "== what limits a training step: Nsight Systems"
     timeout -k 5 $(( $(left) - 20 )) make --no-print-directory bench-train-gpu-nsys > $LOG.nsys 2>&1
-    echo "exit $? at $(at)"; grep '^bench-train-gpu-nsys' $LOG.nsys || tail -3 $LOG.nsys
-    done_stage nsys
+    rc=$?; echo "exit $rc at $(at)"; grep '^bench-train-gpu-nsys' $LOG.nsys || tail -3 $LOG.nsys
+    cut "$rc" || done_stage nsys
 fi
 # Batch norm split over blocks (HVDLAB_BN_SPLIT=1, opt-in): gpu-check's twins run every BN case
 # both ways and its bench times both; the whole model's suite and solution 10 with it too, so
@@ -110,8 +112,8 @@ fi
 if todo compile && [ "$(left)" -gt 120 ]; then
     echo "== torch.compile peer"
     timeout -k 5 $(( $(left) - 20 )) make --no-print-directory bench-train-gpu-compile > $LOG.compile 2>&1
-    echo "exit $?"; grep '^bench-train-gpu-compile:' $LOG.compile
-    done_stage compile
+    rc=$?; echo "exit $rc at $(at)"; grep '^bench-train-gpu-compile:' $LOG.compile
+    cut "$rc" || done_stage compile
 fi
 tar czf "${OUT:-build/cuda}/gpu-logs.tgz" $LOG.* build/cuda/bench_gpu.* build/cuda/ar_gpu.* \
     build/cuda/conv_layout.txt build/cuda/nsys_*.log 2>/dev/null
