@@ -68,14 +68,19 @@ check-steps:  ## check that each exercise is the previous solution plus its TODO
 
 # lab-test in three links run one after the other (each needs the one before; under make -j
 # two MPI suites at once would slow each other's timed checks): lab-graders, lab-planted, then
-# the timeline plot. make gpu-check runs the first two on the GPU machine, which has no
-# package registry (no matplotlib to install) and may have no patch program.
+# the timeline plot. On the GPU machine, which has no package registry (no matplotlib to install)
+# and may have no patch program, make gpu-check runs the first and make gpu-planted the second.
 lab-graders: $(STEP_BIN) $(SOLUTION_BIN) $(GRADER_BIN)  ## graders pass on every solution and fail on every exercise
 	@sh tools/check_steps.sh
 	@$(GRADE_ENV) BUILD=$(BUILD) sh tests/run_graders.sh
 
 lab-planted: $(PLANTED) $(GRADER_BIN) | lab-graders  ## graders judge the planted answers of tests/grade/planted/ right
 	@$(GRADE_ENV) BUILD=$(BUILD) sh tests/grade/run_planted.sh
+
+# The planted answers' programs and the graders, built only (make gpu-planted runs them apart from
+# the graders' own run).
+.PHONY: planted-programs
+planted-programs: $(PLANTED) $(GRADER_BIN)
 
 lab-test: lab-planted  ## graders: pass on every solution, fail on every exercise, judge the planted answers right
 	@sh tools/setup.sh python3-matplotlib >/dev/null

@@ -2,9 +2,10 @@
 # tools/gpu_session.sh — one GPU session in one device `run` call (DEVELOPERS.md): the machine's
 # facts, make gpu-check, then, while time is left, each failed CUDA suite again with synchronous
 # launches, NCHW against NHWC (bench-conv-layout-gpu), what limits a training step under Nsight
-# Systems (bench-train-gpu-nsys), the model's suite and solution 10 with batch norm split over
-# blocks, solution 10 on two ranks sharing the GPU with the CPU and with the GPUs adding the
-# staged gradients (and grade10 on the latter), and PyTorch through torch.compile.
+# Systems (bench-train-gpu-nsys), the graders on the planted answers (gpu-planted), the model's
+# suite and solution 10 with batch norm split over blocks, solution 10 on two ranks sharing the
+# GPU with the CPU and with the GPUs adding the staged gradients (and grade10 on the latter), and
+# PyTorch through torch.compile.
 # Everything stops by BUDGET seconds (default 560) after the start, so that the call ends inside
 # its limit and the logs come back: all of them as one archive, $OUT/gpu-logs.tgz (a call
 # returns at most 8 files from $OUT; gpu-check writes more).
@@ -71,6 +72,14 @@ if todo nsys && [ "$(left)" -gt 90 ]; then
     timeout -k 5 $(( $(left) - 20 )) make --no-print-directory bench-train-gpu-nsys > $LOG.nsys 2>&1
     rc=$?; echo "exit $rc at $(at)"; grep '^bench-train-gpu-nsys' $LOG.nsys || tail -3 $LOG.nsys
     cut "$rc" || done_stage nsys
+fi
+# The graders judge the planted answers right on the CUDA build too (make gpu-planted: apart from
+# gpu-check for its 8 minutes).
+if todo planted && [ "$(left)" -gt 120 ]; then
+    echo "== planted answers, CUDA build"
+    timeout -k 5 $(( $(left) - 20 )) make --no-print-directory gpu-planted > $LOG.planted 2>&1
+    rc=$?; echo "exit $rc at $(at)"; grep -E '^planted answers:|WRONG' $LOG.planted || tail -3 $LOG.planted
+    cut "$rc" || done_stage planted
 fi
 # Batch norm split over blocks (HVDLAB_BN_SPLIT=1, opt-in): gpu-check's twins run every BN case
 # both ways and its bench times both; the whole model's suite and solution 10 with it too, so
