@@ -9,18 +9,9 @@
 # each give their line and exit 1. Runs without a GPU: it checks the processing, not a measurement.
 set -u
 SCRIPT=${1:-tools/bench_train_gpu_nsys.sh}
-d=$(mktemp -d) || exit 1
-trap 'rm -rf "$d"' EXIT
-fails=0
-check() { # name, condition (0: ok); the output is shown on failure
-    if [ "$2" -eq 0 ]; then
-        echo "bench_train_gpu_nsys: $1: ok"
-    else
-        echo "bench_train_gpu_nsys: $1: FAILED"
-        sed 's/^/  /' "$d/out"
-        fails=$((fails + 1))
-    fi
-}
+TEST=bench_train_gpu_nsys
+# shellcheck source=tests/bench/check.sh
+. "$(dirname "$0")/check.sh"
 
 # Intervals in ms (x 1e6 ns), 2 steps: conv [0,4) [10,14); bn [3,6) on another stream, overlapping
 # conv by 1, and [14,17); copies [6,6.5) [17,17.5) of 1 MiB each; a memset [18,20). Span 20 ms,
@@ -104,5 +95,4 @@ python3 tools/nsys_gpu_busy.py "$d/none.sqlite" --steps 2 >"$d/out" 2>&1
 [ $? -eq 1 ] && [ "$(wc -l <"$d/out")" -eq 1 ] && grep -q '^bench-train-gpu-nsys: .*none.sqlite: unable to open' "$d/out"
 check "a missing export: one line naming it, exit 1" $?
 
-[ "$fails" -eq 0 ] && echo "bench_train_gpu_nsys: all checks passed" || echo "bench_train_gpu_nsys: $fails check(s) failed"
-[ "$fails" -eq 0 ]
+finish

@@ -6,18 +6,9 @@
 # first error, exit 1). Runs without a GPU: it checks the text processing, not a measurement.
 set -u
 SCRIPT=${1:-tools/bench_train_gpu.sh}
-d=$(mktemp -d) || exit 1
-trap 'rm -rf "$d"' EXIT
-fails=0
-check() { # name, condition (0: ok), output shown on failure
-    if [ "$2" -eq 0 ]; then
-        echo "bench_train_gpu_rows: $1: ok"
-    else
-        echo "bench_train_gpu_rows: $1: FAILED"
-        sed 's/^/  /' "$d/out"
-        fails=$((fails + 1))
-    fi
-}
+TEST=bench_train_gpu_rows
+# shellcheck source=tests/bench/check.sh
+. "$(dirname "$0")/check.sh"
 
 # The kit: 1000 images/s per 128 of batch, x1.2 with HVDLAB_CUDNN_DETERMINISTIC=0, x1.5 with
 # HVDLAB_BN_SPLIT=1; FAIL_ROW=model/batch fails that row as the real one does.
@@ -84,5 +75,4 @@ check "the missing row named, with the first error" $?
 grep -q '^bench-train-gpu: wrn-16-10 batch 512: kit   4000.0' "$d/out"
 check "the rows after it still run" $?
 
-[ "$fails" -eq 0 ] && echo "bench_train_gpu_rows: all checks passed" || echo "bench_train_gpu_rows: $fails check(s) failed"
-[ "$fails" -eq 0 ]
+finish
