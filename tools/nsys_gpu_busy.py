@@ -10,7 +10,7 @@ this reads the GPU activity tables of that export and prints, per training step:
     the GPU waiting for the host: kernel launches, the loss coming back, host work between steps;
   - the kernels: how many, their summed time, and the largest by summed time (name, ms a step,
     share of the span, launches a step);
-  - the copies between host and device: time and bytes a step.
+  - the memory copies (host to device, device to host, on the device): time and bytes a step.
 
 Tables read (Nsight Systems' SQLite export schema): CUPTI_ACTIVITY_KIND_KERNEL (start, end,
 shortName -> StringIds), CUPTI_ACTIVITY_KIND_MEMCPY (start, end, bytes),
@@ -79,8 +79,11 @@ def main():
     spans = [(s, e) for s, e, _ in kernels] + [(s, e) for s, e, _ in copies] + list(memsets)
     first, last = min(s for s, _ in spans), max(e for _, e in spans)
     n = a.steps
-    ms = lambda ns: ns / 1e6 / n  # noqa: E731  per step, in ms
-    span, busy = last - first, union_ns(spans)
+
+    def ms(ns):  # per step, in ms
+        return ns / 1e6 / n
+
+    span, busy = max(last - first, 1), union_ns(spans)
     kern_ns = sum(e - s for s, e, _ in kernels)
     by_name = {}
     for s, e, name in kernels:
@@ -93,7 +96,7 @@ def main():
           f"{ms(busy):.2f} ms ({100.0 * busy / span:.1f} %), idle {ms(span - busy):.2f} ms "
           f"(waiting for the host: launches, the loss coming back)")
     print(f"{PREFIX}{label}: kernels {len(kernels) / n:.0f} a step, {ms(kern_ns):.2f} ms summed "
-          f"(mean {kern_ns / len(kernels) / 1e3:.1f} us each); copies host<->device "
+          f"(mean {kern_ns / len(kernels) / 1e3:.1f} us each); memory copies "
           f"{ms(copy_ns):.3f} ms, {copy_bytes / n / 2**20:.2f} MiB a step")
     top = sorted(by_name.items(), key=lambda kv: -kv[1][0])[:a.top]
     for name, (t, calls) in top:

@@ -66,7 +66,7 @@ sh "$SCRIPT" >"$d/out" 2>&1
 check "both layouts: exit 0" $?
 grep -q '^bench-train-gpu-nsys: wrn-16-4 batch 512, HVDLAB_BN_SPLIT=1: 2 steps; a step spans 10.00 ms on the GPU, busy 8.00 ms (80.0 %), idle 2.00 ms' "$d/out"
 check "busy: the union of the intervals, per step" $?
-grep -q '^bench-train-gpu-nsys: wrn-16-4 batch 512, HVDLAB_BN_SPLIT=0: kernels 2 a step, 7.00 ms summed (mean 3500.0 us each); copies host<->device 0.500 ms, 1.00 MiB a step$' "$d/out"
+grep -q '^bench-train-gpu-nsys: wrn-16-4 batch 512, HVDLAB_BN_SPLIT=0: kernels 2 a step, 7.00 ms summed (mean 3500.0 us each); memory copies 0.500 ms, 1.00 MiB a step$' "$d/out"
 check "kernels and copies per step" $?
 k1=$(grep -n 'HVDLAB_BN_SPLIT=0:.*4.000 ms  40.0 %    1x cudnn_conv_kernel$' "$d/out" | cut -d: -f1)
 k2=$(grep -n 'HVDLAB_BN_SPLIT=0:.*3.000 ms  30.0 %    1x bn_train_kernel$' "$d/out" | cut -d: -f1)
