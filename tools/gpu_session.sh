@@ -33,7 +33,17 @@ echo "env.sh done at $(at): $(command -v mpicc)"
 mkdir -p build/cuda
 todo() { [ ! -e "$LOG.done.$1" ]; } # not finished by an earlier call on this machine
 done_stage() { : >"$LOG.done.$1"; }
-cut() { [ "$1" -eq 124 ] || [ "$1" -eq 137 ]; } # timeout stopped it: a later call runs it again
+# A make target as a stage: NAME MIN_LEFT TITLE TARGET LINES. It runs when not done yet and more
+# than MIN_LEFT s are left, logs to $LOG.NAME and shows the lines matching LINES (grep -E), or
+# the log's end when none; one that its time limit stopped (124/137) is left for a later call.
+make_stage() {
+    todo "$1" && [ "$(left)" -gt "$2" ] || return 0
+    echo "== $3"
+    timeout -k 5 $(( $(left) - 20 )) make --no-print-directory "$4" > "$LOG.$1" 2>&1
+    local rc=$?
+    echo "exit $rc at $(at)"; grep -E "$5" "$LOG.$1" || tail -3 "$LOG.$1"
+    [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ] || done_stage "$1"
+}
 
 if todo gpu-check; then
     timeout -k 5 $(( $(left) - 30 )) make -j"$(nproc)" gpu-check
@@ -59,28 +69,14 @@ for t in test_twins_cuda test_wrn_cuda; do
     done_stage "sync.$t"
 done
 # NCHW or NHWC: issue 12 asks for the faster, said from a measurement.
-if todo layout && [ "$(left)" -gt 60 ]; then
-    echo "== NCHW or NHWC"
-    timeout -k 5 $(( $(left) - 20 )) make --no-print-directory bench-conv-layout-gpu > $LOG.layout 2>&1
-    rc=$?; echo "exit $rc at $(at)"; grep '^bench-conv-layout-gpu:' $LOG.layout
-    cut "$rc" || done_stage layout
-fi
+make_stage layout 60 "NCHW or NHWC" bench-conv-layout-gpu '^bench-conv-layout-gpu:'
 # What limits a step (issue 12): how busy the GPU is and which kernels take the time, wrn-16-4 at
 # batch 512, batch norm both ways.
-if todo nsys && [ "$(left)" -gt 90 ]; then
-    echo "== what limits a training step: Nsight Systems"
-    timeout -k 5 $(( $(left) - 20 )) make --no-print-directory bench-train-gpu-nsys > $LOG.nsys 2>&1
-    rc=$?; echo "exit $rc at $(at)"; grep '^bench-train-gpu-nsys' $LOG.nsys || tail -3 $LOG.nsys
-    cut "$rc" || done_stage nsys
-fi
+make_stage nsys 90 "what limits a training step: Nsight Systems" bench-train-gpu-nsys \
+    '^bench-train-gpu-nsys'
 # The graders judge the planted answers right on the CUDA build too (make gpu-planted: apart from
 # gpu-check for its 8 minutes).
-if todo planted && [ "$(left)" -gt 120 ]; then
-    echo "== planted answers, CUDA build"
-    timeout -k 5 $(( $(left) - 20 )) make --no-print-directory gpu-planted > $LOG.planted 2>&1
-    rc=$?; echo "exit $rc at $(at)"; grep -E '^planted answers:|WRONG' $LOG.planted || tail -3 $LOG.planted
-    cut "$rc" || done_stage planted
-fi
+make_stage planted 120 "planted answers, CUDA build" gpu-planted '^planted answers:|WRONG'
 # Batch norm split over blocks (HVDLAB_BN_SPLIT=1, opt-in): gpu-check's twins run every BN case
 # both ways and its bench times both; the whole model's suite and solution 10 with it too, so
 # that a faster split can become the default on this session's evidence.
@@ -118,12 +114,7 @@ if todo two && [ "$(left)" -gt 100 ]; then
     done_stage two
 fi
 # torch.compile: the H200 gave its figures already; on another GPU, last.
-if todo compile && [ "$(left)" -gt 120 ]; then
-    echo "== torch.compile peer"
-    timeout -k 5 $(( $(left) - 20 )) make --no-print-directory bench-train-gpu-compile > $LOG.compile 2>&1
-    rc=$?; echo "exit $rc at $(at)"; grep '^bench-train-gpu-compile:' $LOG.compile
-    cut "$rc" || done_stage compile
-fi
+make_stage compile 120 "torch.compile peer" bench-train-gpu-compile '^bench-train-gpu-compile:'
 tar czf "${OUT:-build/cuda}/gpu-logs.tgz" $LOG.* build/cuda/bench_gpu.* build/cuda/ar_gpu.* \
     build/cuda/conv_layout.txt build/cuda/nsys_*.log 2>/dev/null
 echo "== done at $(at)"
