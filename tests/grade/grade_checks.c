@@ -251,6 +251,15 @@ static int check_init(grade_ctx *g, char *msg, size_t len)
         const char *dev = grade_get(pin, "device");
         gpu[k] = -1 - k; /* a rank on the CPU shares no GPU */
         if (same(dev, "cuda")) { /* judged below, over all ranks */
+            /* On one GPU every rank shares GPU 0 whatever it passed, so the argument is what
+             * tells hvd_pin_device(hvd_local_rank()) from hvd_pin_device(0). */
+            const grade_event *init = grade_nth(p, "init", 0);
+            const char *want = init ? grade_get(init, "local_rank") : NULL;
+            const char *got = grade_get(pin, "local_rank");
+            if (want && got && !same(want, got))
+                return fail(msg, len, "rank %d (local rank %s) passed %s to hvd_pin_device: on "
+                            "a machine with one GPU per rank, ranks would share a GPU.\n  Hint: "
+                            "pass hvd_local_rank() to hvd_pin_device.", k, want, got);
             gpu[k] = atoi(grade_get(pin, "gpu") ? grade_get(pin, "gpu") : "-1");
             gpus = atoi(grade_get(pin, "gpus") ? grade_get(pin, "gpus") : "0");
             continue;
