@@ -12,7 +12,7 @@ GPU_LOG := build/cuda/gpu-check
 STAGE = timeout -k 10
 
 # tools/bench_train_gpu.sh: each row three ways (as the kit trains by default, with
-# HVDLAB_CUDNN_DETERMINISTIC=0, with HVDLAB_BN_SPLIT=1), then the peer, then its line at once.
+# HVDLAB_CUDNN_DETERMINISTIC=0, with HVDLAB_BN_SPLIT=0), then the peer, then its line at once.
 bench-train-gpu:  ## kit vs PyTorch (--device cuda) on the GPU: wrn-16-4/10 at batch 128/512, images/s, ratio, peak GPU memory
 	@+$(GPU_BUILD) build/cuda/bench/train_speed_gpu >/dev/null
 	@sh tools/bench_train_gpu.sh
@@ -68,6 +68,8 @@ bench-train-gpu-compile:  ## on a GPU, after bench-train-gpu: PyTorch through to
 # Each stage appends one line to $(GPU_LOG).summary; the summary is printed at the end whatever
 # failed. Time budget: 8 minutes on one H100 (issue 12's limit). On an H200 (2026-11-26) it took
 # 313 s with its build broken part-way; apart, the CUDA suites took 46 s and the graders 107 s.
+# On an H100 (2026-11-26) the whole took 247 s: build 4 s, suites 58 s, graders 53 s, solution 10 11 s,
+# bench-allreduce-gpu 35 s, bench-train-gpu 86 s.
 # The graders, 5 steps at a time: one after another they took 107 s on the H200, and they have
 # no timed checks (tests/run_graders.sh). The planted answers, which have, would run serially:
 # make gpu-planted, apart.

@@ -83,9 +83,9 @@ void bn_relu_backward(float *din /* (N,C,HW) = */, float *dgamma /* (C) += */,
  * stream of nn/gpu_context.h, the same conventions (running update, variance correction, eps,
  * fused ReLU/dropout/add, = or += outputs). A channel's sums are taken in double in a fixed
  * order, so results do not depend on timing; they match the CPU to rounding. Training forward
- * and backward run one block per channel, or with HVDLAB_BN_SPLIT=1 in the environment or
- * bn_cuda_set_split(1) several blocks per channel (bn_cuda.cu). The environment is read at the
- * first call, and again at the next call after bn_cuda_set_split(-1). */
+ * and backward split a large channel over several blocks (bn_cuda.cu), or run one block per
+ * channel with HVDLAB_BN_SPLIT=0 in the environment or bn_cuda_set_split(0). The environment
+ * is read at the first call, and again at the next call after bn_cuda_set_split(-1). */
 void bn_cuda_set_split(int on);
 void bn_forward_train_cuda(float *out, const float *in, const float *gamma, const float *beta,
                            float *mean, float *invstd, float *run_mean, float *run_var,

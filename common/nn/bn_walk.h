@@ -8,8 +8,9 @@
  * into NCHW offsets with no division per element: the step is split once into whole images and a
  * remainder of positions.
  *
- * Split (HVDLAB_BN_SPLIT=1): a channel is cut into P parts, part p holding j in
- * [p·M/P, (p+1)·M/P), one block each; bn_split_parts picks P from the shape alone.
+ * Split (the default; HVDLAB_BN_SPLIT=0: one block per channel): a channel is cut into P
+ * parts, part p holding j in [p·M/P, (p+1)·M/P), one block each; bn_split_parts picks P from
+ * the shape alone.
  *
  * Public: bn_walk_init, bn_walk_next, bn_split_parts, bn_split_range.
  */

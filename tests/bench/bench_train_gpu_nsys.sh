@@ -60,7 +60,7 @@ cat >"$d/kit" <<'EOF'
 echo "kit.$2.b$4.images_per_s 12345.6 images/s"
 EOF
 chmod +x "$d/nsys" "$d/kit"
-export NSYS="$d/nsys" KIT="$d/kit" OUT="$d/raw" STEPS=2
+export NSYS="$d/nsys" KIT="$d/kit" BENCH_DIR="$d/raw" STEPS=2
 
 sh "$SCRIPT" >"$d/out" 2>&1
 check "both layouts: exit 0" $?
@@ -90,6 +90,18 @@ check "an export without kernels: one line, exit 1" $?
 NSYS=$d/none sh "$SCRIPT" >"$d/out" 2>&1
 [ $? -eq 1 ] && [ "$(wc -l <"$d/out")" -eq 1 ] && grep -q '^bench-train-gpu-nsys: no nsys' "$d/out"
 check "no nsys: one line, exit 1" $?
+
+# Not named, not on PATH nor in the usual folders: found under NSYS_ROOTS, and said which
+mkdir -p "$d/roots/nsight-systems-2025.5.1/target-linux-x64" "$d/nocuda"
+cp "$d/nsys" "$d/roots/nsight-systems-2025.5.1/target-linux-x64/nsys"
+env -u NSYS PATH=/usr/bin:/bin CUDA_HOME="$d/nocuda" NSYS_ROOTS="$d/roots" SPLITS=1 \
+    sh "$SCRIPT" >"$d/out" 2>&1
+[ $? -eq 0 ] && grep -qx "bench-train-gpu-nsys: $d/roots/nsight-systems-2025.5.1/target-linux-x64/nsys" "$d/out" &&
+    grep -q 'HVDLAB_BN_SPLIT=1: 2 steps' "$d/out"
+check "nsys found under NSYS_ROOTS" $?
+env -u NSYS PATH=/usr/bin:/bin CUDA_HOME="$d/nocuda" NSYS_ROOTS="$d/nocuda" sh "$SCRIPT" >"$d/out" 2>&1
+[ $? -eq 1 ] && [ "$(wc -l <"$d/out")" -eq 1 ] && grep -q "and under $d/nocuda; NSYS=path names it" "$d/out"
+check "none anywhere: one line naming where it looked, exit 1" $?
 
 python3 tools/nsys_gpu_busy.py "$d/none.sqlite" --steps 2 >"$d/out" 2>&1
 [ $? -eq 1 ] && [ "$(wc -l <"$d/out")" -eq 1 ] && grep -q '^bench-train-gpu-nsys: .*none.sqlite: unable to open' "$d/out"
