@@ -3,12 +3,16 @@
  *   mpirun -n 1 build/cuda/bench/allreduce_gpu   the NCCL path with one rank (a copy on the GPU:
  *                                                its fixed cost), and the ceiling of the staged
  *                                                path: cudaMemcpy device->pinned + pinned->device
- *   mpirun -n 2 build/cuda/bench/allreduce_gpu   two ranks on one GPU: the host-staged path
+ *   mpirun -n 2 build/cuda/bench/allreduce_gpu   two ranks on one GPU: the host-staged path, and
+ *                                                the same copies with both ranks copying at once
  *
  * Each size: warm-up calls, then timed calls (at least --iters, at least 0.2 s), each call's time
  * the slowest rank's; the table shows the median. algbw = bytes / time; busbw = algbw·2(n−1)/n
  * (0 with one rank, where there is no bus). The staged ceiling is bytes / (t_d2h + t_h2d): the
- * staged path cannot beat its own two copies. Float SUM, in place, results on the device.
+ * staged path cannot beat its own two copies. With several ranks on one GPU every rank copies at
+ * the same time (time_median starts them together), so they share the GPU's copy engines and its
+ * link: that ceiling is the one the staged path of those ranks meets. Float SUM, in place,
+ * results on the device.
  * make bench-allreduce-gpu runs both. Needs a CUDA build and a GPU.
  */
 #include <stdio.h>
@@ -76,23 +80,21 @@ int main(int argc, char **argv)
     void *buf = NULL;
     CUDA_CHECK(cudaMalloc(&buf, max_b));
     CUDA_CHECK(cudaMemset(buf, 0, max_b));
-    if (size == 1)
-        CUDA_CHECK(cudaMallocHost(&pinned, max_b));
+    CUDA_CHECK(cudaMallocHost(&pinned, max_b));
     if (rank == 0) {
         printf("# hvd_allreduce on device buffers, %d rank(s), path %s; float SUM in place; "
                "median of the slowest rank\n", size, hvd_gpu_operations());
         printf("# %9s | %10s %9s %9s%s\n", "size", "time us", "algbw", "busbw",
-               size == 1 ? " | d2h GB/s h2d GB/s staged-ceiling GB/s" : "");
+               size == 1 ? " | d2h GB/s h2d GB/s staged-ceiling GB/s"
+                         : " | d2h GB/s h2d GB/s staged-ceiling GB/s (every rank copying)");
     }
     for (size_t b = min_b; b <= max_b; b *= 2) {
         double t = time_median(allreduce, buf, b, iters);
         double alg = (double)b / t / 1e9, bus = alg * 2.0 * (size - 1) / size;
-        char extra[128] = "";
-        if (size == 1) {
-            double td = time_median(d2h, buf, b, iters), tu = time_median(h2d, buf, b, iters);
-            snprintf(extra, sizeof extra, " | %8.2f %8.2f %19.2f", (double)b / td / 1e9,
-                     (double)b / tu / 1e9, (double)b / (td + tu) / 1e9);
-        }
+        char extra[128];
+        double td = time_median(d2h, buf, b, iters), tu = time_median(h2d, buf, b, iters);
+        snprintf(extra, sizeof extra, " | %8.2f %8.2f %19.2f", (double)b / td / 1e9,
+                 (double)b / tu / 1e9, (double)b / (td + tu) / 1e9);
         if (rank == 0) {
             char sz[16];
             snprintf(sz, sizeof sz, b >= ((size_t)1 << 20) ? "%zuM" : "%zuK",
@@ -101,8 +103,7 @@ int main(int argc, char **argv)
             fflush(stdout);
         }
     }
-    if (pinned)
-        CUDA_CHECK(cudaFreeHost(pinned));
+    CUDA_CHECK(cudaFreeHost(pinned));
     CUDA_CHECK(cudaFree(buf));
     hvd_shutdown();
     return 0;

@@ -1,8 +1,8 @@
 /* fusion_gpu.c — reduce a fusion group of device tensors. See fusion_gpu.h.
  * Public: fusion_gpu_reduce, fusion_gpu_free.
  * A group's NCCL runs go to NCCL; its other runs (device tensors staged through the host, and
- * host tensors among them) to the GPU-summed staged path where staged_node_usable, else to
- * staged.c's ring. */
+ * host tensors among them) to the GPU-summed staged path where staged_node_usable and the run
+ * is large enough (gpu_ops_node_reduce_min_bytes), else to staged.c's ring. */
 #ifdef HVDLAB_CUDA
 
 #include "coll/fusion_gpu.h"
@@ -214,9 +214,12 @@ void fusion_gpu_reduce(MPI_Comm comm, const fusion_entry *e, size_t len, float s
         size_t j = i + 1;
         while (j < len && (e[j].gpu == FUSION_NCCL) == nccl)
             j++;
+        size_t bytes = 0; /* on the wire: what HVDLAB_STAGED_REDUCE=auto goes by */
+        for (size_t k = i; k < j; k++)
+            bytes += e[k].n * (e[k].fp16 ? sizeof(uint16_t) : sizeof(float));
         if (nccl)
             nccl_run(e + i, j - i, scale, st);
-        else if (staged_node_usable(comm))
+        else if (bytes >= gpu_ops_node_reduce_min_bytes() && staged_node_usable(comm))
             node_run(e + i, j - i, scale, st);
         else
             staged_allreduce(comm, e + i, j - i, scale, ws, st);

@@ -1,7 +1,8 @@
 /* gpu_ops.c — choose the path of device collectives once per job. See gpu_ops.h.
- * Public: gpu_ops_parse, gpu_ops_request_name, gpu_ops_init, gpu_ops_shutdown, gpu_ops_path,
- *         gpu_ops_node_reduce, gpu_ops_staged_hugepages, gpu_ops_is_device, gpu_ops_set_stream,
- *         gpu_ops_stream. */
+ * Public: gpu_ops_parse, gpu_ops_request_name, staged_reduce_parse, staged_reduce_name,
+ *         gpu_ops_init, gpu_ops_shutdown, gpu_ops_path, gpu_ops_node_reduce,
+ *         gpu_ops_node_reduce_min_bytes, gpu_ops_staged_hugepages, gpu_ops_is_device,
+ *         gpu_ops_set_stream, gpu_ops_stream. */
 #include "coll/gpu_ops.h"
 
 #include <stdio.h>
@@ -27,6 +28,24 @@ const char *gpu_ops_request_name(gpu_ops_request r)
     return r == GPU_OPS_NCCL ? "nccl" : r == GPU_OPS_MPI ? "mpi" : "auto";
 }
 
+int staged_reduce_parse(const char *v, staged_reduce *out)
+{
+    if (!v || !*v || strcmp(v, "auto") == 0)
+        *out = STAGED_REDUCE_AUTO;
+    else if (strcmp(v, "host") == 0)
+        *out = STAGED_REDUCE_HOST;
+    else if (strcmp(v, "gpu") == 0)
+        *out = STAGED_REDUCE_GPU;
+    else
+        return -1;
+    return 0;
+}
+
+const char *staged_reduce_name(staged_reduce r)
+{
+    return r == STAGED_REDUCE_HOST ? "host" : r == STAGED_REDUCE_GPU ? "gpu" : "auto";
+}
+
 #ifdef HVDLAB_CUDA
 
 #include "base/cuda_check.h"
@@ -37,6 +56,7 @@ const char *gpu_ops_request_name(gpu_ops_request r)
 static struct {
     gpu_path path;
     int node_reduce; /* gpu_ops_node_reduce */
+    size_t node_min_bytes; /* gpu_ops_node_reduce_min_bytes */
     int staged_hugepages; /* gpu_ops_staged_hugepages */
     int device;
     cudaStream_t own, user;
@@ -137,13 +157,19 @@ void gpu_ops_init(const gpu_ops_config *c)
         snprintf(why, sizeof why, "%s", c->request == GPU_OPS_NCCL ? "HVD_GPU_OPERATIONS=nccl"
                                                           : "every rank has a GPU of its own");
     int nccl = !blocked && c->request != GPU_OPS_MPI;
-    if (!nccl && c->staged_reduce_gpu) { /* staged_node.h: who adds the staged pieces */
+    if (!nccl && c->staged_reduce != STAGED_REDUCE_HOST) { /* staged_node.h: who adds */
         G.node_reduce = with == c->size && one_host && c->size > 1;
-        snprintf(adds, sizeof adds, "; HVDLAB_STAGED_REDUCE=gpu: %s",
-                 G.node_reduce ? "summed on the GPUs"
-                 : with < c->size ? "a rank has no GPU, the CPU adds"
-                 : !one_host      ? "the ranks span hosts, the CPU adds"
-                                  : "one rank, nothing to add");
+        G.node_min_bytes =
+            c->staged_reduce == STAGED_REDUCE_AUTO ? STAGED_REDUCE_AUTO_MIN_BYTES : 0;
+        if (c->staged_reduce == STAGED_REDUCE_GPU)
+            snprintf(adds, sizeof adds, "; HVDLAB_STAGED_REDUCE=gpu: %s",
+                     G.node_reduce ? "summed on the GPUs"
+                     : with < c->size ? "a rank has no GPU, the CPU adds"
+                     : !one_host      ? "the ranks span hosts, the CPU adds"
+                                      : "one rank, nothing to add");
+        else if (G.node_reduce) /* auto: said only where it applies */
+            snprintf(adds, sizeof adds, "; summed on the GPUs from %zu MiB, by the CPU below",
+                     G.node_min_bytes >> 20);
     }
     if (me.has) {
         CUDA_CHECK(cudaSetDevice(G.device));
@@ -175,6 +201,7 @@ void gpu_ops_shutdown(void)
 
 gpu_path gpu_ops_path(void) { return G.path; }
 int gpu_ops_node_reduce(void) { return G.node_reduce; }
+size_t gpu_ops_node_reduce_min_bytes(void) { return G.node_min_bytes; }
 int gpu_ops_staged_hugepages(void) { return G.staged_hugepages; }
 
 int gpu_ops_is_device(const void *p)
@@ -209,6 +236,7 @@ void gpu_ops_init(const gpu_ops_config *c) { (void)c; }
 void gpu_ops_shutdown(void) {}
 gpu_path gpu_ops_path(void) { return GPU_PATH_NONE; }
 int gpu_ops_node_reduce(void) { return 0; }
+size_t gpu_ops_node_reduce_min_bytes(void) { return 0; }
 int gpu_ops_staged_hugepages(void) { return 0; }
 int gpu_ops_is_device(const void *p)
 {

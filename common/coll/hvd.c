@@ -50,7 +50,7 @@ static struct {
     int stall_check;                 /* the stall inspector's entry handshake is on */
     double stall_warn_s, stall_shutdown_s;
     gpu_ops_request gpu_ops;         /* HVD_GPU_OPERATIONS */
-    int staged_reduce_gpu;           /* HVDLAB_STAGED_REDUCE=gpu (gpu_ops.h) */
+    staged_reduce staged_reduce;     /* HVDLAB_STAGED_REDUCE (gpu_ops.h) */
     int staged_hugepages;            /* HVDLAB_STAGED_HOST=hugepages (gpu_ops.h) */
     int hierarchical;                /* HVD_HIERARCHICAL_ALLREDUCE */
     int host_group_size;             /* HVD_HOST_GROUP_SIZE (tests): 0 = real hosts */
@@ -166,9 +166,8 @@ static void read_settings(void)
     if (gpu_ops_parse(v, &S.gpu_ops) != 0)
         fatal_error("HVD_GPU_OPERATIONS=%s: expected nccl or mpi", v);
     v = getenv("HVDLAB_STAGED_REDUCE");
-    S.staged_reduce_gpu = v && strcmp(v, "gpu") == 0;
-    if (v && *v && !S.staged_reduce_gpu && strcmp(v, "host") != 0)
-        fatal_error("HVDLAB_STAGED_REDUCE=%s: expected host (the default) or gpu", v);
+    if (staged_reduce_parse(v, &S.staged_reduce) != 0)
+        fatal_error("HVDLAB_STAGED_REDUCE=%s: expected auto (the default), host or gpu", v);
     v = getenv("HVDLAB_STAGED_HOST");
     S.staged_hugepages = v && strcmp(v, "hugepages") == 0;
     if (v && *v && !S.staged_hugepages && strcmp(v, "pinned") != 0)
@@ -203,7 +202,7 @@ static void agree_on_settings(void)
     snprintf(v[9].name, sizeof v[9].name, "HVD_HOST_GROUP_SIZE"); /* which ranks share a window */
     snprintf(v[9].value, sizeof v[9].value, "%d", S.host_group_size);
     snprintf(v[10].name, sizeof v[10].name, "HVDLAB_STAGED_REDUCE"); /* who adds: CPU or GPU */
-    snprintf(v[10].value, sizeof v[10].value, "%s", S.staged_reduce_gpu ? "gpu" : "host");
+    snprintf(v[10].value, sizeof v[10].value, "%s", staged_reduce_name(S.staged_reduce));
     snprintf(v[11].name, sizeof v[11].name, "HVDLAB_STAGED_HOST"); /* which host path runs */
     snprintf(v[11].value, sizeof v[11].value, "%s", S.staged_hugepages ? "hugepages" : "pinned");
     agree_settings(S.comm, v, 12);
@@ -266,7 +265,7 @@ int hvd_init(int *argc, char ***argv)
     stall_init(&S.stall, S.comm, S.stall_warn_s, S.stall_shutdown_s, S.check);
     gpu_ops_config g = {.comm = S.comm, .rank = S.rank, .size = S.size,
                         .local_rank = S.local_rank, .request = S.gpu_ops,
-                        .staged_reduce_gpu = S.staged_reduce_gpu,
+                        .staged_reduce = S.staged_reduce,
                         .staged_hugepages = S.staged_hugepages,
                         .host_group_size = S.host_group_size,
                         .warn_s = S.stall_warn_s,

@@ -1,16 +1,19 @@
 #!/bin/sh
 # allreduce_gpu_compare.sh — tools/allreduce_gpu_compare.awk (make bench-allreduce-gpu's verdict)
 # on rows in the exact formats of bench/allreduce_gpu.c and bench/peer_gloo_allreduce.py: the
-# verdict lines for targets met, missed by speed, missed by the ceiling, a missing peer, and no
-# staged rows at all. Runs without a GPU (it checks the text processing, not a measurement).
+# verdict lines for targets met, missed by speed, missed by the ceiling, a missing peer, no
+# staged rows at all, and the ceiling of both ranks copying at once (where the 2-rank run has it). Runs without a GPU (it checks the text processing, not a measurement).
 set -u
 AWK_FILE=${1:-tools/allreduce_gpu_compare.awk}
 d=$(mktemp -d) || exit 1
 trap 'rm -rf "$d"' EXIT
 fails=0
 
-# n1: NCCL 1 rank + ceiling; n2: staged, 2 ranks; gloo: the peer. $1 = staged us at 64M.
+# n1: NCCL 1 rank + ceiling; n2: staged, 2 ranks; gloo: the peer. $1 = staged us at 64M, $2
+# gloo us at 64K, $3 (optional) the 2-rank run's ceiling at 64M, both ranks copying at once.
 write() {
+    both=""
+    [ -n "${3:-}" ] && both=$(printf ' |    10.00    10.00 %19s' "$3")
     cat >"$d/n1" <<ROWS
 # hvd_allreduce on device buffers, 1 rank(s), path nccl; float SUM in place; median of the slowest rank
 #      size |    time us     algbw     busbw | d2h GB/s h2d GB/s staged-ceiling GB/s
@@ -22,7 +25,7 @@ ROWS
 # hvd_allreduce on device buffers, 2 rank(s), path mpi; float SUM in place; median of the slowest rank
 #      size |    time us     algbw     busbw
         64K |       50.0      1.31      1.31
-        64M | $(printf '%10.1f' "$1") $(printf '%9s' "$alg")      0.00
+        64M | $(printf '%10.1f' "$1") $(printf '%9s' "$alg")      0.00$both
 ROWS
     printf '# torch.distributed gloo allreduce\ngloo.64K.time_us %s us algbw 1 busbw 1\ngloo.64M.time_us 9000.0 us algbw 7.46 busbw 7.46\n' "$2" >"$d/gloo"
 }
@@ -52,6 +55,19 @@ expect "slower than gloo" "staged >= 1.0x gloo at every size: NOT met at 64K" "$
 write 8000.0 60.0 # 64M staged 8.39 GB/s = 67 % of the ceiling, still faster than gloo
 expect "under 70 % of the ceiling" "of its copy ceiling from 64 MiB: NOT met at 64M (64M 67%)" "$d/n1" "$d/n2" "$d/gloo"
 expect "under 70 %, speed still met" "staged >= 1.0x gloo at every size: met" "$d/n1" "$d/n2" "$d/gloo"
+if awk -f "$AWK_FILE" "$d/n1" "$d/n2" "$d/gloo" | grep -q "both ranks copying"; then
+    echo "allreduce_gpu_compare: no 2-rank ceiling, no verdict on it: FAILED"
+    fails=$((fails + 1))
+fi
+write 8000.0 60.0 11.00 # 8.39 GB/s: 67 % of one rank's ceiling, 76 % of both ranks' at once
+expect "both ranks' ceiling met" "copy ceiling of both ranks copying at once from 64 MiB: met (64M 76%)" \
+    "$d/n1" "$d/n2" "$d/gloo"
+expect "one rank's ceiling still judged apart" "of its copy ceiling from 64 MiB: NOT met at 64M (64M 67%)" \
+    "$d/n1" "$d/n2" "$d/gloo"
+expect "the table's 64M row, both columns" "12.50       67 |         11.00       76" "$d/n1" "$d/n2" "$d/gloo"
+write 8000.0 60.0 13.00 # 65 % of both ranks' ceiling
+expect "both ranks' ceiling missed" "both ranks copying at once from 64 MiB: NOT met at 64M (64M 65%)" \
+    "$d/n1" "$d/n2" "$d/gloo"
 : >"$d/empty"
 expect "no peer rows" "no gloo figure for 64K 64M" "$d/n1" "$d/n2" "$d/empty"
 expect "no staged rows" "no staged rows" "$d/n1" "$d/empty" "$d/gloo"

@@ -170,7 +170,7 @@ START_TEST(settings_on_one_rank_named)
          "setting mismatch: HVD_HOST_GROUP_SIZE=1 on rank 0 but HVD_HOST_GROUP_SIZE=0 on "
          "rank 1 "},
         {1, "HVDLAB_STAGED_REDUCE=gpu",
-         "setting mismatch: HVDLAB_STAGED_REDUCE=host on rank 0 but HVDLAB_STAGED_REDUCE=gpu on "
+         "setting mismatch: HVDLAB_STAGED_REDUCE=auto on rank 0 but HVDLAB_STAGED_REDUCE=gpu on "
          "rank 1 "},
         {0, "HVDLAB_STAGED_HOST=hugepages",
          "setting mismatch: HVDLAB_STAGED_HOST=hugepages on rank 0 but "
@@ -245,14 +245,18 @@ START_TEST(bad_settings_named)
     ck_assert_msg(j.status != 0 && strstr(j.out, "HVD_HOST_GROUP_SIZE=0: expected a number of "
                                                  "ranks per test host, at least 1"), "%s", j.out);
     j = run_job("HVDLAB_STAGED_REDUCE=cpu", 2, "init-only");
-    ck_assert_msg(j.status != 0 && strstr(j.out, "HVDLAB_STAGED_REDUCE=cpu: expected host (the "
-                                                 "default) or gpu"), "%s", j.out);
+    ck_assert_msg(j.status != 0 && strstr(j.out, "HVDLAB_STAGED_REDUCE=cpu: expected auto (the "
+                                                 "default), host or gpu"), "%s", j.out);
     /* checked at hvd_init on every build, not at the first staged call of a CUDA one */
     j = run_job("HVDLAB_STAGED_HOST=huge", 2, "init-only");
     ck_assert_msg(j.status != 0 && strstr(j.out, "HVDLAB_STAGED_HOST=huge: expected pinned (the "
                                                  "default) or hugepages"), "%s", j.out);
     j = run_job("HVD_FUSION_THRESHOLD=32M HVD_COMPRESSION=fp16 HVDLAB_STAGED_REDUCE=gpu "
                 "HVDLAB_STAGED_HOST=hugepages", 2, "init-only");
+    ck_assert_msg(j.status == 0, "valid settings refused: status %d\n%s", j.status, j.out);
+    j = run_job("HVDLAB_STAGED_REDUCE=host", 2, "init-only");
+    ck_assert_msg(j.status == 0, "valid settings refused: status %d\n%s", j.status, j.out);
+    j = run_job("HVDLAB_STAGED_REDUCE=auto", 2, "init-only");
     ck_assert_msg(j.status == 0, "valid settings refused: status %d\n%s", j.status, j.out);
 }
 END_TEST

@@ -3,9 +3,12 @@
  *   -n 1                         NCCL with one rank (path=nccl)
  *   -n 2, -n 3                   chosen automatically: host-staged when the ranks outnumber the
  *                                GPUs (path=mpi), else NCCL
- *   -n 1, 2, 3 with HVD_GPU_OPERATIONS=mpi      host-staged, forced
- *   -n 2, 3 with HVDLAB_STAGED_HOST=hugepages   host-staged from a registered huge-page buffer
- *   -n 2, 3 with HVDLAB_STAGED_REDUCE=gpu       host-staged, summed on the GPUs (staged_node.h)
+ *   -n 1, 2, 3 with HVD_GPU_OPERATIONS=mpi      host-staged, forced; by default (auto) groups
+ *                                from 1 MiB summed on the GPUs, smaller ones by the CPU
+ *   -n 2, 3 with HVDLAB_STAGED_REDUCE=host      host-staged, every group summed by the CPU
+ *   -n 2, 3 with HVDLAB_STAGED_HOST=hugepages   the same from a registered huge-page buffer
+ *   -n 2, 3 with HVDLAB_STAGED_REDUCE=gpu       host-staged, every group summed on the GPUs
+ *                                (staged_node.h)
  *   HVD_GPU_OPERATIONS=nccl with more ranks than GPUs: one error line, non-zero exit, no hang
  * each with the collective check on in one run, with a timeline whose activities are checked,
  * and 384 MiB allreduced once per path. A device tensor on one rank and a host tensor on another
@@ -82,10 +85,20 @@ static void passing(const char *env, int np, const char *want_path, int with_tim
     expect(rc == 0, "%s: exit status not 0", full);
     expect(strstr(out, path_line) != NULL, "%s: not on the expected path", full);
     expect(strstr(out, ", 0 failures") != NULL, "%s: failures in the checks", full);
-    if (strstr(env, "HVDLAB_STAGED_REDUCE=gpu") && strcmp(want_path, "mpi") == 0)
+    const int by_gpu = strstr(env, "HVDLAB_STAGED_REDUCE=gpu") != NULL,
+              by_cpu = strstr(env, "HVDLAB_STAGED_REDUCE=host") != NULL;
+    const int mpi = strcmp(want_path, "mpi") == 0, automatic = mpi && !by_gpu && !by_cpu;
+    if (by_gpu && mpi)
         expect(strstr(out, np > 1 ? "HVDLAB_STAGED_REDUCE=gpu: summed on the GPUs"
                                   : "HVDLAB_STAGED_REDUCE=gpu: one rank, nothing to add") != NULL,
                "%s: rank 0's line does not say who adds", full);
+    if (automatic)
+        expect((strstr(out, "; summed on the GPUs from 1 MiB, by the CPU below") != NULL) ==
+                   (np > 1),
+               "%s: rank 0's line does not say who adds (only with several ranks)", full);
+    if (by_cpu)
+        expect(strstr(out, "summed on the GPUs") == NULL, "%s: the GPUs add, asked for the CPU",
+               full);
     if (!with_timeline)
         return;
     char file[1300];
@@ -97,7 +110,12 @@ static void passing(const char *env, int np, const char *want_path, int with_tim
         return;
     if (strcmp(want_path, "nccl") == 0) {
         expect(strstr(t, "\"NCCL_ALLREDUCE\"") != NULL, "%s: no NCCL_ALLREDUCE", file);
-    } else if (strstr(env, "HVDLAB_STAGED_REDUCE=gpu") && np > 1) {
+    } else if (automatic && np > 1) {
+        /* the 1 Mi-float cases on the GPUs, the small ones through the host buffer */
+        expect(strstr(t, "\"STAGED_GPU_ALLREDUCE\"") != NULL &&
+                   strstr(t, "\"MEMCPY_IN_HOST_BUFFER\"") != NULL,
+               "%s: want both STAGED_GPU_ALLREDUCE and MEMCPY_IN_HOST_BUFFER", file);
+    } else if (by_gpu && np > 1) {
         /* the pieces' copies and sums overlap: one span; no device group takes staged.c's
          * copy into the host buffer (the CPU reference's host tensors still take the host's
          * own passes) */
@@ -136,8 +154,10 @@ int main(int argc, char **argv)
     for (int np = 2; np <= 3; np++) {
         passing("", np, ngpu >= np ? "nccl" : "mpi", 1);
         passing("HVD_GPU_OPERATIONS=mpi", np, "mpi", np == 2);
+        passing("HVD_GPU_OPERATIONS=mpi HVDLAB_STAGED_REDUCE=host", np, "mpi", 1);
         /* the staged buffer on huge pages registered with CUDA (staged.c) */
-        passing("HVD_GPU_OPERATIONS=mpi HVDLAB_STAGED_HOST=hugepages", np, "mpi", np == 2);
+        passing("HVD_GPU_OPERATIONS=mpi HVDLAB_STAGED_REDUCE=host HVDLAB_STAGED_HOST=hugepages",
+                np, "mpi", np == 2);
         /* summed on the GPUs: automatic staging (one GPU) and forced, fp32 and fp16 */
         passing("HVD_GPU_OPERATIONS=mpi HVDLAB_STAGED_REDUCE=gpu", np, "mpi", 1);
         if (ngpu < np)
