@@ -5,10 +5,15 @@
  * cudnn.benchmark chooses, and adds the fastest times up per step (each shape times the number of
  * layers that have it). Two sums per layout: the fastest algorithm, and the fastest the kit
  * would take by default (deterministic ones only). TF32 as the kit: on unless HVDLAB_TF32=0.
+ * Then the kit's own calls, timed on the GPU as the model makes them (conv2d_cudnn_forward with
+ * the bias, conv2d_cudnn_backward_set into din for the 3x3 convolutions, conv2d_cudnn_backward
+ * adding for the shortcuts, no din for the stem; the algorithms its plans chose): what the step
+ * spends beyond Find's sum is the bias passes and the way the kit calls cuDNN.
  *
  * Usage: conv_layout_gpu [--models wrn-16-4,wrn-16-10] [--batches 128,512]
  * Prints "conv.<model>.b<batch>.<nchw|nhwc>.<fastest|deterministic>_ms <ms> ms" lines; -1 where
- * some convolution of the step had no usable (or no deterministic) algorithm in that layout.
+ * some convolution of the step had no usable (or no deterministic) algorithm in that layout;
+ * and "conv.<model>.b<batch>.kit_ms <ms> ms".
  * A CPU build, or no GPU: one line saying so, exit 77.
  */
 #include <stdio.h>
@@ -18,6 +23,10 @@
 #ifdef HVDLAB_CUDA
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
+
+#include "base/timer.h"
+#include "nn/conv2d.h"
+#include "nn/gpu_context.h"
 
 static void check(int ok, const char *call, const char *why)
 {
@@ -126,6 +135,57 @@ static best step(cudnnHandle_t h, cudnnTensorFormat_t fmt, int tf32, int K, int 
     return sum;
 }
 
+/* One convolution as the model runs it, forward and backward, in ms a call (after two calls
+ * that make its plan). how: 's' din = (3x3), 'a' din += (shortcut), 'n' no din (stem). */
+static double kit_shape(int n, int cin, int cout, int hw, int k, char how)
+{
+    const conv2d_dims d = {.n = n, .cin = cin, .h = hw, .w = hw, .cout = cout, .k = k};
+    const size_t ni = (size_t)n * cin * hw * hw * sizeof(float),
+                 no = (size_t)n * cout * hw * hw * sizeof(float),
+                 nw = (size_t)cout * cin * k * k * sizeof(float), nb = (size_t)cout * sizeof(float);
+    float *x = gpu_context_alloc(ni), *dx = gpu_context_alloc(ni), *y = gpu_context_alloc(no),
+          *dy = gpu_context_alloc(no), *w = gpu_context_alloc(nw), *dw = gpu_context_alloc(nw),
+          *b = gpu_context_alloc(nb), *db = gpu_context_alloc(nb);
+    float *bufs[] = {x, dx, y, dy, w, dw, b, db};
+    const size_t sizes[] = {ni, ni, no, no, nw, nw, nb, nb};
+    for (int i = 0; i < 8; i++)
+        gpu_context_zero(bufs[i], sizes[i]);
+    enum { WARM = 2, REPS = 10 };
+    double t0 = 0.0;
+    for (int r = 0; r < WARM + REPS; r++) {
+        if (r == WARM) {
+            gpu_context_sync();
+            t0 = timer_seconds();
+        }
+        conv2d_cudnn_forward(y, x, w, b, &d, NULL, 0);
+        if (how == 's')
+            conv2d_cudnn_backward_set(dx, dw, db, dy, x, w, &d, NULL, 0);
+        else
+            conv2d_cudnn_backward(how == 'a' ? dx : NULL, dw, db, dy, x, w, &d, NULL, 0);
+    }
+    gpu_context_sync();
+    const double ms = (timer_seconds() - t0) * 1e3 / REPS;
+    for (int i = 0; i < 8; i++)
+        gpu_context_free(bufs[i]);
+    return ms;
+}
+
+/* The kit's calls for one step of wrn-16-K (the shapes of step() below). */
+static double kit_step(int K, int n)
+{
+    double ms = kit_shape(n, 1, 16, 28, 3, 'n');
+    int cin = 16;
+    for (int g = 0; g < 3; g++) {
+        const int w = (16 << g) * K, hw = 28 >> g;
+        ms += kit_shape(n, cin, w, hw, 3, 's');
+        if (cin != w)
+            ms += kit_shape(n, cin, w, hw, 1, 'a');
+        ms += 3 * kit_shape(n, w, w, hw, 3, 's');
+        cin = w;
+    }
+    return ms;
+}
+
 int main(int argc, char **argv)
 {
     const char *models = "wrn-16-4,wrn-16-10", *batches = "128,512";
@@ -158,6 +218,7 @@ int main(int argc, char **argv)
             printf("conv.%s.b%d.nchw.deterministic_ms %.3f ms\n", m, n, nchw.deterministic);
             printf("conv.%s.b%d.nhwc.fastest_ms %.3f ms\n", m, n, nhwc.fastest);
             printf("conv.%s.b%d.nhwc.deterministic_ms %.3f ms\n", m, n, nhwc.deterministic);
+            printf("conv.%s.b%d.kit_ms %.3f ms\n", m, n, kit_step(K, n));
             fflush(stdout);
         }
     }

@@ -61,11 +61,9 @@ void wrn_conv_backward_set(wrn_conv *c, float *din, const float *dout, const flo
 {
     const double t0 = lprof_start();
     c->d.n = B;
-    /* cuDNN adds into din: zero it first there */
     WRN_DISPATCH(c->gpu,
-                 gpu_context_zero(din, (size_t)B * c->d.cin * c->d.h * c->d.w * sizeof(float));
-                 conv2d_cudnn_backward(din, c->dw, c->db, dout, in, c->w, &c->d,
-                                       wrn_gpu_work(c, work), c->work_floats),
+                 conv2d_cudnn_backward_set(din, c->dw, c->db, dout, in, c->w, &c->d,
+                                           wrn_gpu_work(c, work), c->work_floats),
                  conv2d_backward_set(din, c->dw, c->db, dout, in, c->w, &c->d, work));
     conv_prof(t0, c, "bwd");
 }

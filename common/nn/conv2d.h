@@ -86,6 +86,11 @@ void conv2d_cudnn_forward(float *out, const float *in, const float *w, const flo
                           const conv2d_dims *d, float *work, size_t work_floats);
 void conv2d_cudnn_backward(float *din, float *dw, float *db, const float *dout, const float *in,
                            const float *w, const conv2d_dims *d, float *work, size_t work_floats);
+/* conv2d_cudnn_backward with din overwritten (=), as conv2d_backward_set: din is not read, so it
+ * need not be zeroed first; dw and db still +=. */
+void conv2d_cudnn_backward_set(float *din, float *dw, float *db, const float *dout,
+                               const float *in, const float *w, const conv2d_dims *d, float *work,
+                               size_t work_floats);
 void conv2d_cudnn_algos(const conv2d_dims *d, char *buf, size_t len);
 void conv2d_cudnn_release(void);
 #endif

@@ -1,7 +1,7 @@
 /* conv2d_cudnn.cu — the convolution of conv2d.h through cuDNN, the GPU twin of conv2d_gemm.c /
  * conv2d_dnnl.c. See conv2d.h.
  * Public: conv2d_cudnn_work_floats, conv2d_cudnn_forward, conv2d_cudnn_backward,
- *         conv2d_cudnn_algos, conv2d_cudnn_release.
+ *         conv2d_cudnn_backward_set, conv2d_cudnn_algos, conv2d_cudnn_release.
  *
  * cuDNN 9's legacy convolution API, NCHW float32: weights (Cout, Cin, k, k) are cuDNN's KCRS
  * filter layout, PyTorch's order, and conv2d.h's "same" convolution is cross-correlation with
@@ -19,7 +19,8 @@
  * convolution descriptor, set to the math type its algorithm was measured with (cuDNN picks
  * tensor-core kernels from algorithm + math type together).
  *
- * The += of backward is cuDNN's beta = 1: output = alpha·result + beta·output.
+ * The += of backward is cuDNN's beta = 1: output = alpha·result + beta·output; backward_set's =
+ * into din is beta = 0, with which cuDNN does not read din (no zeroing first, no read of it).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -342,9 +343,10 @@ extern "C" void conv2d_cudnn_forward(float *out, const float *in, const float *w
     }
 }
 
-extern "C" void conv2d_cudnn_backward(float *din, float *dw, float *db, const float *dout,
-                                      const float *in, const float *w, const conv2d_dims *d,
-                                      float *work, size_t work_floats)
+/* din_beta: 1 adds into din, 0 overwrites it. */
+static void backward(float *din, float din_beta, float *dw, float *db, const float *dout,
+                     const float *in, const float *w, const conv2d_dims *d, float *work,
+                     size_t work_floats)
 {
     if (d->n <= 0)
         return;
@@ -365,10 +367,24 @@ extern "C" void conv2d_cudnn_backward(float *din, float *dw, float *db, const fl
     }
     if (din) {
         CUDA_CHECK(cudnnConvolutionBackwardData(h, &one, p->f, w, p->y, dout, p->bwd_data_desc,
-                                                p->bwd_data, ws, p->bwd_data_bytes, &one, p->x,
-                                                din));
+                                                p->bwd_data, ws, p->bwd_data_bytes, &din_beta,
+                                                p->x, din));
         CUDA_CHECK_LAUNCH(st);
     }
+}
+
+extern "C" void conv2d_cudnn_backward(float *din, float *dw, float *db, const float *dout,
+                                      const float *in, const float *w, const conv2d_dims *d,
+                                      float *work, size_t work_floats)
+{
+    backward(din, 1.0f, dw, db, dout, in, w, d, work, work_floats);
+}
+
+extern "C" void conv2d_cudnn_backward_set(float *din, float *dw, float *db, const float *dout,
+                                          const float *in, const float *w, const conv2d_dims *d,
+                                          float *work, size_t work_floats)
+{
+    backward(din, 0.0f, dw, db, dout, in, w, d, work, work_floats);
 }
 
 /* Also gpu_context_release's hook; with no plans and no workspace it touches no context, so a

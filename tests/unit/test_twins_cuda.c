@@ -167,6 +167,14 @@ static void conv_case(int n, int cin, int hw, int cout, int k, int bias)
     expect(WHAT("din +="), d_din, din, ni, 1e-4);
     expect(WHAT("dw +="), d_dw, dw, nw, 1e-4);
     expect(WHAT("db +="), d_db, db, (size_t)cout, 1e-4);
+    if (with_din) { /* din =: what was there (NaN here) is neither added nor read */
+        conv2d_backward_set(din, dw, bias ? db : NULL, dout, in, w, &d, work);
+        poison(d_din, ni);
+        conv2d_cudnn_backward_set(d_din, d_dw, bias ? d_db : NULL, d_dout, d_in, d_w, &d, NULL,
+                                  0);
+        expect(WHAT("din ="), d_din, din, ni, 1e-4);
+        expect(WHAT("dw += after din ="), d_dw, dw, nw, 1e-4);
+    }
 #undef WHAT
 
     float *bufs[] = {in, w, b, dout, din, dw, db, work, out};
