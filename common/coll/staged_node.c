@@ -92,12 +92,14 @@ static int prepare(MPI_Comm comm)
     }
     if (!all) {
         if (!slots && N.w.error[0])
-            fprintf(stderr, "hvdlab: warning: HVDLAB_STAGED_REDUCE=gpu: rank %d: %s; the CPU "
-                    "adds the staged tensors instead\n", hvd_rank(), N.w.error);
+            fprintf(stderr, "hvdlab: warning: staged tensors summed on the GPUs "
+                    "(HVDLAB_STAGED_REDUCE): rank %d: %s; the CPU adds them instead\n",
+                    hvd_rank(), N.w.error);
         else if (slots && !ok)
-            fprintf(stderr, "hvdlab: warning: HVDLAB_STAGED_REDUCE=gpu: rank %d: cudaHostRegister "
-                    "of the %zu-byte shared window failed (%s); the CPU adds the staged tensors "
-                    "instead\n", hvd_rank(), bytes, cudaGetErrorString(e));
+            fprintf(stderr, "hvdlab: warning: staged tensors summed on the GPUs "
+                    "(HVDLAB_STAGED_REDUCE): rank %d: cudaHostRegister of the %zu-byte shared "
+                    "window failed (%s); the CPU adds them instead\n", hvd_rank(), bytes,
+                    cudaGetErrorString(e));
         node_stage_free(&N.w);
         N.refused = 1;
         return 0;

@@ -1,11 +1,13 @@
 /* staged_node.h — the host-staged allreduce of device buffers summed on the GPUs
- * (HVDLAB_STAGED_REDUCE=gpu): node_stage.h's protocol with CUDA copies and kernels.
+ * (HVDLAB_STAGED_REDUCE auto, for groups from 1 MiB, or gpu): node_stage.h's protocol with CUDA
+ * copies and kernels.
  *
  * For the ranks of one host that stage through the host (they share GPUs: NCCL refuses them):
  * each rank's buffer goes down in pieces into its slot of a shared window pinned with
  * cudaHostRegister in every rank, and each rank takes the others' pieces up and adds them on
- * its GPU (fusion_cuda_sum_ranks). No CPU adds a byte: the default staged path's host reduction
- * is what held it to 13-16 % of its copy ceiling on an H200 (README). Only host memory is handed
+ * its GPU (fusion_cuda_sum_ranks). No CPU adds a byte: the host's reduction is what held the
+ * CPU's way (HVDLAB_STAGED_REDUCE=host) to 12-16 % of its copy ceiling on an H200 and an H100,
+ * where this way reached 38-40 % (README). Only host memory is handed
  * to MPI (the window; its barrier is the host's shm barrier). CUDA builds only.
  */
 #ifndef HVDLAB_STAGED_NODE_H
@@ -14,8 +16,9 @@
 #include <mpi.h>
 #include <stddef.h>
 
-/* Whether a device group on comm takes this path: HVDLAB_STAGED_REDUCE=gpu (gpu_ops.h says the
- * job may: every rank stages through the host, every rank has a GPU, all on one host), comm is
+/* Whether a device group on comm may take this path: HVDLAB_STAGED_REDUCE auto or gpu (gpu_ops.h
+ * says the job may: every rank stages through the host, every rank has a GPU, all on one host;
+ * fusion_gpu.c also asks gpu_ops_node_reduce_min_bytes of the group's size), comm is
  * the host's (allreduce.h), and every rank could pin the shared window. Collective over comm
  * the first time it gets that far (it allocates and pins the window); the same answer on every
  * rank. */
