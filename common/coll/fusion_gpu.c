@@ -206,6 +206,15 @@ static void node_run(const fusion_entry *e, size_t len, float scale, fusion_stat
     st->tensors += len;
 }
 
+/* A run's bytes on the wire (a group shares fp16): what HVDLAB_STAGED_REDUCE=auto goes by. */
+static size_t wire_bytes(const fusion_entry *e, size_t len)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < len; i++)
+        total += e[i].n;
+    return total * (e[0].fp16 ? sizeof(uint16_t) : sizeof(float));
+}
+
 void fusion_gpu_reduce(MPI_Comm comm, const fusion_entry *e, size_t len, float scale,
                        ring_workspace *ws, fusion_stats *st)
 {
@@ -214,12 +223,10 @@ void fusion_gpu_reduce(MPI_Comm comm, const fusion_entry *e, size_t len, float s
         size_t j = i + 1;
         while (j < len && (e[j].gpu == FUSION_NCCL) == nccl)
             j++;
-        size_t bytes = 0; /* on the wire: what HVDLAB_STAGED_REDUCE=auto goes by */
-        for (size_t k = i; k < j; k++)
-            bytes += e[k].n * (e[k].fp16 ? sizeof(uint16_t) : sizeof(float));
         if (nccl)
             nccl_run(e + i, j - i, scale, st);
-        else if (bytes >= gpu_ops_node_reduce_min_bytes() && staged_node_usable(comm))
+        else if (wire_bytes(e + i, j - i) >= gpu_ops_node_reduce_min_bytes() &&
+                 staged_node_usable(comm))
             node_run(e + i, j - i, scale, st);
         else
             staged_allreduce(comm, e + i, j - i, scale, ws, st);
