@@ -14,8 +14,8 @@
 # Env: KIT (the bench binary, build/cuda/bench/train_speed_gpu), PEER (python3
 # bench/peer_torch.py), MODELS (wrn-16-4 wrn-16-10), BATCHES (128 512), BENCH_DIR (build/cuda:
 # the raw rows go to BENCH_DIR/bench_gpu.kit and BENCH_DIR/bench_gpu.torch, where make
-# bench-train-gpu-compile reads the kit's; not OUT, which the GPU machine's `run` sets). tests/bench/bench_train_gpu_rows.sh
-# runs it with stand-ins.
+# bench-train-gpu-compile reads the kit's; not OUT, which the GPU machine's `run` sets).
+# tests/bench/bench_train_gpu_rows.sh runs it with stand-ins.
 set -u
 KIT=${KIT:-build/cuda/bench/train_speed_gpu}
 PEER=${PEER:-python3 bench/peer_torch.py}
@@ -35,15 +35,15 @@ row_line() {
     km=$(val "kit.$1.b$2.peak_gpu" "$kitf")
     pm=$(val "torch.$1.b$2.peak_gpu" "$torchf")
     nd=$(val "kitnd.$1.b$2.images_per_s" "$kitf")
-    bs=$(val "kitb0.$1.b$2.images_per_s" "$kitf")
-    awk -v m="$1" -v b="$2" -v k="$k" -v p="$p" -v km="$km" -v pm="$pm" -v nd="$nd" -v bs="$bs" '
+    b0=$(val "kitb0.$1.b$2.images_per_s" "$kitf")
+    awk -v m="$1" -v b="$2" -v k="$k" -v p="$p" -v km="$km" -v pm="$pm" -v nd="$nd" -v b0="$b0" '
         function r(x) { return x > 0 && p > 0 ? sprintf("%.2f", x / p) : "-" }
         function s(x) { return x == "" ? "-" : x }
         BEGIN {
             printf "bench-train-gpu: %-9s batch %3d: kit %8s images/s, torch %8s, ratio %5s; " \
                    "peak GPU MiB kit %s, torch %s; kit with nondeterministic cuDNN algorithms " \
                    "%s images/s (ratio %s), with HVDLAB_BN_SPLIT=0 %s (ratio %s)\n",
-                   m, b, s(k), s(p), r(k), s(km), s(pm), s(nd), r(nd), s(bs), r(bs)
+                   m, b, s(k), s(p), r(k), s(km), s(pm), s(nd), r(nd), s(b0), r(b0)
         }'
     [ -n "$k" ] && [ -n "$p" ]
 }

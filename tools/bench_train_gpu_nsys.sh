@@ -5,12 +5,14 @@
 # batch-norm layout (one block per channel, HVDLAB_BN_SPLIT=0, and split, the default), nsys
 # records the timed steps of bench/train_speed_gpu (the program brackets them with
 # cudaProfilerStart/Stop), exports them to SQLite, and tools/nsys_gpu_busy.py prints how busy the
-# GPU was, the kernels and the copies, per step. A row that fails prints the tail of its log; the exit is then 1.
+# GPU was, the kernels and the copies, per step. A row that fails prints the tail of its log; the
+# exit is then 1.
 #
 # Env: NSYS (nsys; else found on PATH, in $CUDA_HOME/bin (/usr/local/cuda), its
 # nsight-systems-*/bin, /opt/nvidia/nsight-systems/*/bin, or under NSYS_ROOTS),
 # KIT (build/cuda/bench/train_speed_gpu), ROWS ("wrn-16-4:512"), SPLITS ("0 1"), STEPS (10),
-# BENCH_DIR (build/cuda: the reports, exports and logs go there as nsys_<model>_b<batch>_split<s>.*).
+# BENCH_DIR (build/cuda: the reports, exports and logs go there as
+# nsys_<model>_b<batch>_split<s>.*).
 # tests/bench/bench_train_gpu_nsys.sh runs it with a stand-in nsys.
 set -u
 KIT=${KIT:-build/cuda/bench/train_speed_gpu}
@@ -26,7 +28,8 @@ NSYS_ROOTS=${NSYS_ROOTS:-/usr/local /opt /usr/lib}
 if [ -z "${NSYS:-}" ]; then
     NSYS=$(command -v nsys)
     cuda=${CUDA_HOME:-/usr/local/cuda}
-    for c in "$cuda"/bin/nsys "$cuda"/nsight-systems-*/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys; do
+    for c in "$cuda"/bin/nsys "$cuda"/nsight-systems-*/bin/nsys \
+        /opt/nvidia/nsight-systems/*/bin/nsys; do
         [ -z "$NSYS" ] && [ -x "$c" ] && NSYS=$c
     done
     # shellcheck disable=SC2086 # NSYS_ROOTS is a list
@@ -35,8 +38,8 @@ if [ -z "${NSYS:-}" ]; then
 fi
 if [ -z "$NSYS" ] || [ ! -x "$NSYS" ]; then
     echo "bench-train-gpu-nsys: no nsys${NSYS:+ at $NSYS} (looked on PATH, in" \
-        "${CUDA_HOME:-/usr/local/cuda}/bin, its nsight-systems-*/bin, /opt/nvidia/nsight-systems/*/bin" \
-        "and under $NSYS_ROOTS; NSYS=path names it)"
+        "${CUDA_HOME:-/usr/local/cuda}/bin, its nsight-systems-*/bin," \
+        "/opt/nvidia/nsight-systems/*/bin and under $NSYS_ROOTS; NSYS=path names it)"
     exit 1
 fi
 echo "bench-train-gpu-nsys: $NSYS"

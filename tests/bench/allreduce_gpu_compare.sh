@@ -2,12 +2,13 @@
 # allreduce_gpu_compare.sh — tools/allreduce_gpu_compare.awk (make bench-allreduce-gpu's verdict)
 # on rows in the exact formats of bench/allreduce_gpu.c and bench/peer_gloo_allreduce.py: the
 # verdict lines for targets met, missed by speed, missed by the ceiling, a missing peer, no
-# staged rows at all, and the ceiling of both ranks copying at once (where the 2-rank run has it). Runs without a GPU (it checks the text processing, not a measurement).
+# staged rows at all, and the ceiling of both ranks copying at once (where the 2-rank run has
+# it). Runs without a GPU (it checks the text processing, not a measurement).
 set -u
 AWK_FILE=${1:-tools/allreduce_gpu_compare.awk}
-d=$(mktemp -d) || exit 1
-trap 'rm -rf "$d"' EXIT
-fails=0
+TEST=allreduce_gpu_compare
+# shellcheck source=tests/bench/check.sh
+. "$(dirname "$0")/check.sh"
 
 # n1: NCCL 1 rank + ceiling; n2: staged, 2 ranks; gloo: the peer. $1 = staged us at 64M, $2
 # gloo us at 64K, $3 (optional) the 2-rank run's ceiling at 64M, both ranks copying at once.
@@ -33,14 +34,11 @@ ROWS
 expect() { # name, expected line (grep -F), files...
     name=$1 want=$2
     shift 2
-    out=$(awk -f "$AWK_FILE" "$@" 2>&1)
-    if printf '%s\n' "$out" | grep -qF -- "$want"; then
-        echo "allreduce_gpu_compare: $name: ok"
-    else
-        echo "allreduce_gpu_compare: $name: FAILED, no line \"$want\" in:"
-        printf '%s\n' "$out" | sed 's/^/  /'
-        fails=$((fails + 1))
-    fi
+    awk -f "$AWK_FILE" "$@" >"$d/out" 2>&1
+    grep -qF -- "$want" "$d/out"
+    rc=$?
+    [ "$rc" -eq 0 ] || name="$name, no line \"$want\" in"
+    check "$name" "$rc"
 }
 
 write 6000.0 60.0 # 64M staged 11.18 GB/s = 89 % of 12.50; faster than gloo at both sizes
@@ -55,10 +53,9 @@ expect "slower than gloo" "staged >= 1.0x gloo at every size: NOT met at 64K" "$
 write 8000.0 60.0 # 64M staged 8.39 GB/s = 67 % of the ceiling, still faster than gloo
 expect "under 70 % of the ceiling" "of its copy ceiling from 64 MiB: NOT met at 64M (64M 67%)" "$d/n1" "$d/n2" "$d/gloo"
 expect "under 70 %, speed still met" "staged >= 1.0x gloo at every size: met" "$d/n1" "$d/n2" "$d/gloo"
-if awk -f "$AWK_FILE" "$d/n1" "$d/n2" "$d/gloo" | grep -q "both ranks copying"; then
-    echo "allreduce_gpu_compare: no 2-rank ceiling, no verdict on it: FAILED"
-    fails=$((fails + 1))
-fi
+awk -f "$AWK_FILE" "$d/n1" "$d/n2" "$d/gloo" >"$d/out" 2>&1
+! grep -q "both ranks copying" "$d/out"
+check "no 2-rank ceiling, no verdict on it" $?
 write 8000.0 60.0 11.00 # 8.39 GB/s: 67 % of one rank's ceiling, 76 % of both ranks' at once
 expect "both ranks' ceiling met" "copy ceiling of both ranks copying at once from 64 MiB: met (64M 76%)" \
     "$d/n1" "$d/n2" "$d/gloo"
@@ -71,8 +68,7 @@ expect "both ranks' ceiling missed" "both ranks copying at once from 64 MiB: NOT
 : >"$d/empty"
 expect "no peer rows" "no gloo figure for 64K 64M" "$d/n1" "$d/n2" "$d/empty"
 expect "no staged rows" "no staged rows" "$d/n1" "$d/empty" "$d/gloo"
-if awk -f "$AWK_FILE" "$d/n1" "$d/empty" "$d/gloo" >/dev/null 2>&1; then
-    echo "allreduce_gpu_compare: no staged rows: FAILED, exit 0"
-    fails=$((fails + 1))
-fi
-[ "$fails" = 0 ] && echo "allreduce_gpu_compare: all checks passed" || exit 1
+awk -f "$AWK_FILE" "$d/n1" "$d/empty" "$d/gloo" >"$d/out" 2>&1
+[ $? -ne 0 ]
+check "no staged rows: a non-zero exit" $?
+finish
