@@ -183,6 +183,7 @@ test: setup  ## install if needed, build, check the CUDA build, the layers, unit
 	@$(MAKE) --no-print-directory cuda-check
 	@$(MAKE) --no-print-directory check-layers
 	@$(MAKE) --no-print-directory check-cuda-streams
+	@$(MAKE) --no-print-directory test-build-flags
 	@$(MAKE) --no-print-directory unit-tests
 	@$(MAKE) --no-print-directory lab-test
 	@$(MAKE) --no-print-directory test-ckpt-faults
@@ -262,3 +263,24 @@ FORCE:
 # The targets of one folder each (bench/, the lab's steps/ and solutions/, notebooks-md/, …).
 -include $(wildcard mk/*.mk)
 -include $(shell find build -name '*.d' 2>/dev/null)
+
+# Every object of a build directory depends on the flags it was compiled with, kept in
+# $(BUILD)/compile-flags.txt: rewritten only when they change (DNNL found after make setup,
+# make DNNL=0 or another CUDA_ARCH or OPT in the same BUILD), and then everything there
+# recompiles instead of linking objects made with other flags (a DNNL=1 object in a DNNL=0 link
+# does not link; a DNNL=0 one in a DNNL=1 build would silently skip oneDNN). := so that it is
+# read once here, not inside a target whose own CFLAGS += would change it. -Werror is left out:
+# it changes no object (make gpu-check builds with WERROR= what make cuda-check builds with it).
+FLAGS_STAMP := $(BUILD)/compile-flags.txt
+.PHONY: test-build-flags
+test-build-flags:  ## check that a change of flags recompiles a build directory's objects, and no other make does
+	@MAKE="$(MAKE)" sh tests/build/flags_stamp.sh
+BUILD_FLAGS := $(CC) $(CPPFLAGS) $(filter-out -Werror,$(CFLAGS)) $(if $(filter 1,$(CUDA)),\
+               $(NVCC) $(NVCC_ARCH))
+ALL_OBJ := $(COMMON_OBJ) $(TEST_HELPERS) $(TEST_BIN:%=%.o) $(TEST_PROGS:%=%.o) $(BENCH_BIN:%=%.o) \
+           $(patsubst %.c,$(BUILD)/%.o,$(wildcard tools/*.c)) $(STEP_BIN:%=%.o) \
+           $(SOLUTION_BIN:%=%.o) $(PLANTED:%=%.o) $(GRADER_BIN:%=%.o) $(GRADE_OBJ) $(BN_CLONE_OBJ)
+$(ALL_OBJ): $(FLAGS_STAMP)
+$(FLAGS_STAMP): FORCE
+	@mkdir -p $(@D)
+	@printf '%s\n' '$(BUILD_FLAGS)' | cmp -s - $@ || printf '%s\n' '$(BUILD_FLAGS)' >$@
