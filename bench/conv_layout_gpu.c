@@ -7,13 +7,15 @@
  * would take by default (deterministic ones only). TF32 as the kit: on unless HVDLAB_TF32=0.
  * Then the kit's own calls, timed on the GPU as the model makes them (conv2d_cudnn_forward with
  * the bias, conv2d_cudnn_backward_set into din for the 3x3 convolutions, conv2d_cudnn_backward
- * adding for the shortcuts, no din for the stem; the algorithms its plans chose): what the step
- * spends beyond Find's sum is the bias passes and the way the kit calls cuDNN.
+ * adding for the shortcuts, no din for the stem; the algorithms its plans chose), with the bias
+ * and again without it: the difference is the bias passes (cudnnAddTensor forward,
+ * cudnnConvolutionBackwardBias backward), and what is left beyond Find's sum the way the kit
+ * calls cuDNN.
  *
  * Usage: conv_layout_gpu [--models wrn-16-4,wrn-16-10] [--batches 128,512]
  * Prints "conv.<model>.b<batch>.<nchw|nhwc>.<fastest|deterministic>_ms <ms> ms" lines; -1 where
  * some convolution of the step had no usable (or no deterministic) algorithm in that layout;
- * and "conv.<model>.b<batch>.kit_ms <ms> ms".
+ * and "conv.<model>.b<batch>.kit_ms <ms> ms", "conv.<model>.b<batch>.kit_nobias_ms <ms> ms".
  * A CPU build, or no GPU: one line saying so, exit 77.
  */
 #include <stdio.h>
@@ -136,8 +138,9 @@ static best step(cudnnHandle_t h, cudnnTensorFormat_t fmt, int tf32, int K, int 
 }
 
 /* One convolution as the model runs it, forward and backward, in ms a call (after two calls
- * that make its plan). how: 's' din = (3x3), 'a' din += (shortcut), 'n' no din (stem). */
-static double kit_shape(int n, int cin, int cout, int hw, int k, char how)
+ * that make its plan). how: 's' din = (3x3), 'a' din += (shortcut), 'n' no din (stem).
+ * bias 0: without the bias (b and db NULL), the convolution's own calls alone. */
+static double kit_shape(int n, int cin, int cout, int hw, int k, char how, int bias)
 {
     const conv2d_dims d = {.n = n, .cin = cin, .h = hw, .w = hw, .cout = cout, .k = k};
     const size_t ni = (size_t)n * cin * hw * hw * sizeof(float),
@@ -157,11 +160,12 @@ static double kit_shape(int n, int cin, int cout, int hw, int k, char how)
             gpu_context_sync();
             t0 = timer_seconds();
         }
-        conv2d_cudnn_forward(y, x, w, b, &d, NULL, 0);
+        conv2d_cudnn_forward(y, x, w, bias ? b : NULL, &d, NULL, 0);
         if (how == 's')
-            conv2d_cudnn_backward_set(dx, dw, db, dy, x, w, &d, NULL, 0);
+            conv2d_cudnn_backward_set(dx, dw, bias ? db : NULL, dy, x, w, &d, NULL, 0);
         else
-            conv2d_cudnn_backward(how == 'a' ? dx : NULL, dw, db, dy, x, w, &d, NULL, 0);
+            conv2d_cudnn_backward(how == 'a' ? dx : NULL, dw, bias ? db : NULL, dy, x, w, &d, NULL,
+                                  0);
     }
     gpu_context_sync();
     const double ms = (timer_seconds() - t0) * 1e3 / REPS;
@@ -170,17 +174,18 @@ static double kit_shape(int n, int cin, int cout, int hw, int k, char how)
     return ms;
 }
 
-/* The kit's calls for one step of wrn-16-K (the shapes of step() below). */
-static double kit_step(int K, int n)
+/* The kit's calls for one step of wrn-16-K (the shapes of step() below), with or without the
+ * bias. */
+static double kit_step(int K, int n, int bias)
 {
-    double ms = kit_shape(n, 1, 16, 28, 3, 'n');
+    double ms = kit_shape(n, 1, 16, 28, 3, 'n', bias);
     int cin = 16;
     for (int g = 0; g < 3; g++) {
         const int w = (16 << g) * K, hw = 28 >> g;
-        ms += kit_shape(n, cin, w, hw, 3, 's');
+        ms += kit_shape(n, cin, w, hw, 3, 's', bias);
         if (cin != w)
-            ms += kit_shape(n, cin, w, hw, 1, 'a');
-        ms += 3 * kit_shape(n, w, w, hw, 3, 's');
+            ms += kit_shape(n, cin, w, hw, 1, 'a', bias);
+        ms += 3 * kit_shape(n, w, w, hw, 3, 's', bias);
         cin = w;
     }
     return ms;
@@ -218,7 +223,8 @@ int main(int argc, char **argv)
             printf("conv.%s.b%d.nchw.deterministic_ms %.3f ms\n", m, n, nchw.deterministic);
             printf("conv.%s.b%d.nhwc.fastest_ms %.3f ms\n", m, n, nhwc.fastest);
             printf("conv.%s.b%d.nhwc.deterministic_ms %.3f ms\n", m, n, nhwc.deterministic);
-            printf("conv.%s.b%d.kit_ms %.3f ms\n", m, n, kit_step(K, n));
+            printf("conv.%s.b%d.kit_ms %.3f ms\n", m, n, kit_step(K, n, 1));
+            printf("conv.%s.b%d.kit_nobias_ms %.3f ms\n", m, n, kit_step(K, n, 0));
             fflush(stdout);
         }
     }
