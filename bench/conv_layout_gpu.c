@@ -10,12 +10,13 @@
  * adding for the shortcuts, no din for the stem; the algorithms its plans chose), with the bias
  * and again without it: the difference is the bias passes (cudnnAddTensor forward,
  * cudnnConvolutionBackwardBias backward), and what is left beyond Find's sum the way the kit
- * calls cuDNN.
+ * calls cuDNN. A third time with the bias gradient by cuBLAS (HVDLAB_BIAS_GRAD_CUBLAS=1): which
+ * of the two ways to make it the default.
  *
  * Usage: conv_layout_gpu [--models wrn-16-4,wrn-16-10] [--batches 128,512]
  * Prints "conv.<model>.b<batch>.<nchw|nhwc>.<fastest|deterministic>_ms <ms> ms" lines; -1 where
  * some convolution of the step had no usable (or no deterministic) algorithm in that layout;
- * and "conv.<model>.b<batch>.kit_ms <ms> ms", "conv.<model>.b<batch>.kit_nobias_ms <ms> ms".
+ * and "conv.<model>.b<batch>.<kit|kit_cublas_bias|kit_nobias>_ms <ms> ms".
  * A CPU build, or no GPU: one line saying so, exit 77.
  */
 #include <stdio.h>
@@ -175,9 +176,12 @@ static double kit_shape(int n, int cin, int cout, int hw, int k, char how, int b
 }
 
 /* The kit's calls for one step of wrn-16-K (the shapes of step() below), with or without the
- * bias. */
-static double kit_step(int K, int n, int bias)
+ * bias, its gradient by cuBLAS or by cuDNN (new plans: conv2d_cudnn reads the switch at its
+ * first plan). */
+static double kit_step(int K, int n, int bias, int cublas_bias)
 {
+    setenv("HVDLAB_BIAS_GRAD_CUBLAS", cublas_bias ? "1" : "0", 1);
+    conv2d_cudnn_release();
     double ms = kit_shape(n, 1, 16, 28, 3, 'n', bias);
     int cin = 16;
     for (int g = 0; g < 3; g++) {
@@ -223,8 +227,9 @@ int main(int argc, char **argv)
             printf("conv.%s.b%d.nchw.deterministic_ms %.3f ms\n", m, n, nchw.deterministic);
             printf("conv.%s.b%d.nhwc.fastest_ms %.3f ms\n", m, n, nhwc.fastest);
             printf("conv.%s.b%d.nhwc.deterministic_ms %.3f ms\n", m, n, nhwc.deterministic);
-            printf("conv.%s.b%d.kit_ms %.3f ms\n", m, n, kit_step(K, n, 1));
-            printf("conv.%s.b%d.kit_nobias_ms %.3f ms\n", m, n, kit_step(K, n, 0));
+            printf("conv.%s.b%d.kit_ms %.3f ms\n", m, n, kit_step(K, n, 1, 0));
+            printf("conv.%s.b%d.kit_cublas_bias_ms %.3f ms\n", m, n, kit_step(K, n, 1, 1));
+            printf("conv.%s.b%d.kit_nobias_ms %.3f ms\n", m, n, kit_step(K, n, 0, 0));
             fflush(stdout);
         }
     }

@@ -73,6 +73,8 @@ void conv2d_gemm_backward(float *din, float *dw, float *db, const float *dout, c
  * same bits, run after run, like PyTorch's torch.backends.cudnn.deterministic);
  * HVDLAB_CUDNN_DETERMINISTIC=0 in the environment (read at the first plan of a context) allows
  * the others too, which may be faster (backward-filter ALGO_0/3 add with atomics).
+ * Bias gradient: cuDNN's cudnnConvolutionBackwardBias, or with HVDLAB_BIAS_GRAD_CUBLAS=1 (read
+ * at the first plan of a context, like the switch above) two cuBLAS matrix-vector products.
  * Workspace: conv2d_cudnn_work_floats(d) is what those algorithms need for d (its batch d->n and
  * the TF32 setting included); pass a device buffer of work_floats floats, at least that many,
  * or work = NULL (work_floats ignored) for one workspace owned by this file, grown when a shape

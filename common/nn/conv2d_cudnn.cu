@@ -21,6 +21,12 @@
  *
  * The += of backward is cuDNN's beta = 1: output = alpha·result + beta·output; backward_set's =
  * into din is beta = 0, with which cuDNN does not read din (no zeroing first, no read of it).
+ *
+ * The bias gradient (db += the sum of dout over N, H and W) is cuDNN's
+ * cudnnConvolutionBackwardBias, or with HVDLAB_BIAS_GRAD_CUBLAS=1 (read at the first plan) two
+ * cuBLAS matrix-vector products with a vector of ones, Caffe's way: dout as N·C rows of H·W
+ * floats summed row by row, then each channel's N sums into db. Which is faster is a
+ * measurement for a GPU (bench/conv_layout_gpu.c times both); both are deterministic.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +64,11 @@ static int nplans;
 static void *shared_work; /* for calls with work = NULL */
 static size_t shared_work_bytes;
 static int deterministic = -1; /* HVDLAB_CUDNN_DETERMINISTIC, read at the first plan */
+static int bias_grad_cublas = -1; /* HVDLAB_BIAS_GRAD_CUBLAS, read at the first plan */
+/* The cuBLAS bias gradient's device buffers, grown at plan time to the largest plan's needs:
+ * ones (max(H·W, N) of 1.0f) and row_sums (N·C, one sum per sample and channel). */
+static float *bias_ones, *bias_row_sums;
+static size_t bias_ones_n, bias_row_sums_n;
 
 /* Whether a measured or suggested algorithm may be used: never one that rounds fp32 to fp16
  * (ALLOW_CONVERSION), with TF32 off only plain FMA math, and by default only deterministic ones
@@ -234,11 +245,57 @@ static void make_plan(conv_plan *p, const conv2d_dims *d, int tf32)
         p->work_bytes = p->bwd_filter_bytes;
 }
 
+static __global__ void fill_kernel(float *p, size_t n, float v)
+{
+    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        p[i] = v;
+}
+
+/* The cuBLAS bias gradient's buffers grown to d's needs (at plan time: growing waits for the
+ * stream, as queued calls may still read the old ones). */
+static void bias_buffers(const conv2d_dims *d)
+{
+    const size_t hw = (size_t)d->h * d->w, ones = hw > (size_t)d->n ? hw : (size_t)d->n,
+                 rows = (size_t)d->n * d->cout;
+    if (ones <= bias_ones_n && rows <= bias_row_sums_n)
+        return;
+    cudaStream_t st = gpu_context_stream();
+    CUDA_CHECK(cudaStreamSynchronize(st));
+    if (ones > bias_ones_n) {
+        gpu_context_free(bias_ones);
+        bias_ones = (float *)gpu_context_alloc(ones * sizeof(float));
+        bias_ones_n = ones;
+        fill_kernel<<<(unsigned)((ones + 255) / 256), 256, 0, st>>>(bias_ones, ones, 1.0f);
+        CUDA_CHECK_LAUNCH(st);
+    }
+    if (rows > bias_row_sums_n) {
+        gpu_context_free(bias_row_sums);
+        bias_row_sums = (float *)gpu_context_alloc(rows * sizeof(float));
+        bias_row_sums_n = rows;
+    }
+}
+
+/* db += the sum of dout (N, C, H, W) over N, H and W, by cuBLAS (column-major): dout is the
+ * (H·W) x (N·C) matrix whose columns are the rows to sum, so row_sums = doutᵀ·ones; row_sums is
+ * the C x N matrix of per-sample sums, so db += row_sums·ones. */
+static void bias_grad_by_cublas(float *db, const float *dout, const conv2d_dims *d)
+{
+    cublasHandle_t cb = gpu_context_cublas();
+    const int hw = d->h * d->w, rows = d->n * d->cout;
+    const float one = 1.0f, zero = 0.0f;
+    CUDA_CHECK(cublasSgemv(cb, CUBLAS_OP_T, hw, rows, &one, dout, hw, bias_ones, 1, &zero,
+                           bias_row_sums, 1));
+    CUDA_CHECK(cublasSgemv(cb, CUBLAS_OP_N, d->cout, d->n, &one, bias_row_sums, d->cout,
+                           bias_ones, 1, &one, db, 1));
+}
+
 static conv_plan *plan_for(const conv2d_dims *d)
 {
     const int tf32 = gpu_context_tf32(); /* also: stops if another device is current */
     if (deterministic < 0) {
         deterministic = env_switch("HVDLAB_CUDNN_DETERMINISTIC", 1);
+        bias_grad_cublas = env_switch("HVDLAB_BIAS_GRAD_CUBLAS", 0);
     }
     for (int i = 0; i < nplans; i++) {
         conv_plan *p = &plans[i];
@@ -251,6 +308,8 @@ static conv_plan *plan_for(const conv2d_dims *d)
                     CONV_PLANS_MAX);
     gpu_context_at_release(conv2d_cudnn_release);
     make_plan(&plans[nplans], d, tf32);
+    if (bias_grad_cublas)
+        bias_buffers(d);
     return &plans[nplans++];
 }
 
@@ -355,7 +414,10 @@ static void backward(float *din, float din_beta, float *dw, float *db, const flo
     cudaStream_t st = gpu_context_stream();
     const float one = 1.0f;
     void *ws = workspace(p, work, work_floats);
-    if (db) {
+    if (db && bias_grad_cublas) {
+        bias_grad_by_cublas(db, dout, d);
+        CUDA_CHECK_LAUNCH(st);
+    } else if (db) {
         CUDA_CHECK(cudnnConvolutionBackwardBias(h, &one, p->y, dout, &one, p->bias, db));
         CUDA_CHECK_LAUNCH(st);
     }
@@ -391,8 +453,9 @@ extern "C" void conv2d_cudnn_backward_set(float *din, float *dw, float *db, cons
  * call after gpu_context_release does not make a new one. */
 extern "C" void conv2d_cudnn_release(void)
 {
-    if (nplans == 0 && !shared_work) {
+    if (nplans == 0 && !shared_work && !bias_ones && !bias_row_sums) {
         deterministic = -1;
+        bias_grad_cublas = -1;
         return;
     }
     gpu_context_sync(); /* queued convolutions may still use the descriptors and the workspace */
@@ -410,5 +473,10 @@ extern "C" void conv2d_cudnn_release(void)
     gpu_context_free(shared_work);
     shared_work = NULL;
     shared_work_bytes = 0;
+    gpu_context_free(bias_ones);
+    gpu_context_free(bias_row_sums);
+    bias_ones = bias_row_sums = NULL;
+    bias_ones_n = bias_row_sums_n = 0;
     deterministic = -1;
+    bias_grad_cublas = -1;
 }

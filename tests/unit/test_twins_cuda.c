@@ -35,8 +35,9 @@
  * Convolution shapes: every conv of wrn-16-1 and wrn-16-4 (stem, 3x3 and 1x1 shortcuts of the
  * three groups at 28x28, 14x14, 7x7) at batch 8, of wrn-16-10 at batch 4 (up to 640 channels: a
  * CPU reference of ~40 GFLOP at batch 8, half that at 4), forward with the caller's workspace,
- * backward with the shared one (work = NULL), and one without bias. Each case names the
- * algorithms cuDNN was given (conv2d_cudnn_algos), and prints them.
+ * backward with the shared one (work = NULL), and one without bias; wrn-16-4's again with the
+ * bias gradient by cuBLAS (HVDLAB_BIAS_GRAD_CUBLAS=1). Each case names the algorithms cuDNN was
+ * given (conv2d_cudnn_algos), and prints them.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -148,8 +149,10 @@ static void conv_case(int n, int cin, int hw, int cout, int k, int bias)
     float *out = malloc(no * sizeof *out);
     const size_t work_floats = conv2d_cudnn_work_floats(&d);
     float *d_work = gpu_context_alloc(work_floats * sizeof(float));
-    snprintf(shape, sizeof shape, "conv %dx%d %d->%d %dx%d%s", k, k, cin, cout, hw, hw,
-             bias ? "" : " (no bias)");
+    const char *cublas_bias = getenv("HVDLAB_BIAS_GRAD_CUBLAS");
+    snprintf(shape, sizeof shape, "conv %dx%d %d->%d %dx%d%s%s", k, k, cin, cout, hw, hw,
+             bias ? "" : " (no bias)",
+             cublas_bias && !strcmp(cublas_bias, "1") ? " (bias gradient by cuBLAS)" : "");
     conv2d_cudnn_algos(&d, algos, sizeof algos);
     printf("%s: %s\n", shape, algos);
 #define WHAT(s) (snprintf(what, sizeof what, "%s %s [%s]", shape, s, algos), what)
@@ -208,6 +211,19 @@ START_TEST(conv_matches_cpu)
     wrn16_convs(4, 8);
     wrn16_convs(10, 4);
     conv_case(8, 16, 14, 32, 3, 0); /* b = NULL: forward writes the convolution alone */
+    CK_AGREE();
+}
+END_TEST
+
+/* HVDLAB_BIAS_GRAD_CUBLAS=1: the bias gradient by two cuBLAS products instead of cuDNN, on
+ * every conv shape of wrn-16-4 (new plans: the switch is read at the first one). */
+START_TEST(conv_bias_grad_cublas_matches_cpu)
+{
+    setenv("HVDLAB_BIAS_GRAD_CUBLAS", "1", 1);
+    conv2d_cudnn_release();
+    wrn16_convs(4, 8);
+    unsetenv("HVDLAB_BIAS_GRAD_CUBLAS");
+    conv2d_cudnn_release();
     CK_AGREE();
 }
 END_TEST
@@ -623,6 +639,7 @@ static Suite *suite(void)
     tcase_add_test(tc, xent_matches_cpu);
     tcase_add_test(tc, bn_matches_cpu);
     tcase_add_test(tc, conv_matches_cpu);
+    tcase_add_test(tc, conv_bias_grad_cublas_matches_cpu);
     suite_add_tcase(s, tc);
     return s;
 }
