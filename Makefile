@@ -264,6 +264,10 @@ FORCE:
 -include $(wildcard mk/*.mk)
 -include $(shell find build -name '*.d' 2>/dev/null)
 
+.PHONY: test-build-flags
+test-build-flags:  ## check that a change of flags recompiles a build directory's objects, and no other make does
+	@MAKE="$(MAKE)" sh tests/build/flags_stamp.sh
+
 # Every object of a build directory depends on the flags it was compiled with, kept in
 # $(BUILD)/compile-flags.txt: rewritten only when they change (DNNL found after make setup,
 # make DNNL=0 or another CUDA_ARCH or OPT in the same BUILD), and then everything there
@@ -272,9 +276,6 @@ FORCE:
 # read once here, not inside a target whose own CFLAGS += would change it. -Werror is left out:
 # it changes no object (make gpu-check builds with WERROR= what make cuda-check builds with it).
 FLAGS_STAMP := $(BUILD)/compile-flags.txt
-.PHONY: test-build-flags
-test-build-flags:  ## check that a change of flags recompiles a build directory's objects, and no other make does
-	@MAKE="$(MAKE)" sh tests/build/flags_stamp.sh
 BUILD_FLAGS := $(CC) $(CPPFLAGS) $(filter-out -Werror,$(CFLAGS)) $(if $(filter 1,$(CUDA)),\
                $(NVCC) $(NVCC_ARCH))
 ALL_OBJ := $(COMMON_OBJ) $(TEST_HELPERS) $(TEST_BIN:%=%.o) $(TEST_PROGS:%=%.o) $(BENCH_BIN:%=%.o) \

@@ -79,6 +79,7 @@ if todo biasgrad && [ "$(left)" -gt 100 ]; then
         # shellcheck disable=SC2086 # the row is two words: model and batch
         set -- $row
         for c in 0 1 0 1; do
+            [ "$(left)" -gt 80 ] || break 2
             HVDLAB_BIAS_GRAD_CUBLAS=$c timeout -k 5 60 build/cuda/bench/train_speed_gpu \
                 --models "$1" --batches "$2" --profile 0 > $LOG.biasgrad 2>&1
             echo "$1 b$2 HVDLAB_BIAS_GRAD_CUBLAS=$c: exit $?, $(grep -h images_per_s $LOG.biasgrad)"
