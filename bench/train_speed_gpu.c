@@ -2,9 +2,11 @@
  * after warm-up, the loss coming back every batch as in the lab) and the GPU memory the process
  * holds at its peak (cudaMemGetInfo: device total − free, sampled after each step), one line
  * per (model, batch), in the key/value form of train_speed.c. make bench-train-gpu runs it beside
- * bench/peer_torch.py --device cuda and prints the ratio. Then --profile steps with a stream
- * wait around every layer (layer_prof.h): where the step's GPU time goes, largest first, as
- * "kit.<model>.b<batch>.prof <ms> ms <share> % <calls>x <layer>" lines.
+ * bench/peer_torch.py --device cuda and prints the ratio. Then --profile steps with a CUDA event
+ * on the stream before and after every layer (layer_prof.h's clock, nn/gpu_marks.h; nothing
+ * waits for the stream in between, so the profiled steps run as the timed ones do): where the
+ * step's GPU time goes, largest first, as "kit.<model>.b<batch>.prof <ms> ms <share> % <calls>x
+ * <layer>" lines, the share of the profiled steps' wall time.
  *
  * The learning rate is 0.001, not the peer's 0.01: one fixed batch learnt for 33 steps at 0.01
  * diverges for wrn-16-10 (loss 16.5 -> 367 by step 7 on the CPU kit too; the kit's He-normal
@@ -28,6 +30,7 @@
 #include "base/compute_device.h"
 #include "base/timer.h"
 #include "nn/gpu_context.h"
+#include "nn/gpu_marks.h"
 #include "nn/layer_prof.h"
 
 static size_t used_bytes(void)
@@ -50,22 +53,28 @@ static int by_time(const void *a, const void *b)
     return (x < y) - (x > y);
 }
 
-/* steps more training steps, each layer timed with the stream drained before and after. */
+/* steps more training steps, each layer timed on the GPU by a mark before and after it. */
 static void profile(wrn_model *m, optimizer *opt, const float *x, const int *y, int batch,
                     int steps, const char *tag)
 {
-    lprof_reset();
-    lprof_set_sync(gpu_context_sync);
-    lprof_enable(1);
+    static const lprof_clock marks = {gpu_marks_mark, gpu_marks_seconds, gpu_marks_release};
     double step_s = 0.0;
-    for (int i = 0; i < steps; i++) {
+    lprof_set_clock(&marks);
+    lprof_enable(1);
+    for (int pass = 0; pass < 2; pass++) { /* a step that makes the events, then the steps */
+        lprof_reset();
+        gpu_context_sync();
         const double t0 = timer_seconds();
-        LPROF("train_batch", wrn_train_batch(m, x, y, (size_t)batch, 0.0f));
-        LPROF("optimizer step", optimizer_step(opt, wrn_params(m)));
-        step_s += timer_seconds() - t0;
+        for (int i = 0; i < (pass ? steps : 1); i++) {
+            LPROF("train_batch", wrn_train_batch(m, x, y, (size_t)batch, 0.0f));
+            LPROF("optimizer step", optimizer_step(opt, wrn_params(m)));
+        }
+        gpu_context_sync();
+        step_s = timer_seconds() - t0;
+        lprof_flush(); /* the marks' seconds, read after the steps so that none waits for them */
     }
     lprof_enable(0);
-    lprof_set_sync(NULL);
+    lprof_set_clock(NULL);
     prof_row rows[256];
     int n = lprof_count() < 256 ? lprof_count() : 256;
     for (int i = 0; i < n; i++) {
@@ -75,7 +84,7 @@ static void profile(wrn_model *m, optimizer *opt, const float *x, const int *y, 
     }
     qsort(rows, (size_t)n, sizeof *rows, by_time);
     const double step_ms = 1e3 * step_s / steps;
-    printf("kit.%s.b%d.prof_step_ms %.2f ms (profiled: a stream wait around each layer)\n", tag,
+    printf("kit.%s.b%d.prof_step_ms %.2f ms (profiled: CUDA events around each layer)\n", tag,
            batch, step_ms);
     for (int i = 0, shown = 0; i < n && shown < 12; i++) {
         if (!strcmp(rows[i].name, "train_batch"))
