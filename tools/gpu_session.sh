@@ -2,11 +2,11 @@
 # tools/gpu_session.sh — one GPU session in one device `run` call (DEVELOPERS.md): the machine's
 # facts, make gpu-check, then, while time is left, each failed CUDA suite again with synchronous
 # launches, NCHW against NHWC (bench-conv-layout-gpu), the bias gradient by cuBLAS or by cuDNN
-# (the whole step), what limits a training step under Nsight
-# Systems (bench-train-gpu-nsys), the graders on the planted answers (gpu-planted), the model's
-# suite with batch norm one block per channel (the opt-out), solution 10 on two ranks sharing the
-# GPU with the staged gradients added as by default, by the CPU and by the GPUs (and grade10 on
-# the latter), and PyTorch through torch.compile.
+# (the whole step), what limits a training step under Nsight Systems (bench-train-gpu-nsys), the
+# graders on the planted answers (gpu-planted), the model's suite and solution 10 with batch
+# norm's batched loads (the opt-in), solution 10 on two ranks sharing the GPU with the staged
+# gradients added as by default, by the CPU and by the GPUs (and grade10 on the latter), and
+# PyTorch through torch.compile.
 # Everything stops by BUDGET seconds (default 560) after the start, so that the call ends inside
 # its limit and the logs come back: all of them as one archive, $OUT/gpu-logs.tgz (a call
 # returns at most 8 files from $OUT; gpu-check writes more).
@@ -94,14 +94,19 @@ make_stage nsys 90 "what limits a training step: Nsight Systems" bench-train-gpu
 # The graders judge the planted answers right on the CUDA build too (make gpu-planted: apart from
 # gpu-check for its 8 minutes).
 make_stage planted 120 "planted answers, CUDA build" gpu-planted '^planted answers:|WRONG'
-# Batch norm one block per channel (HVDLAB_BN_SPLIT=0, the opt-out of the split default):
-# gpu-check's twins run every BN case both ways and its bench times both; the whole model's
-# suite with it too.
-if todo split && [ "$(left)" -gt 100 ]; then
-    echo "== HVDLAB_BN_SPLIT=0: the model's suite"
-    HVDLAB_BN_SPLIT=0 timeout -k 5 90 build/cuda/tests/unit/test_wrn_cuda > $LOG.split.wrn 2>&1
-    echo "test_wrn_cuda: exit $? at $(at)"; grep -E '^[0-9]+%|FAIL' $LOG.split.wrn | head -5
-    done_stage split
+# Batch norm's batched loads (HVDLAB_BN_BATCH=1, the opt-in gpu-check's bench times as its third
+# way; its twins compare every BN case both ways and bit for bit): the whole model's suite and
+# solution 10 with it, before it can be the default.
+if todo batch && [ "$(left)" -gt 100 ]; then
+    echo "== HVDLAB_BN_BATCH=1: the model's suite and solution 10"
+    HVDLAB_BN_BATCH=1 timeout -k 5 90 build/cuda/tests/unit/test_wrn_cuda > $LOG.batch.wrn 2>&1
+    echo "test_wrn_cuda: exit $? at $(at)"; grep -E '^[0-9]+%|FAIL' $LOG.batch.wrn | head -5
+    d=$(mktemp -d)
+    HVDLAB_BN_BATCH=1 timeout -k 5 60 build/cuda/solutions/step10 --epochs 2 --model wrn-16-4 \
+        --train-subset 0 --test-subset 0 --log-dir "$d" > $LOG.batch.step10 2>&1
+    echo "solution 10: exit $? at $(at)"; grep -iE 'images/sec|test.*acc' $LOG.batch.step10 | tail -2
+    rm -rf "$d"
+    done_stage batch
 fi
 # Two ranks sharing the GPU, the workshop laptop's case: solution 10 for 2 epochs with the staged
 # gradients added as by default (HVDLAB_STAGED_REDUCE=auto: the GPUs from 1 MiB), by the CPU and

@@ -84,9 +84,13 @@ void bn_relu_backward(float *din /* (N,C,HW) = */, float *dgamma /* (C) += */,
  * fused ReLU/dropout/add, = or += outputs). A channel's sums are taken in double in a fixed
  * order, so results do not depend on timing; they match the CPU to rounding. Training forward
  * and backward split a large channel over several blocks (bn_cuda.cu), or run one block per
- * channel with HVDLAB_BN_SPLIT=0 in the environment or bn_cuda_set_split(0). The environment
- * is read at the first call, and again at the next call after bn_cuda_set_split(-1). */
+ * channel with HVDLAB_BN_SPLIT=0 in the environment or bn_cuda_set_split(0). With
+ * HVDLAB_BN_BATCH=1 (or bn_cuda_set_batch(1); off by default until a GPU has timed it) a thread
+ * issues the loads of several of its elements before it uses any; the same sums in the same
+ * order, so the same results. Each environment variable is read at the first call, and again at
+ * the next call after its setter's -1. */
 void bn_cuda_set_split(int on);
+void bn_cuda_set_batch(int on);
 void bn_forward_train_cuda(float *out, const float *in, const float *gamma, const float *beta,
                            float *mean, float *invstd, float *run_mean, float *run_var,
                            const bn_dims *d);

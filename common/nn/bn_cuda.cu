@@ -14,8 +14,9 @@
  * scratch memory is needed. Each thread adds its elements in double; the block adds the
  * threads' sums in a fixed tree order (warp shuffles, then one warp), so a result never
  * depends on timing. A thread walks its elements with offsets stepped without division
- * (chan_walk). Inference is elementwise over the whole tensor, the per-channel values in shared
- * memory.
+ * (batch_walk), one at a time or, with HVDLAB_BN_BATCH=1, BN_BATCH at a time: all their loads
+ * issued before any is used. Inference is elementwise over the whole tensor, the per-channel
+ * values in shared memory.
  * The cost of this layout: only C blocks run (16 to 640 in the WRNs), fewer than an H100 has
  * room for on the narrowest layers; so by default a large channel is split over blocks (below;
  * HVDLAB_BN_SPLIT=0 keeps one block per channel).
@@ -77,19 +78,77 @@ static __device__ void block_sum2(double *a, double *b)
     __syncthreads(); /* the shared slots are free again for the next call */
 }
 
-/* A channel's elements j = start, start + BN_THREADS, ... as NCHW offsets (bn_walk.h, whose
- * CPU test checks the indexing). */
+
+/* ---- Walking a channel ------------------------------------------------------------------------
+ * The elements of channel c that one block covers: j in [j0, j1) (j = n·HW + hw), walked by its
+ * threads from j0 + threadIdx.x in steps of BN_THREADS (bn_walk.h, whose CPU test checks the
+ * indexing). One block per channel covers [0, M) as part 0 of 1; split, part p of P. */
 static_assert(BN_THREADS == BN_WALK_STEP, "a thread steps by the block size");
-struct chan_walk : bn_walk {
-    __device__ chan_walk(int c, size_t start, size_t HW, size_t CHW, size_t N)
-    {
-        bn_walk_init(this, c, start, HW, CHW, N);
-    }
-    __device__ bool more() const { return idx < end; }
-    __device__ void next() { bn_walk_next(this); }
+struct chan_range {
+    int c, p, P;
+    size_t HW, CHW, N, M, j0, j1;
 };
 
-static __device__ __forceinline__ float apply_post(float x, size_t idx, float m, float is,
+/* One block per channel: blockIdx.x is the channel. */
+static __device__ chan_range whole_channel(int C, int HWi, int Ni)
+{
+    chan_range r;
+    r.c = blockIdx.x;
+    r.p = 0;
+    r.P = 1;
+    r.HW = (size_t)HWi;
+    r.CHW = (size_t)C * r.HW;
+    r.N = (size_t)Ni;
+    r.M = r.N * r.HW;
+    r.j0 = 0;
+    r.j1 = r.M;
+    return r;
+}
+
+/* Split: blockIdx.x is the part, blockIdx.y the channel. */
+static __device__ chan_range channel_part(int C, int HWi, int Ni)
+{
+    chan_range r = whole_channel(C, HWi, Ni);
+    r.c = blockIdx.y;
+    r.p = blockIdx.x;
+    r.P = gridDim.x;
+    bn_split_range(r.M, r.P, r.p, &r.j0, &r.j1);
+    return r;
+}
+
+/* A thread's elements of a range, B at a time (bn_walk_take): a batch's offsets first, then all
+ * of its loads (load), then their use. With B = 1 a thread has one load per tensor in flight and
+ * waits for it before the next; on the forward passes, which read one tensor, that was too few
+ * to keep an H100's memory busy (a count, not yet a GPU timing: HVDLAB_BN_BATCH=1 asks for B =
+ * BN_BATCH). The elements come in the same order for every B, so every sum is the same. */
+template <int B>
+struct batch_walk {
+    bn_walk w;
+    size_t j, j1, idx[B];
+    int n; /* elements in the batch */
+    __device__ explicit batch_walk(const chan_range &r) : j(r.j0 + threadIdx.x), j1(r.j1), n(0)
+    {
+        bn_walk_init(&w, r.c, j, r.HW, r.CHW, r.N);
+    }
+    __device__ bool take()
+    {
+        n = bn_walk_take(&w, &j, j1, idx, B);
+        return n > 0;
+    }
+    /* v[u] = t[idx[u]] for the batch's elements, 0 for the rest */
+    __device__ void load(float (&v)[B], const float *t) const
+    {
+#pragma unroll
+        for (int u = 0; u < B; u++)
+            v[u] = u < n ? t[idx[u]] : 0.0f;
+    }
+};
+#define BN_BATCH 4
+static_assert(BN_BATCH <= BN_WALK_BATCH_MAX, "bn_walk_take's limit");
+
+/* bn, then ReLU, the dropout mask of element idx and the add a (post.add's element), in that
+ * order. */
+static __device__ __forceinline__ float apply_post(float x, float a, size_t idx, float m, float is,
                                                    float g, float b, const bn_post &post,
                                                    float keep, uint32_t drop)
 {
@@ -99,7 +158,65 @@ static __device__ __forceinline__ float apply_post(float x, size_t idx, float m,
     float v = lm_relu(y);
     if (post.p > 0.0f) /* drop = lm_uniform01 < p, as integers (bn.c) */
         v = v * (lm_bits24(post.key, idx) < drop ? 0.0f : keep);
-    return post.add ? v + post.add[idx] : v;
+    return post.add ? v + a : v;
+}
+
+/* This thread's Σ (x − shift) over the range. */
+template <int B>
+static __device__ __forceinline__ double sum_shifted(const chan_range &r, const float *in,
+                                                     float shift)
+{
+    double s = 0.0;
+    for (batch_walk<B> w(r); w.take();) {
+        float x[B];
+        w.load(x, in);
+#pragma unroll
+        for (int u = 0; u < B; u++)
+            if (u < w.n)
+                s += (double)(x[u] - shift);
+    }
+    return s;
+}
+
+/* This thread's Σ (x − mean)² over the range. */
+template <int B>
+static __device__ __forceinline__ double sum_squares(const chan_range &r, const float *in,
+                                                     float mf)
+{
+    double ss = 0.0;
+    for (batch_walk<B> w(r); w.take();) {
+        float x[B];
+        w.load(x, in);
+#pragma unroll
+        for (int u = 0; u < B; u++)
+            if (u < w.n) {
+                const float t = x[u] - mf;
+                ss += (double)(t * t);
+            }
+    }
+    return ss;
+}
+
+/* out = post(bn(in)) over the range. A batch is loaded whole before any of it is stored: out may
+ * be in or post.add, and each element is read before its own write. */
+template <int B>
+static __device__ __forceinline__ void apply_range(const chan_range &r, float *out, const float *in,
+                                                   float m, float is, float g, float b,
+                                                   const bn_post &post)
+{
+    const float keep = post.p > 0.0f ? 1.0f / (1.0f - post.p) : 1.0f;
+    const uint32_t drop = lm_dropout_threshold(post.p);
+    for (batch_walk<B> w(r); w.take();) {
+        float x[B], a[B];
+        w.load(x, in);
+        if (post.add)
+            w.load(a, post.add);
+#pragma unroll
+        for (int u = 0; u < B; u++)
+            if (u < w.n)
+                out[w.idx[u]] = apply_post(x[u], post.add ? a[u] : 0.0f, w.idx[u], m, is, g, b,
+                                           post, keep, drop);
+    }
 }
 
 /* Channel c's 1/sqrt(var + eps) for backward and its running statistics, from the batch mean
@@ -113,27 +230,21 @@ static __device__ __forceinline__ void store_stats(int c, float mf, float is, do
     run_var[c] = lm_running(run_var[c], (float)(Md > 1.0 ? var * Md / (Md - 1.0) : var), momentum);
 }
 
+template <int B>
 static __global__ void __launch_bounds__(BN_THREADS)
     bn_train_kernel(float *out, const float *in, const float *gamma, const float *beta,
                     float *mean, float *invstd, float *run_mean, float *run_var, bn_post post,
                     int C, int HWi, int Ni, float eps, float momentum)
 {
-    const int c = blockIdx.x;
-    const size_t HW = (size_t)HWi, CHW = (size_t)C * HW, N = (size_t)Ni, M = N * HW;
-    const double Md = (double)M;
-    const float shift = in[(size_t)c * HW];
-    double s = 0.0, unused = 0.0;
-    for (chan_walk it(c, threadIdx.x, HW, CHW, N); it.more(); it.next())
-        s += (double)(in[it.idx] - shift);
+    const chan_range r = whole_channel(C, HWi, Ni);
+    const int c = r.c;
+    const double Md = (double)r.M;
+    const float shift = in[(size_t)c * r.HW];
+    double s = sum_shifted<B>(r, in, shift), unused = 0.0;
     block_sum2(&s, &unused);
-    const double mu = shift + s / Md;
-    const float mf = (float)mu;
-    double ss = 0.0;
+    const float mf = (float)(shift + s / Md);
+    double ss = sum_squares<B>(r, in, mf);
     unused = 0.0;
-    for (chan_walk it(c, threadIdx.x, HW, CHW, N); it.more(); it.next()) {
-        const float t = in[it.idx] - mf;
-        ss += (double)(t * t);
-    }
     block_sum2(&ss, &unused);
     const double var = ss / Md;
     const float is = (float)(1.0 / sqrt(var + eps));
@@ -141,12 +252,7 @@ static __global__ void __launch_bounds__(BN_THREADS)
         mean[c] = mf;
         store_stats(c, mf, is, var, Md, invstd, run_mean, run_var, momentum);
     }
-    const float g = gamma[c], b = beta[c];
-    const float keep = post.p > 0.0f ? 1.0f / (1.0f - post.p) : 1.0f;
-    const uint32_t drop = lm_dropout_threshold(post.p);
-    /* out may be in or add: each element is read before its own write, by the same thread */
-    for (chan_walk it(c, threadIdx.x, HW, CHW, N); it.more(); it.next())
-        out[it.idx] = apply_post(in[it.idx], it.idx, mf, is, g, b, post, keep, drop);
+    apply_range<B>(r, out, in, mf, is, gamma[c], beta[c], post);
 }
 
 /* Inference: elementwise over the flat NCHW tensor, grid-stride. Each thread tracks its element's
@@ -179,11 +285,12 @@ static __global__ void bn_infer_kernel(float *out, const float *in, const float 
     int c = (int)((start / HW) % Cs);
     for (size_t idx = start; idx < total; idx += stride) {
         if (SHARED)
-            out[idx] = apply_post(in[idx], idx, tab[c], tab[C + c], tab[2 * C + c],
-                                  tab[3 * C + c], post, 1.0f, 0u);
+            out[idx] = apply_post(in[idx], post.add ? post.add[idx] : 0.0f, idx, tab[c],
+                                  tab[C + c], tab[2 * C + c], tab[3 * C + c], post, 1.0f, 0u);
         else
-            out[idx] = apply_post(in[idx], idx, run_mean[c], 1.0f / sqrtf(run_var[c] + eps),
-                                  gamma[c], beta[c], post, 1.0f, 0u);
+            out[idx] = apply_post(in[idx], post.add ? post.add[idx] : 0.0f, idx, run_mean[c],
+                                  1.0f / sqrtf(run_var[c] + eps), gamma[c], beta[c], post, 1.0f,
+                                  0u);
         hw += dhw;
         c += dc;
         if (hw >= HW) {
@@ -194,6 +301,7 @@ static __global__ void bn_infer_kernel(float *out, const float *in, const float 
             c -= C;
     }
 }
+
 
 /* How dy is formed from dout (bn.c): as is, through the fused ReLU/dropout mask read off the
  * fused output, or through the ReLU mask recomputed from in. */
@@ -210,17 +318,71 @@ static __device__ __forceinline__ float masked_dy(float dy, float x, float o, fl
     return dy;
 }
 
-/* Adds element idx's dy and dy·xhat to a thread's sums (both backward layouts). */
-template <int MODE>
-static __device__ __forceinline__ void add_grad_terms(double *sdy, double *sdyx, size_t idx,
-                                                      const float *dout, const float *in,
-                                                      const float *outp, float keep, float m,
-                                                      float is, float g, float b)
+/* What backward reads besides the range: dout, in, the fused output (MASK_FROM_OUT), the
+ * channel's statistics and parameters. */
+struct grad_args {
+    const float *dout, *in, *outp;
+    float keep, m, is, g, b;
+};
+
+static __device__ grad_args grad_of(int c, const float *dout, const float *in, const float *outp,
+                                    float keep, const float *gamma, const float *beta,
+                                    const float *mean, const float *invstd)
 {
-    const float x = in[idx];
-    const float t = masked_dy<MODE>(dout[idx], x, outp ? outp[idx] : x, keep, m, is, g, b);
-    *sdy += (double)t;
-    *sdyx += (double)(t * ((x - m) * is));
+    const grad_args a = {dout, in, outp, keep, mean[c], invstd[c], gamma[c], beta ? beta[c] : 0.0f};
+    return a;
+}
+
+/* The batch's dy (through the mask) and x. */
+template <int MODE, int B>
+static __device__ __forceinline__ void load_dy(const batch_walk<B> &w, const grad_args &a,
+                                               float (&t)[B], float (&x)[B])
+{
+    float o[B];
+    w.load(t, a.dout);
+    w.load(x, a.in);
+    if (MODE == MASK_FROM_OUT)
+        w.load(o, a.outp);
+#pragma unroll
+    for (int u = 0; u < B; u++)
+        t[u] = masked_dy<MODE>(t[u], x[u], MODE == MASK_FROM_OUT ? o[u] : x[u], a.keep, a.m, a.is,
+                               a.g, a.b);
+}
+
+/* This thread's Σ dy and Σ dy·xhat over the range. */
+template <int MODE, int B>
+static __device__ __forceinline__ void grad_sums(const chan_range &r, const grad_args &a,
+                                                 double *sdy, double *sdyx)
+{
+    for (batch_walk<B> w(r); w.take();) {
+        float t[B], x[B];
+        load_dy<MODE, B>(w, a, t, x);
+#pragma unroll
+        for (int u = 0; u < B; u++)
+            if (u < w.n) {
+                *sdy += (double)t[u];
+                *sdyx += (double)(t[u] * ((x[u] - a.m) * a.is));
+            }
+    }
+}
+
+/* din over the range (+= when ACCUMULATE, else =), from the channel's mean dy and dy·xhat. */
+template <int MODE, bool ACCUMULATE, int B>
+static __device__ __forceinline__ void grad_apply(const chan_range &r, const grad_args &a,
+                                                  float *din, float mdy, float mdyx)
+{
+    for (batch_walk<B> w(r); w.take();) {
+        float t[B], x[B], prev[B];
+        load_dy<MODE, B>(w, a, t, x);
+        if (ACCUMULATE)
+            w.load(prev, din);
+#pragma unroll
+        for (int u = 0; u < B; u++)
+            if (u < w.n) {
+                const float v = lm_bn_grad(t[u], x[u], a.m, a.is, a.g, mdy, mdyx);
+                din[w.idx[u]] = ACCUMULATE ? prev[u] + v : v;
+            }
+    }
 }
 
 /* dgamma, dbeta += the channel's sums (either may be NULL; one thread per channel calls it). */
@@ -233,42 +395,25 @@ static __device__ __forceinline__ void add_param_grads(float *dgamma, float *dbe
         dbeta[c] += (float)sdy;
 }
 
-/* din of element idx (+= when ACCUMULATE, else =), both backward layouts. */
-template <int MODE, bool ACCUMULATE>
-static __device__ __forceinline__ void store_din(float *din, size_t idx, const float *dout,
-                                                 const float *in, const float *outp, float keep,
-                                                 float m, float is, float g, float b, float mdy,
-                                                 float mdyx)
-{
-    const float x = in[idx];
-    const float t = masked_dy<MODE>(dout[idx], x, outp ? outp[idx] : x, keep, m, is, g, b);
-    const float v = lm_bn_grad(t, x, m, is, g, mdy, mdyx);
-    din[idx] = ACCUMULATE ? din[idx] + v : v;
-}
-
 /* One block per channel: Σ dy and Σ dy·xhat, then dgamma, dbeta +=, then din (+= when
  * ACCUMULATE, else =). */
-template <int MODE, bool ACCUMULATE>
+template <int MODE, bool ACCUMULATE, int B>
 static __global__ void __launch_bounds__(BN_THREADS)
     bn_backward_kernel(float *din, float *dgamma, float *dbeta, const float *dout,
                        const float *in, const float *outp, float keep, const float *gamma,
                        const float *beta, const float *mean, const float *invstd, int C, int HWi,
                        int Ni)
 {
-    const int c = blockIdx.x;
-    const size_t HW = (size_t)HWi, CHW = (size_t)C * HW, N = (size_t)Ni, M = N * HW;
-    const float m = mean[c], is = invstd[c], g = gamma[c], b = beta ? beta[c] : 0.0f;
+    const chan_range r = whole_channel(C, HWi, Ni);
+    const grad_args a = grad_of(r.c, dout, in, outp, keep, gamma, beta, mean, invstd);
     double sdy = 0.0, sdyx = 0.0;
-    for (chan_walk it(c, threadIdx.x, HW, CHW, N); it.more(); it.next())
-        add_grad_terms<MODE>(&sdy, &sdyx, it.idx, dout, in, outp, keep, m, is, g, b);
+    grad_sums<MODE, B>(r, a, &sdy, &sdyx);
     block_sum2(&sdy, &sdyx);
     if (threadIdx.x == 0)
-        add_param_grads(dgamma, dbeta, c, sdy, sdyx);
-    if (!din)
-        return;
-    const float mdy = (float)(sdy / (double)M), mdyx = (float)(sdyx / (double)M);
-    for (chan_walk it(c, threadIdx.x, HW, CHW, N); it.more(); it.next())
-        store_din<MODE, ACCUMULATE>(din, it.idx, dout, in, outp, keep, m, is, g, b, mdy, mdyx);
+        add_param_grads(dgamma, dbeta, r.c, sdy, sdyx);
+    if (din)
+        grad_apply<MODE, ACCUMULATE, B>(r, a, din, (float)(sdy / (double)r.M),
+                                        (float)(sdyx / (double)r.M));
 }
 
 /* ---- Split channels (the default; HVDLAB_BN_SPLIT=0 turns it off; bn_cuda_set_split) ----------
@@ -285,16 +430,25 @@ static __global__ void __launch_bounds__(BN_THREADS)
  * 2026-11-26): training 4-31 % faster than one block per channel on wrn-16-4/10 at batch 128
  * and 512. */
 static int split_mode = -1; /* -1: read HVDLAB_BN_SPLIT at the next call */
+static int batch_mode = -1; /* -1: read HVDLAB_BN_BATCH at the next call */
 
 extern "C" void bn_cuda_set_split(int on) { split_mode = on < 0 ? -1 : on != 0; }
+extern "C" void bn_cuda_set_batch(int on) { batch_mode = on < 0 ? -1 : on != 0; }
 
 /* Parts per channel for this shape: 1 means the one-block kernels. */
 static int bn_parts(const bn_dims *d)
 {
-    if (split_mode < 0) {
+    if (split_mode < 0)
         split_mode = env_switch("HVDLAB_BN_SPLIT", 1);
-    }
     return split_mode ? bn_split_parts((size_t)d->n * (size_t)d->hw, d->c) : 1;
+}
+
+/* Elements per thread per batch of loads: BN_BATCH with HVDLAB_BN_BATCH=1, else 1. */
+static int bn_batch(void)
+{
+    if (batch_mode < 0)
+        batch_mode = env_switch("HVDLAB_BN_BATCH", 0);
+    return batch_mode ? BN_BATCH : 1;
 }
 
 /* The partial sums of a split call: two arrays of C·P doubles in the context's scratch (at most
@@ -315,102 +469,74 @@ static __device__ double part_total(const double *part, int c, int P)
     return t;
 }
 
-/* This block's elements of channel c: j in [j0, j1), walked from j0 + threadIdx.x. */
-struct split_part {
-    int c, p, P;
-    size_t HW, CHW, N, M, j0, j1;
-    __device__ split_part(int C, int HWi, int Ni)
-    {
-        p = blockIdx.x;
-        P = gridDim.x;
-        c = blockIdx.y;
-        HW = (size_t)HWi;
-        CHW = (size_t)C * HW;
-        N = (size_t)Ni;
-        M = N * HW;
-        bn_split_range(M, P, p, &j0, &j1);
-    }
-};
+/* This block's sum (every thread's a, added by block_sum2) as its channel's partial p. */
+static __device__ __forceinline__ void store_partial(double *part, const chan_range &r, double a)
+{
+    double unused = 0.0;
+    block_sum2(&a, &unused);
+    if (threadIdx.x == 0)
+        part[(size_t)r.c * r.P + r.p] = a;
+}
 
+template <int B>
 static __global__ void __launch_bounds__(BN_THREADS)
     bn_split_sum_kernel(double *part1, const float *in, int C, int HWi, int Ni)
 {
-    const split_part s(C, HWi, Ni);
-    const float shift = in[(size_t)s.c * s.HW];
-    double sum = 0.0, unused = 0.0;
-    size_t j = s.j0 + threadIdx.x;
-    for (chan_walk it(s.c, j, s.HW, s.CHW, s.N); j < s.j1; it.next(), j += BN_THREADS)
-        sum += (double)(in[it.idx] - shift);
-    block_sum2(&sum, &unused);
-    if (threadIdx.x == 0)
-        part1[(size_t)s.c * s.P + s.p] = sum;
+    const chan_range r = channel_part(C, HWi, Ni);
+    store_partial(part1, r, sum_shifted<B>(r, in, in[(size_t)r.c * r.HW]));
 }
 
 /* The mean from the first partials (written to mean[c] by part 0), then Σ(x − mean)². */
+template <int B>
 static __global__ void __launch_bounds__(BN_THREADS)
     bn_split_var_kernel(double *part2, const double *part1, float *mean, const float *in, int C,
                         int HWi, int Ni)
 {
-    const split_part s(C, HWi, Ni);
-    const float shift = in[(size_t)s.c * s.HW];
-    const float mf = (float)(shift + part_total(part1, s.c, s.P) / (double)s.M);
-    double ss = 0.0, unused = 0.0;
-    size_t j = s.j0 + threadIdx.x;
-    for (chan_walk it(s.c, j, s.HW, s.CHW, s.N); j < s.j1; it.next(), j += BN_THREADS) {
-        const float t = in[it.idx] - mf;
-        ss += (double)(t * t);
-    }
-    block_sum2(&ss, &unused);
-    if (threadIdx.x == 0) {
-        part2[(size_t)s.c * s.P + s.p] = ss;
-        if (s.p == 0)
-            mean[s.c] = mf;
-    }
+    const chan_range r = channel_part(C, HWi, Ni);
+    const float shift = in[(size_t)r.c * r.HW];
+    const float mf = (float)(shift + part_total(part1, r.c, r.P) / (double)r.M);
+    store_partial(part2, r, sum_squares<B>(r, in, mf));
+    if (threadIdx.x == 0 && r.p == 0)
+        mean[r.c] = mf;
 }
 
 /* The statistics (part 0 writes invstd and the running values), then the elementwise pass. The
  * mean comes from mean[c], not from in: with out == in, another part may have overwritten the
  * channel's first element (the shift) already. */
+template <int B>
 static __global__ void __launch_bounds__(BN_THREADS)
     bn_split_apply_kernel(float *out, const float *in, const float *gamma, const float *beta,
                           const float *mean, float *invstd, float *run_mean, float *run_var,
                           bn_post post, const double *part2, int C, int HWi, int Ni, float eps,
                           float momentum)
 {
-    const split_part s(C, HWi, Ni);
-    const double Md = (double)s.M, var = part_total(part2, s.c, s.P) / Md;
-    const float mf = mean[s.c], is = (float)(1.0 / sqrt(var + eps));
-    if (threadIdx.x == 0 && s.p == 0)
-        store_stats(s.c, mf, is, var, Md, invstd, run_mean, run_var, momentum);
-    const float g = gamma[s.c], b = beta[s.c];
-    const float keep = post.p > 0.0f ? 1.0f / (1.0f - post.p) : 1.0f;
-    const uint32_t drop = lm_dropout_threshold(post.p);
-    size_t j = s.j0 + threadIdx.x;
-    for (chan_walk it(s.c, j, s.HW, s.CHW, s.N); j < s.j1; it.next(), j += BN_THREADS)
-        out[it.idx] = apply_post(in[it.idx], it.idx, mf, is, g, b, post, keep, drop);
+    const chan_range r = channel_part(C, HWi, Ni);
+    const double Md = (double)r.M, var = part_total(part2, r.c, r.P) / Md;
+    const float mf = mean[r.c], is = (float)(1.0 / sqrt(var + eps));
+    if (threadIdx.x == 0 && r.p == 0)
+        store_stats(r.c, mf, is, var, Md, invstd, run_mean, run_var, momentum);
+    apply_range<B>(r, out, in, mf, is, gamma[r.c], beta[r.c], post);
 }
 
-template <int MODE>
+template <int MODE, int B>
 static __global__ void __launch_bounds__(BN_THREADS)
     bn_split_grad_sums_kernel(double *part1, double *part2, const float *dout, const float *in,
                               const float *outp, float keep, const float *gamma,
                               const float *beta, const float *mean, const float *invstd, int C,
                               int HWi, int Ni)
 {
-    const split_part s(C, HWi, Ni);
-    const float m = mean[s.c], is = invstd[s.c], g = gamma[s.c], b = beta ? beta[s.c] : 0.0f;
+    const chan_range r = channel_part(C, HWi, Ni);
+    const grad_args a = grad_of(r.c, dout, in, outp, keep, gamma, beta, mean, invstd);
     double sdy = 0.0, sdyx = 0.0;
-    size_t j = s.j0 + threadIdx.x;
-    for (chan_walk it(s.c, j, s.HW, s.CHW, s.N); j < s.j1; it.next(), j += BN_THREADS)
-        add_grad_terms<MODE>(&sdy, &sdyx, it.idx, dout, in, outp, keep, m, is, g, b);
+    grad_sums<MODE, B>(r, a, &sdy, &sdyx);
     block_sum2(&sdy, &sdyx);
     if (threadIdx.x == 0) {
-        part1[(size_t)s.c * s.P + s.p] = sdy;
-        part2[(size_t)s.c * s.P + s.p] = sdyx;
+        part1[(size_t)r.c * r.P + r.p] = sdy;
+        part2[(size_t)r.c * r.P + r.p] = sdyx;
     }
 }
 
-template <int MODE, bool ACCUMULATE>
+template <int MODE, bool ACCUMULATE, int B>
 static __global__ void __launch_bounds__(BN_THREADS)
     bn_split_grad_apply_kernel(float *din, float *dgamma, float *dbeta, const double *part1,
                                const double *part2, const float *dout, const float *in,
@@ -418,39 +544,86 @@ static __global__ void __launch_bounds__(BN_THREADS)
                                const float *beta, const float *mean, const float *invstd, int C,
                                int HWi, int Ni)
 {
-    const split_part s(C, HWi, Ni);
-    const double sdy = part_total(part1, s.c, s.P), sdyx = part_total(part2, s.c, s.P);
-    if (threadIdx.x == 0 && s.p == 0)
-        add_param_grads(dgamma, dbeta, s.c, sdy, sdyx);
+    const chan_range r = channel_part(C, HWi, Ni);
+    const double sdy = part_total(part1, r.c, r.P), sdyx = part_total(part2, r.c, r.P);
+    if (threadIdx.x == 0 && r.p == 0)
+        add_param_grads(dgamma, dbeta, r.c, sdy, sdyx);
     if (!din)
         return;
-    const float m = mean[s.c], is = invstd[s.c], g = gamma[s.c], b = beta ? beta[s.c] : 0.0f;
-    const float mdy = (float)(sdy / (double)s.M), mdyx = (float)(sdyx / (double)s.M);
-    size_t j = s.j0 + threadIdx.x;
-    for (chan_walk it(s.c, j, s.HW, s.CHW, s.N); j < s.j1; it.next(), j += BN_THREADS)
-        store_din<MODE, ACCUMULATE>(din, it.idx, dout, in, outp, keep, m, is, g, b, mdy, mdyx);
-}
-
-/* Backward in the split layout: the sums, then dgamma, dbeta and din. */
-template <int MODE, bool ACCUMULATE>
-static void split_backward(float *din, float *dgamma, float *dbeta, const float *dout,
-                           const float *in, const float *outp, float keep, const float *gamma,
-                           const float *beta, const float *mean, const float *invstd,
-                           const bn_dims *d, int P)
-{
-    cudaStream_t st = gpu_context_stream();
-    double *part2, *part1 = split_scratch(d, P, &part2);
-    const dim3 grid((unsigned)P, (unsigned)d->c);
-    bn_split_grad_sums_kernel<MODE><<<grid, BN_THREADS, 0, st>>>(
-        part1, part2, dout, in, outp, keep, gamma, beta, mean, invstd, d->c, d->hw, d->n);
-    CUDA_CHECK_LAUNCH(st);
-    bn_split_grad_apply_kernel<MODE, ACCUMULATE><<<grid, BN_THREADS, 0, st>>>(
-        din, dgamma, dbeta, part1, part2, dout, in, outp, keep, gamma, beta, mean, invstd, d->c,
-        d->hw, d->n);
-    CUDA_CHECK_LAUNCH(st);
+    const grad_args a = grad_of(r.c, dout, in, outp, keep, gamma, beta, mean, invstd);
+    grad_apply<MODE, ACCUMULATE, B>(r, a, din, (float)(sdy / (double)r.M),
+                                    (float)(sdyx / (double)r.M));
 }
 
 static int empty(const bn_dims *d) { return d->n <= 0 || d->c <= 0 || d->hw <= 0; }
+
+/* Backward in the layout of this shape (split or one block per channel), B elements a batch. */
+template <int MODE, bool ACCUMULATE, int B>
+static void backward_b(float *din, float *dgamma, float *dbeta, const float *dout,
+                       const float *in, const float *outp, float keep, const float *gamma,
+                       const float *beta, const float *mean, const float *invstd,
+                       const bn_dims *d)
+{
+    cudaStream_t st = gpu_context_stream();
+    const int P = bn_parts(d);
+    if (P > 1) {
+        double *part2, *part1 = split_scratch(d, P, &part2);
+        const dim3 grid((unsigned)P, (unsigned)d->c);
+        bn_split_grad_sums_kernel<MODE, B><<<grid, BN_THREADS, 0, st>>>(
+            part1, part2, dout, in, outp, keep, gamma, beta, mean, invstd, d->c, d->hw, d->n);
+        CUDA_CHECK_LAUNCH(st);
+        bn_split_grad_apply_kernel<MODE, ACCUMULATE, B><<<grid, BN_THREADS, 0, st>>>(
+            din, dgamma, dbeta, part1, part2, dout, in, outp, keep, gamma, beta, mean, invstd,
+            d->c, d->hw, d->n);
+    } else {
+        bn_backward_kernel<MODE, ACCUMULATE, B><<<d->c, BN_THREADS, 0, st>>>(
+            din, dgamma, dbeta, dout, in, outp, keep, gamma, beta, mean, invstd, d->c, d->hw,
+            d->n);
+    }
+    CUDA_CHECK_LAUNCH(st);
+}
+
+template <int MODE, bool ACCUMULATE>
+static void backward(float *din, float *dgamma, float *dbeta, const float *dout, const float *in,
+                     const float *outp, float keep, const float *gamma, const float *beta,
+                     const float *mean, const float *invstd, const bn_dims *d)
+{
+    if (empty(d))
+        return;
+    if (bn_batch() > 1)
+        backward_b<MODE, ACCUMULATE, BN_BATCH>(din, dgamma, dbeta, dout, in, outp, keep, gamma,
+                                               beta, mean, invstd, d);
+    else
+        backward_b<MODE, ACCUMULATE, 1>(din, dgamma, dbeta, dout, in, outp, keep, gamma, beta,
+                                        mean, invstd, d);
+}
+
+template <int B>
+static void forward_train_b(float *out, const float *in, const float *gamma, const float *beta,
+                            float *mean, float *invstd, float *run_mean, float *run_var,
+                            const bn_post &post, const bn_dims *d)
+{
+    cudaStream_t st = gpu_context_stream();
+    const int P = bn_parts(d);
+    if (P > 1) {
+        double *part2, *part1 = split_scratch(d, P, &part2);
+        const dim3 grid((unsigned)P, (unsigned)d->c);
+        bn_split_sum_kernel<B><<<grid, BN_THREADS, 0, st>>>(part1, in, d->c, d->hw, d->n);
+        CUDA_CHECK_LAUNCH(st);
+        bn_split_var_kernel<B><<<grid, BN_THREADS, 0, st>>>(part2, part1, mean, in, d->c, d->hw,
+                                                            d->n);
+        CUDA_CHECK_LAUNCH(st);
+        bn_split_apply_kernel<B><<<grid, BN_THREADS, 0, st>>>(out, in, gamma, beta, mean, invstd,
+                                                              run_mean, run_var, post, part2,
+                                                              d->c, d->hw, d->n, d->eps,
+                                                              d->momentum);
+    } else {
+        bn_train_kernel<B><<<d->c, BN_THREADS, 0, st>>>(out, in, gamma, beta, mean, invstd,
+                                                        run_mean, run_var, post, d->c, d->hw,
+                                                        d->n, d->eps, d->momentum);
+    }
+    CUDA_CHECK_LAUNCH(st);
+}
 
 static void forward_train(float *out, const float *in, const float *gamma, const float *beta,
                           float *mean, float *invstd, float *run_mean, float *run_var,
@@ -458,26 +631,10 @@ static void forward_train(float *out, const float *in, const float *gamma, const
 {
     if (empty(d))
         return;
-    cudaStream_t st = gpu_context_stream();
-    const int P = bn_parts(d);
-    if (P > 1) {
-        double *part2, *part1 = split_scratch(d, P, &part2);
-        const dim3 grid((unsigned)P, (unsigned)d->c);
-        bn_split_sum_kernel<<<grid, BN_THREADS, 0, st>>>(part1, in, d->c, d->hw, d->n);
-        CUDA_CHECK_LAUNCH(st);
-        bn_split_var_kernel<<<grid, BN_THREADS, 0, st>>>(part2, part1, mean, in, d->c, d->hw,
-                                                         d->n);
-        CUDA_CHECK_LAUNCH(st);
-        bn_split_apply_kernel<<<grid, BN_THREADS, 0, st>>>(out, in, gamma, beta, mean, invstd,
-                                                           run_mean, run_var, post, part2, d->c,
-                                                           d->hw, d->n, d->eps, d->momentum);
-        CUDA_CHECK_LAUNCH(st);
-        return;
-    }
-    bn_train_kernel<<<d->c, BN_THREADS, 0, st>>>(out, in, gamma, beta, mean, invstd, run_mean,
-                                                 run_var, post, d->c, d->hw, d->n, d->eps,
-                                                 d->momentum);
-    CUDA_CHECK_LAUNCH(st);
+    if (bn_batch() > 1)
+        forward_train_b<BN_BATCH>(out, in, gamma, beta, mean, invstd, run_mean, run_var, post, d);
+    else
+        forward_train_b<1>(out, in, gamma, beta, mean, invstd, run_mean, run_var, post, d);
 }
 
 static void forward_infer(float *out, const float *in, const float *gamma, const float *beta,
@@ -541,17 +698,8 @@ extern "C" void bn_backward_cuda(float *din, float *dgamma, float *dbeta, const 
                                  const float *in, const float *gamma, const float *mean,
                                  const float *invstd, const bn_dims *d)
 {
-    if (empty(d))
-        return;
-    const int P = bn_parts(d);
-    if (P > 1) {
-        split_backward<MASK_NONE, true>(din, dgamma, dbeta, dout, in, NULL, 1.0f, gamma, NULL,
-                                        mean, invstd, d, P);
-        return;
-    }
-    bn_backward_kernel<MASK_NONE, true><<<d->c, BN_THREADS, 0, gpu_context_stream()>>>(
-        din, dgamma, dbeta, dout, in, NULL, 1.0f, gamma, NULL, mean, invstd, d->c, d->hw, d->n);
-    CUDA_CHECK_LAUNCH(gpu_context_stream());
+    backward<MASK_NONE, true>(din, dgamma, dbeta, dout, in, NULL, 1.0f, gamma, NULL, mean, invstd,
+                              d);
 }
 
 extern "C" void bn_relu_backward_cuda(float *din, float *dgamma, float *dbeta, const float *dout,
@@ -559,23 +707,11 @@ extern "C" void bn_relu_backward_cuda(float *din, float *dgamma, float *dbeta, c
                                       const float *gamma, const float *beta, const float *mean,
                                       const float *invstd, const bn_dims *d)
 {
-    if (empty(d))
-        return;
     const float keep = p > 0.0f ? 1.0f / (1.0f - p) : 1.0f;
-    const int P = bn_parts(d);
-    if (P > 1 && out)
-        split_backward<MASK_FROM_OUT, false>(din, dgamma, dbeta, dout, in, out, keep, gamma, beta,
-                                             mean, invstd, d, P);
-    else if (P > 1)
-        split_backward<MASK_RECOMPUTE, false>(din, dgamma, dbeta, dout, in, NULL, keep, gamma,
-                                              beta, mean, invstd, d, P);
-    else if (out)
-        bn_backward_kernel<MASK_FROM_OUT, false><<<d->c, BN_THREADS, 0, gpu_context_stream()>>>(
-            din, dgamma, dbeta, dout, in, out, keep, gamma, beta, mean, invstd, d->c, d->hw,
-            d->n);
+    if (out)
+        backward<MASK_FROM_OUT, false>(din, dgamma, dbeta, dout, in, out, keep, gamma, beta, mean,
+                                       invstd, d);
     else
-        bn_backward_kernel<MASK_RECOMPUTE, false><<<d->c, BN_THREADS, 0, gpu_context_stream()>>>(
-            din, dgamma, dbeta, dout, in, NULL, keep, gamma, beta, mean, invstd, d->c, d->hw,
-            d->n);
-    CUDA_CHECK_LAUNCH(gpu_context_stream());
+        backward<MASK_RECOMPUTE, false>(din, dgamma, dbeta, dout, in, NULL, keep, gamma, beta,
+                                        mean, invstd, d);
 }

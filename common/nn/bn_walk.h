@@ -12,7 +12,10 @@
  * parts, part p holding j in [p·M/P, (p+1)·M/P), one block each; bn_split_parts picks P from
  * the shape alone.
  *
- * Public: bn_walk_init, bn_walk_next, bn_split_parts, bn_split_range.
+ * Batches (HVDLAB_BN_BATCH=1): bn_walk_take hands a thread its next few offsets at once, in the
+ * same order, so that a kernel can issue all their loads before it uses any.
+ *
+ * Public: bn_walk_init, bn_walk_next, bn_walk_take, bn_split_parts, bn_split_range.
  */
 #ifndef HVDLAB_BN_WALK_H
 #define HVDLAB_BN_WALK_H
@@ -22,6 +25,7 @@
 #include "base/half.h" /* HVD_HOST_DEVICE */
 
 #define BN_WALK_STEP 512
+#define BN_WALK_BATCH_MAX 8 /* bn_walk_take's max, at most */
 #define BN_SPLIT_PART_MIN (4 * BN_WALK_STEP) /* elements per part, at least: 4 per thread */
 #define BN_SPLIT_BLOCKS 2048                 /* C·P at most */
 #define BN_SPLIT_MAX_PARTS 64
@@ -55,6 +59,21 @@ static inline HVD_HOST_DEVICE void bn_walk_next(bn_walk *w)
         w->hw -= w->HW;
         w->idx += w->wrap;
     }
+}
+
+/* Up to max (<= BN_WALK_BATCH_MAX) of the thread's next elements, while *j < j1: their offsets
+ * go to idx[0..k), the walk and *j move past them (j steps by BN_WALK_STEP, as the walk). Returns
+ * k, 0 when the thread has no element left. The offsets are bn_walk_next's, in its order. */
+static inline HVD_HOST_DEVICE int bn_walk_take(bn_walk *w, size_t *j, size_t j1, size_t *idx,
+                                               int max)
+{
+    int k = 0;
+    for (; k < max && *j < j1; k++) {
+        idx[k] = w->idx;
+        bn_walk_next(w);
+        *j += BN_WALK_STEP;
+    }
+    return k;
 }
 
 /* Parts per channel for M = N·HW elements and C channels; 1: one block per channel. */

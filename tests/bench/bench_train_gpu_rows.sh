@@ -11,7 +11,7 @@ TEST=bench_train_gpu_rows
 . "$(dirname "$0")/check.sh"
 
 # The kit: 1000 images/s per 128 of batch, x1.2 with HVDLAB_CUDNN_DETERMINISTIC=0, x0.5 with
-# HVDLAB_BN_SPLIT=0; FAIL_ROW=model/batch fails that row as the real one does.
+# HVDLAB_BN_BATCH=1; FAIL_ROW=model/batch fails that row as the real one does.
 cat >"$d/kit" <<'EOF'
 #!/bin/sh
 m=$2 b=$4 prof=3
@@ -22,7 +22,7 @@ if [ "$m/b$b" = "${FAIL_ROW:-}" ]; then
 fi
 f=1
 [ "${HVDLAB_CUDNN_DETERMINISTIC:-1}" = 0 ] && f=1.2
-[ "${HVDLAB_BN_SPLIT:-1}" = 0 ] && f=0.5
+[ "${HVDLAB_BN_BATCH:-0}" = 1 ] && f=0.5
 awk -v m="$m" -v b="$b" -v f="$f" -v prof="$prof" 'BEGIN {
     printf "kit.%s.b%d.images_per_s %.1f images/s\n", m, b, 1000 * b / 128 * f
     printf "kit.%s.b%d.step_ms %.2f ms\n", m, b, 128
@@ -52,7 +52,7 @@ export KIT="$d/kit" PEER="$d/peer" BENCH_DIR="$d/raw" OUT="$d/run-out"
 sh "$SCRIPT" >"$d/out" 2>&1
 rc=$?
 check "every row: exit 0" "$rc"
-grep -q '^bench-train-gpu: wrn-16-4  batch 512: kit   4000.0 images/s, torch   4000.0, ratio  1.00; peak GPU MiB kit 3584.0, torch 4608.0; kit with nondeterministic cuDNN algorithms 4800.0 images/s (ratio 1.20), with HVDLAB_BN_SPLIT=0 2000.0 (ratio 0.50)$' "$d/out"
+grep -q '^bench-train-gpu: wrn-16-4  batch 512: kit   4000.0 images/s, torch   4000.0, ratio  1.00; peak GPU MiB kit 3584.0, torch 4608.0; kit with nondeterministic cuDNN algorithms 4800.0 images/s (ratio 1.20), with HVDLAB_BN_BATCH=1 2000.0 (ratio 0.50)$' "$d/out"
 check "a row's line, its ratios and memory" $?
 [ "$(grep -c '^bench-train-gpu: wrn-16' "$d/out")" -eq 4 ]
 check "four row lines" $?
@@ -60,7 +60,7 @@ row=$(grep -n '^bench-train-gpu: wrn-16-4  batch 128' "$d/out" | cut -d: -f1)
 next=$(grep -n '^kit\.wrn-16-4\.b512\.' "$d/out" | head -1 | cut -d: -f1)
 [ -n "$row" ] && [ -n "$next" ] && [ "$row" -lt "$next" ]
 check "a row's line before the next row runs" $?
-grep -q '^bench-train-gpu:   wrn-16-10 b512 HVDLAB_BN_SPLIT=0 where the GPU time goes (profiled step 40.00 ms): 40.0 % bn forward, 30.0 % conv backward$' "$d/out"
+grep -q '^bench-train-gpu:   wrn-16-10 b512 HVDLAB_BN_BATCH=1 where the GPU time goes (profiled step 40.00 ms): 40.0 % bn forward, 30.0 % conv backward$' "$d/out"
 check "the profile lines" $?
 ! grep -q 'no figure' "$d/out"
 check "no missing-row line" $?

@@ -4,7 +4,9 @@
  * element of every channel must be reached exactly once and only by its own channel, for the
  * WRNs' shapes at batch 8 to 512, awkward ones (HW above and below the step, N·HW not a multiple
  * of P), the part count bn_split_parts picks and a forced uneven one; and the one-block walk
- * (start = thread, while idx < end) must do the same. */
+ * (start = thread, while idx < end) must do the same. The kernels with HVDLAB_BN_BATCH=1 take a
+ * thread's offsets a few at a time (bn_walk_take): taken 1, 3 or 4 at a time they must be the
+ * same offsets in the same order, so every sum is the same. */
 #include <stdlib.h>
 
 #include "lib/ck_mpi.h"
@@ -29,9 +31,10 @@ static int tally(unsigned char *seen, size_t total)
     return bad;
 }
 
-/* The split kernels: part p of each channel, thread t from j = j0 + t while j < j1. 0 when every
- * element was visited once, by its own channel. */
-static int walk_all(int N, int C, int HW, int P)
+/* The split kernels: part p of each channel, thread t from j = j0 + t while j < j1, its offsets
+ * taken bt at a time (bn_walk_take) and compared with bn_walk_next's, one by one. 0 when every
+ * element was visited once, by its own channel, in the order of bn_walk_next. */
+static int walk_all(int N, int C, int HW, int P, int bt)
 {
     const size_t CHW = (size_t)C * HW, total = (size_t)N * CHW, M = (size_t)N * HW;
     unsigned char *seen = calloc(total, 1);
@@ -42,11 +45,18 @@ static int walk_all(int N, int C, int HW, int P)
             size_t j0, j1;
             bn_split_range(M, P, p, &j0, &j1);
             for (int t = 0; t < BN_WALK_STEP; t++) {
-                size_t j = j0 + (size_t)t;
-                bn_walk w;
-                for (bn_walk_init(&w, c, j, (size_t)HW, CHW, (size_t)N); j < j1;
-                     bn_walk_next(&w), j += BN_WALK_STEP)
-                    bad += mark(seen, total, CHW, HW, c, w.idx);
+                size_t j = j0 + (size_t)t, jone = j, idx[BN_WALK_BATCH_MAX];
+                bn_walk w, one;
+                bn_walk_init(&w, c, j, (size_t)HW, CHW, (size_t)N);
+                bn_walk_init(&one, c, j, (size_t)HW, CHW, (size_t)N);
+                for (int k; (k = bn_walk_take(&w, &j, j1, idx, bt)) > 0;) {
+                    bad += k > bt || (k < bt && j < j1); /* a short batch only at the end */
+                    for (int u = 0; u < k; u++, bn_walk_next(&one), jone += BN_WALK_STEP) {
+                        bad += jone >= j1 || idx[u] != one.idx;
+                        bad += mark(seen, total, CHW, HW, c, idx[u]);
+                    }
+                }
+                bad += jone < j1; /* the plain walk had more */
             }
         }
     return bad + tally(seen, total);
@@ -81,9 +91,10 @@ START_TEST(every_element_once)
         const int P = bn_split_parts((size_t)N * HW, C);
         CK_EXPECT(P >= 1 && P <= BN_SPLIT_MAX_PARTS && (P == 1 || P * C <= BN_SPLIT_BLOCKS),
                   "N=%d C=%d HW=%d: %d parts", N, C, HW, P);
-        CK_EXPECT(walk_all(N, C, HW, P) == 0, "N=%d C=%d HW=%d in %d parts: elements missed or "
-                  "visited twice", N, C, HW, P);
-        CK_EXPECT(walk_all(N, C, HW, 7) == 0, "N=%d C=%d HW=%d in 7 parts", N, C, HW);
+        for (int bt = 1; bt <= 4; bt += bt < 3 ? 2 : 1) /* 1, 3, 4 at a time */
+            CK_EXPECT(walk_all(N, C, HW, P, bt) == 0, "N=%d C=%d HW=%d in %d parts, %d at a time: "
+                      "elements missed, visited twice or out of order", N, C, HW, P, bt);
+        CK_EXPECT(walk_all(N, C, HW, 7, 4) == 0, "N=%d C=%d HW=%d in 7 parts", N, C, HW);
         CK_EXPECT(walk_one_block(N, C, HW) == 0, "N=%d C=%d HW=%d, one block", N, C, HW);
     }
     CK_AGREE();

@@ -230,7 +230,7 @@ END_TEST
 
 /* ---- batch norm ---------------------------------------------------------------------------- */
 
-static int bn_split; /* bn_cuda_set_split's setting for the cases that follow */
+static int bn_split, bn_batch; /* bn_cuda_set_split's, bn_cuda_set_batch's for the cases below */
 
 /* Inputs U(lo, hi), running variances U(rv_lo, rv_hi). */
 static void bn_case(int n, int c, int hw, float lo, float hi, float rv_lo, float rv_hi)
@@ -253,8 +253,9 @@ static void bn_case(int n, int c, int hw, float lo, float hi, float rv_lo, float
     const float p = 0.3f;
     const uint64_t key = dropout_key(7, 3, 2);
 #define WHAT(s)                                                                                    \
-    (snprintf(what, sizeof what, "bn%s N=%d C=%d HW=%d x~U(%g,%g) %s",                             \
-              bn_split > 0 ? " (split)" : "", n, c, hw, lo, hi, s),                                \
+    (snprintf(what, sizeof what, "bn%s%s N=%d C=%d HW=%d x~U(%g,%g) %s",                           \
+              bn_split > 0 ? " (split)" : "", bn_batch > 0 ? " (batched loads)" : "", n, c, hw,  \
+              lo, hi, s),                                                                          \
      what)
 
     bn_forward_train(out, in, g, b, mean, invstd, rm, rv, &d);
@@ -381,12 +382,63 @@ static void bn_infer_case(int n, int c, int hw)
         gpu_context_free(dbufs[i]);
 }
 
+/* Batched loads (HVDLAB_BN_BATCH=1) take the same elements in the same order as one at a time, so
+ * every output must have the same bits both ways: fused training forward with dropout and the
+ * add, in place, and both backward forms (mask read off that output, din =; plain, din +=). With
+ * the add the output is no ReLU mask, but any values serve to compare bits. */
+static void bn_batch_same_bits(int n, int c, int hw)
+{
+    const bn_dims d = {.n = n, .c = c, .hw = hw, .eps = BN_EPS, .momentum = BN_MOMENTUM};
+    const size_t nt = (size_t)n * c * hw, C = (size_t)c;
+    const uint64_t key = dropout_key(5, 1, 2);
+    float *in = randf(nt, 2, 4), *add = randf(nt, -1, 1), *dout = randf(nt, -1, 1),
+          *g = randf(C, 0.5f, 1.5f), *b = randf(C, -0.5f, 0.5f), *rv = randf(C, 0.5f, 2.0f),
+          *rm = randf(C, -1, 1), *din0 = randf(nt, -1, 1);
+    float *got[2][7]; /* [batch][out, mean, invstd, run_var, din =, din +=, dgamma] */
+    for (int batch = 0; batch <= 1; batch++) {
+        bn_cuda_set_batch(batch);
+        float *d_x = up(in, nt), *d_add = up(add, nt), *d_dout = up(dout, nt), *d_g = up(g, C),
+              *d_b = up(b, C), *d_rm = up(rm, C), *d_rv = up(rv, C), *d_din = up(din0, nt),
+              *d_din2 = up(din0, nt), *d_dg = up(rm, C), *d_db = up(rm, C), *d_in = up(in, nt),
+              *d_mean = gpu_context_alloc(C * 4), *d_invstd = gpu_context_alloc(C * 4);
+        bn_relu_forward_train_cuda(d_x, d_x, d_add, 0.3f, key, d_g, d_b, d_mean, d_invstd, d_rm,
+                                   d_rv, &d);
+        bn_relu_backward_cuda(d_din, d_dg, d_db, d_dout, d_in, d_x, 0.3f, d_g, d_b, d_mean,
+                              d_invstd, &d);
+        bn_backward_cuda(d_din2, d_dg, d_db, d_dout, d_in, d_g, d_mean, d_invstd, &d);
+        float *outs[7] = {d_x, d_mean, d_invstd, d_rv, d_din, d_din2, d_dg};
+        for (int i = 0; i < 7; i++)
+            got[batch][i] = down(outs[i], i == 0 || i == 4 || i == 5 ? nt : C);
+        float *dbufs[] = {d_x, d_add, d_dout, d_g, d_b, d_rm, d_rv, d_din, d_din2, d_dg, d_db, d_in,
+                          d_mean, d_invstd};
+        for (size_t i = 0; i < sizeof dbufs / sizeof *dbufs; i++)
+            gpu_context_free(dbufs[i]);
+    }
+    static const char *names[7] = {"fused forward out", "mean", "invstd", "running var",
+                                   "relu_backward din =", "backward din +=", "dgamma"};
+    for (int i = 0; i < 7; i++) {
+        const size_t len = i == 0 || i == 4 || i == 5 ? nt : C;
+        size_t k = 0;
+        while (k < len && memcmp(&got[0][i][k], &got[1][i][k], sizeof(float)) == 0)
+            k++;
+        CK_EXPECT(k == len, "bn%s N=%d C=%d HW=%d %s: element %zu is %.9g one at a time, %.9g "
+                  "batched", bn_split > 0 ? " (split)" : "", n, c, hw, names[i], k,
+                  k < len ? got[0][i][k] : 0.0f, k < len ? got[1][i][k] : 0.0f);
+        free(got[0][i]), free(got[1][i]);
+    }
+    free(in), free(add), free(dout), free(g), free(b), free(rv), free(rm), free(din0);
+}
+
 START_TEST(bn_matches_cpu)
 {
     /* one block per channel, then split over several (bn_cuda.cu: parts of >= 2048 elements, so
-     * the first case and the last three take 3, 24, 3 and 6 parts; uneven where M/P is not whole) */
-    for (bn_split = 0; bn_split <= 1; bn_split++) {
+     * the first case and the last three take 3, 24, 3 and 6 parts; uneven where M/P is not whole);
+     * each with a thread's loads one at a time, then in batches (HVDLAB_BN_BATCH) */
+    for (int way = 0; way < 4; way++) {
+        bn_split = way & 1;
+        bn_batch = way >> 1;
         bn_cuda_set_split(bn_split);
+        bn_cuda_set_batch(bn_batch);
         bn_case(8, 16, 784, 2.0f, 4.0f, 0.5f, 2.0f);
         bn_case(8, 64, 196, 2.0f, 4.0f, 0.5f, 2.0f);
         bn_case(8, 256, 49, 2.0f, 4.0f, 0.5f, 2.0f);
@@ -398,8 +450,15 @@ START_TEST(bn_matches_cpu)
         bn_case(32, 160, 196, 2.0f, 4.0f, 0.5f, 2.0f);
         bn_case(64, 16, 196, 2.0f, 2.01f, 0.0f, 2e-5f);
     }
-    bn_split = -1;
+    for (bn_split = 0; bn_split <= 1; bn_split++) {
+        bn_cuda_set_split(bn_split);
+        bn_batch_same_bits(8, 16, 784); /* tails: 8·784 = 6272 is not a multiple of 4·512 */
+        bn_batch_same_bits(3, 7, 49);
+        bn_batch_same_bits(64, 16, 196);
+    }
+    bn_split = bn_batch = -1;
     bn_cuda_set_split(-1); /* the other suites: the environment's choice */
+    bn_cuda_set_batch(-1);
     bn_infer_case(6, 10, 50021); /* ~3·2^20 elements: the grid goes round three times */
     bn_infer_case(2, 1500, 33);  /* channels beyond the shared-memory table */
     CK_AGREE();
