@@ -7,16 +7,16 @@
  * would take by default (deterministic ones only). TF32 as the kit: on unless HVDLAB_TF32=0.
  * Then the kit's own calls, timed on the GPU as the model makes them (conv2d_cudnn_forward with
  * the bias, conv2d_cudnn_backward_set into din for the 3x3 convolutions, conv2d_cudnn_backward
- * adding for the shortcuts, no din for the stem; the algorithms its plans chose), with the bias
- * and again without it: the difference is the bias passes (cudnnAddTensor forward,
- * cudnnConvolutionBackwardBias backward), and what is left beyond Find's sum the way the kit
- * calls cuDNN. A third time with the bias gradient by cuBLAS (HVDLAB_BIAS_GRAD_CUBLAS=1): which
- * of the two ways to make it the default.
+ * adding for the shortcuts, no din for the stem; the algorithms its plans chose), with the bias,
+ * with it in the forward pass only, and without it: the differences are the bias passes
+ * (cudnnAddTensor forward, cudnnConvolutionBackwardBias backward), each on its own, and what is
+ * left beyond Find's sum the way the kit calls cuDNN. A fourth time with the bias gradient by
+ * cuBLAS (HVDLAB_BIAS_GRAD_CUBLAS=1): which of the two ways to make it the default.
  *
  * Usage: conv_layout_gpu [--models wrn-16-4,wrn-16-10] [--batches 128,512]
  * Prints "conv.<model>.b<batch>.<nchw|nhwc>.<fastest|deterministic>_ms <ms> ms" lines; -1 where
  * some convolution of the step had no usable (or no deterministic) algorithm in that layout;
- * and "conv.<model>.b<batch>.<kit|kit_cublas_bias|kit_nobias>_ms <ms> ms".
+ * and "conv.<model>.b<batch>.<kit|kit_nobias|kit_fwd_bias|kit_cublas_bias>_ms <ms> ms".
  * A CPU build, or no GPU: one line saying so, exit 77.
  */
 #include <stdio.h>
@@ -140,7 +140,8 @@ static best step(cudnnHandle_t h, cudnnTensorFormat_t fmt, int tf32, int K, int 
 
 /* One convolution as the model runs it, forward and backward, in ms a call (after two calls
  * that make its plan). how: 's' din = (3x3), 'a' din += (shortcut), 'n' no din (stem).
- * bias 0: without the bias (b and db NULL), the convolution's own calls alone. */
+ * bias: 2 with the bias and its gradient, 1 with the bias in the forward pass only (db NULL),
+ * 0 without either (b and db NULL), the convolution's own calls alone. */
 static double kit_shape(int n, int cin, int cout, int hw, int k, char how, int bias)
 {
     const conv2d_dims d = {.n = n, .cin = cin, .h = hw, .w = hw, .cout = cout, .k = k};
@@ -161,12 +162,12 @@ static double kit_shape(int n, int cin, int cout, int hw, int k, char how, int b
             gpu_context_sync();
             t0 = timer_seconds();
         }
+        float *grad_b = bias == 2 ? db : NULL;
         conv2d_cudnn_forward(y, x, w, bias ? b : NULL, &d, NULL, 0);
         if (how == 's')
-            conv2d_cudnn_backward_set(dx, dw, bias ? db : NULL, dy, x, w, &d, NULL, 0);
+            conv2d_cudnn_backward_set(dx, dw, grad_b, dy, x, w, &d, NULL, 0);
         else
-            conv2d_cudnn_backward(how == 'a' ? dx : NULL, dw, bias ? db : NULL, dy, x, w, &d, NULL,
-                                  0);
+            conv2d_cudnn_backward(how == 'a' ? dx : NULL, dw, grad_b, dy, x, w, &d, NULL, 0);
     }
     gpu_context_sync();
     const double ms = (timer_seconds() - t0) * 1e3 / REPS;
@@ -175,8 +176,8 @@ static double kit_shape(int n, int cin, int cout, int hw, int k, char how, int b
     return ms;
 }
 
-/* The kit's calls for one step of wrn-16-K (the shapes of step() below), with or without the
- * bias, its gradient by cuBLAS or by cuDNN. conv2d_cudnn reads the switch at its first plan, so
+/* The kit's calls for one step of wrn-16-K (the shapes of step() below), bias as kit_shape's,
+ * its gradient by cuBLAS or by cuDNN. conv2d_cudnn reads the switch at its first plan, so
  * a change of it drops the plans (and Find runs again); the same setting keeps them. */
 static double kit_step(int K, int n, int bias, int cublas_bias)
 {
@@ -231,9 +232,10 @@ int main(int argc, char **argv)
             printf("conv.%s.b%d.nchw.deterministic_ms %.3f ms\n", m, n, nchw.deterministic);
             printf("conv.%s.b%d.nhwc.fastest_ms %.3f ms\n", m, n, nhwc.fastest);
             printf("conv.%s.b%d.nhwc.deterministic_ms %.3f ms\n", m, n, nhwc.deterministic);
-            printf("conv.%s.b%d.kit_ms %.3f ms\n", m, n, kit_step(K, n, 1, 0));
+            printf("conv.%s.b%d.kit_ms %.3f ms\n", m, n, kit_step(K, n, 2, 0));
             printf("conv.%s.b%d.kit_nobias_ms %.3f ms\n", m, n, kit_step(K, n, 0, 0));
-            printf("conv.%s.b%d.kit_cublas_bias_ms %.3f ms\n", m, n, kit_step(K, n, 1, 1));
+            printf("conv.%s.b%d.kit_fwd_bias_ms %.3f ms\n", m, n, kit_step(K, n, 1, 0));
+            printf("conv.%s.b%d.kit_cublas_bias_ms %.3f ms\n", m, n, kit_step(K, n, 2, 1));
             fflush(stdout);
         }
     }
