@@ -161,10 +161,23 @@ static __device__ __forceinline__ float apply_post(float x, float a, size_t idx,
     return post.add ? v + a : v;
 }
 
-/* This thread's Σ (x − shift) over the range. */
-template <int B>
-static __device__ __forceinline__ double sum_shifted(const chan_range &r, const float *in,
-                                                     float shift)
+/* The terms of the statistics' two sums: x − shift, and (x − mean)² formed in float. */
+struct shifted {
+    float shift;
+    __device__ double operator()(float x) const { return (double)(x - shift); }
+};
+struct squared {
+    float mean;
+    __device__ double operator()(float x) const
+    {
+        const float t = x - mean;
+        return (double)(t * t);
+    }
+};
+
+/* This thread's Σ term(x) over the range, in element order. */
+template <int B, typename Term>
+static __device__ __forceinline__ double sum_range(const chan_range &r, const float *in, Term term)
 {
     double s = 0.0;
     for (batch_walk<B> w(r); w.take();) {
@@ -173,28 +186,9 @@ static __device__ __forceinline__ double sum_shifted(const chan_range &r, const 
 #pragma unroll
         for (int u = 0; u < B; u++)
             if (u < w.n)
-                s += (double)(x[u] - shift);
+                s += term(x[u]);
     }
     return s;
-}
-
-/* This thread's Σ (x − mean)² over the range. */
-template <int B>
-static __device__ __forceinline__ double sum_squares(const chan_range &r, const float *in,
-                                                     float mf)
-{
-    double ss = 0.0;
-    for (batch_walk<B> w(r); w.take();) {
-        float x[B];
-        w.load(x, in);
-#pragma unroll
-        for (int u = 0; u < B; u++)
-            if (u < w.n) {
-                const float t = x[u] - mf;
-                ss += (double)(t * t);
-            }
-    }
-    return ss;
 }
 
 /* out = post(bn(in)) over the range. A batch is loaded whole before any of it is stored: out may
@@ -240,10 +234,10 @@ static __global__ void __launch_bounds__(BN_THREADS)
     const int c = r.c;
     const double Md = (double)r.M;
     const float shift = in[(size_t)c * r.HW];
-    double s = sum_shifted<B>(r, in, shift), unused = 0.0;
+    double s = sum_range<B>(r, in, shifted{shift}), unused = 0.0;
     block_sum2(&s, &unused);
     const float mf = (float)(shift + s / Md);
-    double ss = sum_squares<B>(r, in, mf);
+    double ss = sum_range<B>(r, in, squared{mf});
     unused = 0.0;
     block_sum2(&ss, &unused);
     const double var = ss / Md;
@@ -483,7 +477,7 @@ static __global__ void __launch_bounds__(BN_THREADS)
     bn_split_sum_kernel(double *part1, const float *in, int C, int HWi, int Ni)
 {
     const chan_range r = channel_part(C, HWi, Ni);
-    store_partial(part1, r, sum_shifted<B>(r, in, in[(size_t)r.c * r.HW]));
+    store_partial(part1, r, sum_range<B>(r, in, shifted{in[(size_t)r.c * r.HW]}));
 }
 
 /* The mean from the first partials (written to mean[c] by part 0), then Σ(x − mean)². */
@@ -495,7 +489,7 @@ static __global__ void __launch_bounds__(BN_THREADS)
     const chan_range r = channel_part(C, HWi, Ni);
     const float shift = in[(size_t)r.c * r.HW];
     const float mf = (float)(shift + part_total(part1, r.c, r.P) / (double)r.M);
-    store_partial(part2, r, sum_squares<B>(r, in, mf));
+    store_partial(part2, r, sum_range<B>(r, in, squared{mf}));
     if (threadIdx.x == 0 && r.p == 0)
         mean[r.c] = mf;
 }
