@@ -49,9 +49,9 @@ gpu-planted:  ## on a GPU machine, after gpu-check: the graders judge the plante
 
 # What limits a training step (issue 12: launch overhead, a slow layer, the input copy): Nsight
 # Systems records the timed steps of wrn-16-4 at batch 512 (the row furthest behind PyTorch), with
-# batch norm one block per channel and split over blocks; tools/nsys_gpu_busy.py prints how busy
-# the GPU was and which kernels took the time (tools/bench_train_gpu_nsys.sh). Apart from
-# gpu-check (time); tools/gpu_session.sh runs it.
+# batch norm's loads one at a time (the default) and batched (HVDLAB_BN_BATCH=1);
+# tools/nsys_gpu_busy.py prints how busy the GPU was and which kernels took the time
+# (tools/bench_train_gpu_nsys.sh). Apart from gpu-check (time); tools/gpu_session.sh runs it.
 .PHONY: bench-train-gpu-nsys
 bench-train-gpu-nsys:  ## on a GPU with Nsight Systems: how busy the GPU is during a training step, and which kernels take the time
 	@+$(GPU_BUILD) build/cuda/bench/train_speed_gpu >/dev/null

@@ -2,7 +2,8 @@
 # bench_train_gpu_nsys.sh — make bench-train-gpu-nsys: what limits the kit's training step on the
 # GPU (issue 12 asks: kernel launch overhead, a slow layer, the input copy), measured with Nsight
 # Systems. For each row (default: wrn-16-4 at batch 512, the row furthest behind PyTorch) and each
-# batch-norm layout (one block per channel, HVDLAB_BN_SPLIT=0, and split, the default), nsys
+# way batch norm loads (one element a thread at a time, the default, and batched,
+# HVDLAB_BN_BATCH=1, the opt-in this is to help decide), nsys
 # records the timed steps of bench/train_speed_gpu (the program brackets them with
 # cudaProfilerStart/Stop), exports them to SQLite, and tools/nsys_gpu_busy.py prints how busy the
 # GPU was, the kernels and the copies, per step. A row that fails prints the tail of its log; the
@@ -10,14 +11,14 @@
 #
 # Env: NSYS (nsys; else found on PATH, in $CUDA_HOME/bin (/usr/local/cuda), its
 # nsight-systems-*/bin, /opt/nvidia/nsight-systems/*/bin, or under NSYS_ROOTS),
-# KIT (build/cuda/bench/train_speed_gpu), ROWS ("wrn-16-4:512"), SPLITS ("0 1"), STEPS (10),
-# BENCH_DIR (build/cuda: the reports, exports and logs go there as
-# nsys_<model>_b<batch>_split<s>.*).
+# KIT (build/cuda/bench/train_speed_gpu), ROWS ("wrn-16-4:512"), BN_BATCH ("0 1": the values of
+# HVDLAB_BN_BATCH), STEPS (10), BENCH_DIR (build/cuda: the reports, exports and logs go there as
+# nsys_<model>_b<batch>_batch<v>.*).
 # tests/bench/bench_train_gpu_nsys.sh runs it with a stand-in nsys.
 set -u
 KIT=${KIT:-build/cuda/bench/train_speed_gpu}
 ROWS=${ROWS:-wrn-16-4:512}
-SPLITS=${SPLITS:-0 1}
+BN_BATCH=${BN_BATCH:-0 1}
 STEPS=${STEPS:-10}
 BENCH_DIR=${BENCH_DIR:-build/cuda}
 # Where the installers put it: the CUDA toolkit's own folder or its nsight-systems-<version>
@@ -48,11 +49,11 @@ mkdir -p "$BENCH_DIR" || exit 2
 rc=0
 for row in $ROWS; do
     m=${row%:*} b=${row#*:}
-    for split in $SPLITS; do
-        o=$BENCH_DIR/nsys_${m}_b${b}_split$split
-        label="$m batch $b, HVDLAB_BN_SPLIT=$split"
+    for bt in $BN_BATCH; do
+        o=$BENCH_DIR/nsys_${m}_b${b}_batch$bt
+        label="$m batch $b, HVDLAB_BN_BATCH=$bt"
         rm -f "$o".nsys-rep "$o".sqlite
-        if HVDLAB_BN_SPLIT=$split "$NSYS" profile --trace=cuda --sample=none --cpuctxsw=none \
+        if HVDLAB_BN_BATCH=$bt "$NSYS" profile --trace=cuda --sample=none --cpuctxsw=none \
             --capture-range=cudaProfilerApi --capture-range-end=stop --force-overwrite=true \
             -o "$o" "$KIT" --models "$m" --batches "$b" --iters "$STEPS" --profile 0 \
             >"$o.log" 2>&1 &&

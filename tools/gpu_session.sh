@@ -88,7 +88,7 @@ if todo biasgrad && [ "$(left)" -gt 100 ]; then
     done_stage biasgrad
 fi
 # What limits a step (issue 12): how busy the GPU is and which kernels take the time, wrn-16-4 at
-# batch 512, batch norm both ways.
+# batch 512, batch norm's loads both ways (HVDLAB_BN_BATCH).
 make_stage nsys 90 "what limits a training step: Nsight Systems" bench-train-gpu-nsys \
     '^bench-train-gpu-nsys'
 # The graders judge the planted answers right on the CUDA build too (make gpu-planted: apart from

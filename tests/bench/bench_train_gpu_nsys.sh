@@ -1,11 +1,11 @@
 #!/bin/sh
 # bench_train_gpu_nsys.sh — tools/bench_train_gpu_nsys.sh (make bench-train-gpu-nsys) and
 # tools/nsys_gpu_busy.py with a stand-in for nsys: its profile runs the bench's stand-in and
-# records the options and HVDLAB_BN_SPLIT it got; its export writes an SQLite file with the
+# records the options and HVDLAB_BN_BATCH it got; its export writes an SQLite file with the
 # tables of Nsight Systems' export schema that nsys_gpu_busy.py reads, holding known intervals:
 # two steps; kernels on two streams that overlap, copies, a memset. Checked: the busy share is
 # the union of the intervals (overlaps once), per step; the kernels' order and shares; the copies;
-# both batch-norm layouts run; an export without kernels, a failing profile and a missing nsys
+# both batch-norm ways run; an export without kernels, a failing profile and a missing nsys
 # each give their line and exit 1. Runs without a GPU: it checks the processing, not a measurement.
 set -u
 SCRIPT=${1:-tools/bench_train_gpu_nsys.sh}
@@ -39,14 +39,14 @@ db.execute("INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET VALUES (?, ?)", (ms(18), ms(2
 db.commit()
 EOF
 # nsys: "profile [options] -o OUT PROGRAM ARGS" writes OUT.nsys-rep and runs PROGRAM; "export
-# [options] -o FILE REPORT" writes FILE. FAIL_SPLIT=s fails the profile with that HVDLAB_BN_SPLIT.
+# [options] -o FILE REPORT" writes FILE. FAIL_BATCH=v fails the profile with that HVDLAB_BN_BATCH.
 cat >"$d/nsys" <<EOF
 #!/bin/sh
 cmd=\$1; shift
 case \$cmd in
 profile)
-    echo "profile \$* HVDLAB_BN_SPLIT=\${HVDLAB_BN_SPLIT:-unset}" >>"$d/calls"
-    [ "\${HVDLAB_BN_SPLIT:-}" = "\${FAIL_SPLIT:-x}" ] && { echo "nsys: the program failed"; exit 1; }
+    echo "profile \$* HVDLAB_BN_BATCH=\${HVDLAB_BN_BATCH:-unset}" >>"$d/calls"
+    [ "\${HVDLAB_BN_BATCH:-}" = "\${FAIL_BATCH:-x}" ] && { echo "nsys: the program failed"; exit 1; }
     while [ "\$1" != -o ]; do shift; done
     echo "report" >"\$2.nsys-rep"; shift 2
     "\$@" ;;
@@ -63,28 +63,28 @@ chmod +x "$d/nsys" "$d/kit"
 export NSYS="$d/nsys" KIT="$d/kit" BENCH_DIR="$d/raw" STEPS=2
 
 sh "$SCRIPT" >"$d/out" 2>&1
-check "both layouts: exit 0" $?
-grep -q '^bench-train-gpu-nsys: wrn-16-4 batch 512, HVDLAB_BN_SPLIT=1: 2 steps; a step spans 10.00 ms on the GPU, busy 8.00 ms (80.0 %), idle 2.00 ms' "$d/out"
+check "both ways: exit 0" $?
+grep -q '^bench-train-gpu-nsys: wrn-16-4 batch 512, HVDLAB_BN_BATCH=1: 2 steps; a step spans 10.00 ms on the GPU, busy 8.00 ms (80.0 %), idle 2.00 ms' "$d/out"
 check "busy: the union of the intervals, per step" $?
-grep -q '^bench-train-gpu-nsys: wrn-16-4 batch 512, HVDLAB_BN_SPLIT=0: kernels 2 a step, 7.00 ms summed (mean 3500.0 us each); memory copies 0.500 ms, 1.00 MiB a step$' "$d/out"
+grep -q '^bench-train-gpu-nsys: wrn-16-4 batch 512, HVDLAB_BN_BATCH=0: kernels 2 a step, 7.00 ms summed (mean 3500.0 us each); memory copies 0.500 ms, 1.00 MiB a step$' "$d/out"
 check "kernels and copies per step" $?
-k1=$(grep -n 'HVDLAB_BN_SPLIT=0:.*4.000 ms  40.0 %    1x cudnn_conv_kernel$' "$d/out" | cut -d: -f1)
-k2=$(grep -n 'HVDLAB_BN_SPLIT=0:.*3.000 ms  30.0 %    1x bn_train_kernel$' "$d/out" | cut -d: -f1)
+k1=$(grep -n 'HVDLAB_BN_BATCH=0:.*4.000 ms  40.0 %    1x cudnn_conv_kernel$' "$d/out" | cut -d: -f1)
+k2=$(grep -n 'HVDLAB_BN_BATCH=0:.*3.000 ms  30.0 %    1x bn_train_kernel$' "$d/out" | cut -d: -f1)
 [ -n "$k1" ] && [ -n "$k2" ] && [ "$k1" -lt "$k2" ]
 check "the kernels, largest first, with shares of the span" $?
-grep -q '^bench-train-gpu-nsys: wrn-16-4 batch 512, HVDLAB_BN_SPLIT=1: under nsys the bench measured 12345.6 images/s$' "$d/out"
+grep -q '^bench-train-gpu-nsys: wrn-16-4 batch 512, HVDLAB_BN_BATCH=1: under nsys the bench measured 12345.6 images/s$' "$d/out"
 check "the bench's own figure under nsys" $?
 [ "$(grep -c -- '--capture-range=cudaProfilerApi --capture-range-end=stop' "$d/calls")" -eq 2 ] &&
-    grep -q 'HVDLAB_BN_SPLIT=0$' "$d/calls" && grep -q 'HVDLAB_BN_SPLIT=1$' "$d/calls"
-check "nsys records the profiler range, once per layout" $?
+    grep -q 'HVDLAB_BN_BATCH=0$' "$d/calls" && grep -q 'HVDLAB_BN_BATCH=1$' "$d/calls"
+check "nsys records the profiler range, once per way" $?
 
-FAIL_SPLIT=0 sh "$SCRIPT" >"$d/out" 2>&1
-[ $? -eq 1 ] && grep -q '^bench-train-gpu-nsys: wrn-16-4 batch 512, HVDLAB_BN_SPLIT=0: failed; the end of .*nsys_wrn-16-4_b512_split0.log:$' "$d/out" &&
-    grep -q '^  nsys: the program failed$' "$d/out" && grep -q 'HVDLAB_BN_SPLIT=1: 2 steps' "$d/out"
-check "a failed profile: its line, its log's end, the next layout still runs, exit 1" $?
+FAIL_BATCH=0 sh "$SCRIPT" >"$d/out" 2>&1
+[ $? -eq 1 ] && grep -q '^bench-train-gpu-nsys: wrn-16-4 batch 512, HVDLAB_BN_BATCH=0: failed; the end of .*nsys_wrn-16-4_b512_batch0.log:$' "$d/out" &&
+    grep -q '^  nsys: the program failed$' "$d/out" && grep -q 'HVDLAB_BN_BATCH=1: 2 steps' "$d/out"
+check "a failed profile: its line, its log's end, the next way still runs, exit 1" $?
 
-EMPTY=empty SPLITS=0 sh "$SCRIPT" >"$d/out" 2>&1
-[ $? -eq 1 ] && grep -q 'HVDLAB_BN_SPLIT=0: no kernels in .*nsys_wrn-16-4_b512_split0.sqlite' "$d/out"
+EMPTY=empty BN_BATCH=0 sh "$SCRIPT" >"$d/out" 2>&1
+[ $? -eq 1 ] && grep -q 'HVDLAB_BN_BATCH=0: no kernels in .*nsys_wrn-16-4_b512_batch0.sqlite' "$d/out"
 check "an export without kernels: one line, exit 1" $?
 
 NSYS=$d/none sh "$SCRIPT" >"$d/out" 2>&1
@@ -94,10 +94,10 @@ check "no nsys: one line, exit 1" $?
 # Not named, not on PATH nor in the usual folders: found under NSYS_ROOTS, and said which
 mkdir -p "$d/roots/nsight-systems-2025.5.1/target-linux-x64" "$d/nocuda"
 cp "$d/nsys" "$d/roots/nsight-systems-2025.5.1/target-linux-x64/nsys"
-env -u NSYS PATH=/usr/bin:/bin CUDA_HOME="$d/nocuda" NSYS_ROOTS="$d/roots" SPLITS=1 \
+env -u NSYS PATH=/usr/bin:/bin CUDA_HOME="$d/nocuda" NSYS_ROOTS="$d/roots" BN_BATCH=1 \
     sh "$SCRIPT" >"$d/out" 2>&1
 [ $? -eq 0 ] && grep -qx "bench-train-gpu-nsys: $d/roots/nsight-systems-2025.5.1/target-linux-x64/nsys" "$d/out" &&
-    grep -q 'HVDLAB_BN_SPLIT=1: 2 steps' "$d/out"
+    grep -q 'HVDLAB_BN_BATCH=1: 2 steps' "$d/out"
 check "nsys found under NSYS_ROOTS" $?
 env -u NSYS PATH=/usr/bin:/bin CUDA_HOME="$d/nocuda" NSYS_ROOTS="$d/nocuda" sh "$SCRIPT" >"$d/out" 2>&1
 [ $? -eq 1 ] && [ "$(wc -l <"$d/out")" -eq 1 ] && grep -q "and under $d/nocuda; NSYS=path names it" "$d/out"
