@@ -1,12 +1,12 @@
 #!/bin/bash
 # tools/gpu_session.sh — one GPU session in one device `run` call (DEVELOPERS.md): the machine's
 # facts, make gpu-check, then, while time is left, each failed CUDA suite again with synchronous
-# launches, NCHW against NHWC (bench-conv-layout-gpu), the bias gradient by cuBLAS or by cuDNN
-# (the whole step), what limits a training step under Nsight Systems (bench-train-gpu-nsys), the
-# graders on the planted answers (gpu-planted), the model's suite and solution 10 with batch
-# norm's batched loads (the opt-in), solution 10 on two ranks sharing the GPU with the staged
-# gradients added as by default, by the CPU and by the GPUs (and grade10 on the latter), and
-# PyTorch through torch.compile.
+# launches, NCHW against NHWC (bench-conv-layout-gpu), the opt-ins (the bias gradient by cuBLAS,
+# batch norm's batched loads) over the whole step, what limits a training step under Nsight
+# Systems (bench-train-gpu-nsys), the graders on the planted answers (gpu-planted), the model's
+# suite and solution 10 with batch norm's batched loads, solution 10 on two ranks sharing the GPU
+# with the staged gradients added as by default, by the CPU and by the GPUs (and grade10 on the
+# latter), and PyTorch through torch.compile.
 # Everything stops by BUDGET seconds (default 560) after the start, so that the call ends inside
 # its limit and the logs come back: all of them as one archive, $OUT/gpu-logs.tgz (a call
 # returns at most 8 files from $OUT; gpu-check writes more).
@@ -71,21 +71,26 @@ for t in test_twins_cuda test_wrn_cuda; do
 done
 # NCHW or NHWC: issue 12 asks for the faster, said from a measurement.
 make_stage layout 60 "NCHW or NHWC" bench-conv-layout-gpu '^bench-conv-layout-gpu:'
-# The bias gradient by cuBLAS (HVDLAB_BIAS_GRAD_CUBLAS=1) or by cuDNN (the default), the whole
-# training step: the kit's bench both ways, one after the other, on the rows below 1.0x.
-if todo biasgrad && [ "$(left)" -gt 100 ]; then
-    echo "== bias gradient by cuDNN (0) or cuBLAS (1): the kit's images/s"
-    for row in "wrn-16-4 512" "wrn-16-10 128" "wrn-16-10 512"; do
+# The two opt-ins a measurement is to decide, the whole training step: the kit's bench as by
+# default, with the bias gradient by cuBLAS (HVDLAB_BIAS_GRAD_CUBLAS=1), and with that and batch
+# norm's batched loads (HVDLAB_BN_BATCH=1; gpu-check's bench times it alone), twice, interleaved,
+# on every row: whether both together reach PyTorch's figures of gpu-check's bench.
+if todo switches && [ "$(left)" -gt 100 ]; then
+    echo "== the opt-ins, whole step: the kit's images/s (cuBLAS bias gradient; and batched BN loads)"
+    for row in "wrn-16-4 512" "wrn-16-10 512" "wrn-16-10 128" "wrn-16-4 128"; do
         # shellcheck disable=SC2086 # the row is two words: model and batch
         set -- $row
-        for c in 0 1 0 1; do
+        for sw in 00 10 11 00 10 11; do
             [ "$(left)" -gt 80 ] || break 2
-            HVDLAB_BIAS_GRAD_CUBLAS=$c timeout -k 5 60 build/cuda/bench/train_speed_gpu \
-                --models "$1" --batches "$2" --profile 0 > $LOG.biasgrad 2>&1
-            echo "$1 b$2 HVDLAB_BIAS_GRAD_CUBLAS=$c: exit $?, $(grep -h images_per_s $LOG.biasgrad)"
+            c=${sw%?} bt=${sw#?}
+            HVDLAB_BIAS_GRAD_CUBLAS=$c HVDLAB_BN_BATCH=$bt timeout -k 5 60 \
+                build/cuda/bench/train_speed_gpu --models "$1" --batches "$2" --profile 0 \
+                > $LOG.switches 2>&1
+            echo "$1 b$2 HVDLAB_BIAS_GRAD_CUBLAS=$c HVDLAB_BN_BATCH=$bt: exit $?," \
+                "$(grep -h images_per_s $LOG.switches)"
         done
     done
-    done_stage biasgrad
+    done_stage switches
 fi
 # What limits a step (issue 12): how busy the GPU is and which kernels take the time, wrn-16-4 at
 # batch 512, batch norm's loads both ways (HVDLAB_BN_BATCH).
