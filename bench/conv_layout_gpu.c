@@ -156,13 +156,13 @@ static double kit_shape(int n, int cin, int cout, int hw, int k, char how, int b
     for (int i = 0; i < 8; i++)
         gpu_context_zero(bufs[i], sizes[i]);
     enum { WARM = 2, REPS = 10 };
+    float *grad_b = bias == 2 ? db : NULL;
     double t0 = 0.0;
     for (int r = 0; r < WARM + REPS; r++) {
         if (r == WARM) {
             gpu_context_sync();
             t0 = timer_seconds();
         }
-        float *grad_b = bias == 2 ? db : NULL;
         conv2d_cudnn_forward(y, x, w, bias ? b : NULL, &d, NULL, 0);
         if (how == 's')
             conv2d_cudnn_backward_set(dx, dw, grad_b, dy, x, w, &d, NULL, 0);

@@ -6,8 +6,9 @@
 # A row runs the kit three ways: as it trains by default (deterministic cuDNN algorithms, batch
 # norm split over blocks), with HVDLAB_CUDNN_DETERMINISTIC=0 (the choice the peer's
 # cudnn.benchmark makes) and with HVDLAB_BN_BATCH=1 (batch norm's threads issue several loads
-# before using any; the opt-in this bench is to decide); then the peer; then its "bench-train-gpu: <model> batch <b>: ..." line at once, so that a run cut short
-# (gpu-check's stage limit, a GPU session's end) keeps the rows it finished. Then, per row,
+# before using any; the opt-in this bench is to decide); then the peer; then its
+# "bench-train-gpu: <model> batch <b>: ..." line at once, so that a run cut short (gpu-check's
+# stage limit, a GPU session's end) keeps the rows it finished. Then, per row,
 # where the GPU time goes (the kit's --profile lines), and a last line naming any row without
 # both figures, with the first error printed (exit 1).
 #
