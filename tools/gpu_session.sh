@@ -2,11 +2,11 @@
 # tools/gpu_session.sh — one GPU session in one device `run` call (DEVELOPERS.md): the machine's
 # facts, make gpu-check, then, while time is left, each failed CUDA suite again with synchronous
 # launches, NCHW against NHWC (bench-conv-layout-gpu), the opt-ins (the bias gradient by cuBLAS,
-# batch norm's batched loads) over the whole step, what limits a training step under Nsight
-# Systems (bench-train-gpu-nsys), the graders on the planted answers (gpu-planted), the model's
-# suite and solution 10 with batch norm's batched loads, solution 10 on two ranks sharing the GPU
-# with the staged gradients added as by default, by the CPU and by the GPUs (and grade10 on the
-# latter), and PyTorch through torch.compile.
+# batch norm's batched loads, the bias folded into batch norm) over the whole step, what limits a
+# training step under Nsight Systems (bench-train-gpu-nsys), the graders on the planted answers
+# (gpu-planted), the model's suite with each opt-in and solution 10 with them, solution 10 on two
+# ranks sharing the GPU with the staged gradients added as by default, by the CPU and by the GPUs
+# (and grade10 on the latter), and PyTorch through torch.compile.
 # Everything stops by BUDGET seconds (default 560) after the start, so that the call ends inside
 # its limit and the logs come back: all of them as one archive, $OUT/gpu-logs.tgz (a call
 # returns at most 8 files from $OUT; gpu-check writes more).
@@ -71,23 +71,26 @@ for t in test_twins_cuda test_wrn_cuda; do
 done
 # NCHW or NHWC: issue 12 asks for the faster, said from a measurement.
 make_stage layout 60 "NCHW or NHWC" bench-conv-layout-gpu '^bench-conv-layout-gpu:'
-# The two opt-ins a measurement is to decide, the whole training step: the kit's bench as by
-# default, with the bias gradient by cuBLAS (HVDLAB_BIAS_GRAD_CUBLAS=1), and with that and batch
-# norm's batched loads (HVDLAB_BN_BATCH=1; gpu-check's bench times it alone), twice, interleaved,
-# on every row: whether both together reach PyTorch's figures of gpu-check's bench.
+# The opt-ins a measurement is to decide, the whole training step: the kit's bench as by
+# default (000), with the bias gradient by cuBLAS (100: HVDLAB_BIAS_GRAD_CUBLAS=1), with that and
+# batch norm's batched loads (110: HVDLAB_BN_BATCH=1; gpu-check's bench times it alone), and with
+# the batched loads and the bias folded into batch norm (011: HVDLAB_BIAS_IN_BN=1), twice,
+# interleaved, on every row: which together reach PyTorch's figures of gpu-check's bench.
 if todo switches && [ "$(left)" -gt 100 ]; then
-    echo "== the opt-ins, whole step: the kit's images/s (cuBLAS bias gradient; and batched BN loads)"
+    echo "== the opt-ins, whole step: the kit's images/s (cuBLAS bias gradient, batched BN" \
+        "loads, bias folded into BN)"
     for row in "wrn-16-4 512" "wrn-16-10 512" "wrn-16-10 128" "wrn-16-4 128"; do
         # shellcheck disable=SC2086 # the row is two words: model and batch
         set -- $row
-        for sw in 00 10 11 00 10 11; do
+        for sw in 000 100 110 011 000 100 110 011; do
             [ "$(left)" -gt 80 ] || break 2
-            c=${sw%?} bt=${sw#?}
-            HVDLAB_BIAS_GRAD_CUBLAS=$c HVDLAB_BN_BATCH=$bt timeout -k 5 60 \
+            c=${sw%??} bt=${sw#?} f=${sw#??}
+            bt=${bt%?}
+            HVDLAB_BIAS_GRAD_CUBLAS=$c HVDLAB_BN_BATCH=$bt HVDLAB_BIAS_IN_BN=$f timeout -k 5 60 \
                 build/cuda/bench/train_speed_gpu --models "$1" --batches "$2" --profile 0 \
                 > $LOG.switches 2>&1
-            echo "$1 b$2 HVDLAB_BIAS_GRAD_CUBLAS=$c HVDLAB_BN_BATCH=$bt: exit $?," \
-                "$(grep -h images_per_s $LOG.switches)"
+            echo "$1 b$2 HVDLAB_BIAS_GRAD_CUBLAS=$c HVDLAB_BN_BATCH=$bt HVDLAB_BIAS_IN_BN=$f:" \
+                "exit $?, $(grep -h images_per_s $LOG.switches)"
         done
     done
     done_stage switches
@@ -99,16 +102,19 @@ make_stage nsys 90 "what limits a training step: Nsight Systems" bench-train-gpu
 # The graders judge the planted answers right on the CUDA build too (make gpu-planted: apart from
 # gpu-check for its 8 minutes).
 make_stage planted 120 "planted answers, CUDA build" gpu-planted '^planted answers:|WRONG'
-# Batch norm's batched loads (HVDLAB_BN_BATCH=1, the opt-in gpu-check's bench times as its third
-# way; its twins compare every BN case both ways and bit for bit): the whole model's suite and
-# solution 10 with it, before it can be the default.
+# The opt-ins that change which kernels run, each with the whole model's suite (test_twins_cuda
+# in gpu-check compares their layers already): batch norm's batched loads (HVDLAB_BN_BATCH=1)
+# and the bias folded into batch norm (HVDLAB_BIAS_IN_BN=1); then solution 10 with both.
 if todo batch && [ "$(left)" -gt 100 ]; then
-    echo "== HVDLAB_BN_BATCH=1: the model's suite and solution 10"
-    HVDLAB_BN_BATCH=1 timeout -k 5 90 build/cuda/tests/unit/test_wrn_cuda > $LOG.batch.wrn 2>&1
-    echo "test_wrn_cuda: exit $? at $(at)"; grep -E '^[0-9]+%|FAIL' $LOG.batch.wrn | head -5
+    echo "== the opt-ins: the model's suite with each, solution 10 with both"
+    for sw in HVDLAB_BN_BATCH HVDLAB_BIAS_IN_BN; do
+        env "$sw=1" timeout -k 5 90 build/cuda/tests/unit/test_wrn_cuda > "$LOG.batch.$sw" 2>&1
+        echo "$sw=1 test_wrn_cuda: exit $? at $(at)"
+        grep -E '^[0-9]+%|FAIL' "$LOG.batch.$sw" | head -5
+    done
     d=$(mktemp -d)
-    HVDLAB_BN_BATCH=1 timeout -k 5 60 build/cuda/solutions/step10 --epochs 2 --model wrn-16-4 \
-        --train-subset 0 --test-subset 0 --log-dir "$d" > $LOG.batch.step10 2>&1
+    HVDLAB_BN_BATCH=1 HVDLAB_BIAS_IN_BN=1 timeout -k 5 60 build/cuda/solutions/step10 --epochs 2 \
+        --model wrn-16-4 --train-subset 0 --test-subset 0 --log-dir "$d" > $LOG.batch.step10 2>&1
     echo "solution 10: exit $? at $(at)"; grep -iE 'images/sec|test.*acc' $LOG.batch.step10 | tail -2
     rm -rf "$d"
     done_stage batch

@@ -1,5 +1,5 @@
 /* env_switch.h — the kit's on/off environment switches (HVDLAB_TF32, HVDLAB_CUDNN_DETERMINISTIC,
- * HVDLAB_BIAS_GRAD_CUBLAS, HVDLAB_BN_SPLIT, HVDLAB_BN_BATCH, HVDLAB_CUDA_SYNC,
+ * HVDLAB_BIAS_GRAD_CUBLAS, HVDLAB_BN_SPLIT, HVDLAB_BN_BATCH, HVDLAB_BIAS_IN_BN, HVDLAB_CUDA_SYNC,
  * HVDLAB_REPORT_BINDINGS), read one way everywhere.
  *
  * Unset or empty: the default. "0" or "1": off or on. Anything else stops the process with one

@@ -14,6 +14,12 @@
  *
  * Device dispatch: on a GPU model every layer here calls its CUDA twin (WRN_DISPATCH, wrn_gpu.h),
  * once per layer call; nothing inside a layer asks again.
+ *
+ * Bias folding (a GPU model with HVDLAB_BIAS_IN_BN=1, wrn_place.c): a convolution followed by a
+ * fused batch norm leaves its bias out of its output and of its backward, and the batch norm adds
+ * the bias to every element it reads and returns its gradient (nn/bn.h, bn_relu_*_pre_cuda), so
+ * neither the bias add nor the bias gradient takes a pass over the tensor of its own. c1 and c2
+ * are then the convolutions' outputs without the bias.
  */
 #include "model/wrn_block.h"
 
@@ -33,12 +39,17 @@ static void conv_prof(double t0, const wrn_conv *c, const char *dir)
                     c->d.w, dir);
 }
 
+/* The bias the convolution adds itself, and its gradient: none when the batch norm after it
+ * takes them (bias_in_bn). */
+static inline const float *own_bias(const wrn_conv *c) { return c->bias_in_bn ? NULL : c->b; }
+static inline float *own_bias_grad(const wrn_conv *c) { return c->bias_in_bn ? NULL : c->db; }
+
 void wrn_conv_forward(wrn_conv *c, float *out, const float *in, int B, float *work)
 {
     const double t0 = lprof_start();
     c->d.n = B;
     WRN_DISPATCH(c->gpu,
-                 conv2d_cudnn_forward(out, in, c->w, c->b, &c->d, wrn_gpu_work(c, work),
+                 conv2d_cudnn_forward(out, in, c->w, own_bias(c), &c->d, wrn_gpu_work(c, work),
                                       c->work_floats),
                  conv2d_forward(out, in, c->w, c->b, &c->d, work));
     conv_prof(t0, c, "fwd");
@@ -50,7 +61,7 @@ void wrn_conv_backward(wrn_conv *c, float *din, const float *dout, const float *
     const double t0 = lprof_start();
     c->d.n = B;
     WRN_DISPATCH(c->gpu,
-                 conv2d_cudnn_backward(din, c->dw, c->db, dout, in, c->w, &c->d,
+                 conv2d_cudnn_backward(din, c->dw, own_bias_grad(c), dout, in, c->w, &c->d,
                                        wrn_gpu_work(c, work), c->work_floats),
                  conv2d_backward(din, c->dw, c->db, dout, in, c->w, &c->d, work));
     conv_prof(t0, c, "bwd");
@@ -62,7 +73,7 @@ void wrn_conv_backward_set(wrn_conv *c, float *din, const float *dout, const flo
     const double t0 = lprof_start();
     c->d.n = B;
     WRN_DISPATCH(c->gpu,
-                 conv2d_cudnn_backward_set(din, c->dw, c->db, dout, in, c->w, &c->d,
+                 conv2d_cudnn_backward_set(din, c->dw, own_bias_grad(c), dout, in, c->w, &c->d,
                                            wrn_gpu_work(c, work), c->work_floats),
                  conv2d_backward_set(din, c->dw, c->db, dout, in, c->w, &c->d, work));
     conv_prof(t0, c, "bwd");
@@ -72,6 +83,9 @@ static void nchw_only(const wrn_bn *bn, const char *fn)
 {
     if (bn->blocked)
         fatal_error("%s: a blocked (nChw16c) batch norm has only the fused bn+ReLU forms", fn);
+    if (bn->pre)
+        fatal_error("%s: a batch norm with its convolution's bias folded in has only the fused "
+                    "bn+ReLU forms", fn);
 }
 
 void wrn_bn_forward(wrn_bn *bn, float *out, const float *in, int B, int train)
@@ -127,12 +141,23 @@ void wrn_bn_relu_forward(wrn_bn *bn, float *out, const float *in, const float *a
 {
     const double t0 = lprof_start();
     bn->d.n = B;
-    if (train)
+    if (train && bn->pre) /* a GPU model's only (wrn_place.c) */
+        WRN_DISPATCH(1,
+                     bn_relu_forward_train_pre_cuda(out, in, bn->pre, add, p, key, bn->gamma,
+                                                    bn->beta, bn->mean, bn->invstd,
+                                                    bn->run_mean, bn->run_var, &bn->d),
+                     (void)0);
+    else if (train)
         WRN_DISPATCH(bn->gpu,
                      bn_relu_forward_train_cuda(out, in, add, p, key, bn->gamma, bn->beta,
                                                 bn->mean, bn->invstd, bn->run_mean, bn->run_var,
                                                 &bn->d),
                      bn_relu_cpu(bn, out, in, add, 1, p, key));
+    else if (bn->pre)
+        WRN_DISPATCH(1,
+                     bn_relu_forward_infer_pre_cuda(out, in, bn->pre, add, bn->gamma, bn->beta,
+                                                    bn->run_mean, bn->run_var, &bn->d),
+                     (void)0);
     else
         WRN_DISPATCH(bn->gpu,
                      bn_relu_forward_infer_cuda(out, in, add, bn->gamma, bn->beta, bn->run_mean,
@@ -164,12 +189,19 @@ void wrn_bn_relu_backward(wrn_bn *bn, float *din, const float *dout, const float
 {
     const double t0 = lprof_start();
     bn->d.n = B;
-    WRN_DISPATCH(bn->gpu,
-                 bn_relu_backward_cuda(din, bn->dgamma, bn->dbeta, dout, in, relu_out, p,
-                                       bn->gamma, bn->beta, bn->mean, bn->invstd, &bn->d),
-                 (bn->blocked ? bn_relu_backward_c16 : bn_relu_backward)(
-                     din, bn->dgamma, bn->dbeta, dout, in, relu_out, p, bn->gamma, bn->beta,
-                     bn->mean, bn->invstd, &bn->d));
+    if (bn->pre) /* a GPU model's only (wrn_place.c) */
+        WRN_DISPATCH(1,
+                     bn_relu_backward_pre_cuda(din, bn->dpre, bn->dgamma, bn->dbeta, dout, in,
+                                               bn->pre, relu_out, p, bn->gamma, bn->beta,
+                                               bn->mean, bn->invstd, &bn->d),
+                     (void)0);
+    else
+        WRN_DISPATCH(bn->gpu,
+                     bn_relu_backward_cuda(din, bn->dgamma, bn->dbeta, dout, in, relu_out, p,
+                                           bn->gamma, bn->beta, bn->mean, bn->invstd, &bn->d),
+                     (bn->blocked ? bn_relu_backward_c16 : bn_relu_backward)(
+                         din, bn->dgamma, bn->dbeta, dout, in, relu_out, p, bn->gamma, bn->beta,
+                         bn->mean, bn->invstd, &bn->d));
     lprof_stop(t0, "bn+relu bwd");
 }
 

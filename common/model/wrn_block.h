@@ -24,6 +24,8 @@ typedef struct {
     float *w, *b;       /* (Cout,Cin,k,k), (Cout) in the params buffer */
     float *dw, *db;     /* same shapes in the grads buffer */
     int gpu;            /* 1: every pointer is device memory and the cuDNN twin runs */
+    int bias_in_bn;     /* GPU, HVDLAB_BIAS_IN_BN=1: its output and din leave out the bias; the
+                           batch norm after it adds b and its gradient db (wrn_bn.pre) */
     size_t work_floats; /* GPU: floats in the model's workspace (the work argument) */
 } wrn_conv;
 
@@ -35,6 +37,9 @@ typedef struct {
     float *mean, *invstd;       /* (C) batch statistics saved by the training forward */
     int gpu;                    /* 1: device pointers, the CUDA twins run */
     int blocked;                /* 1: its tensors are nChw16c (nn/blocked16.h; CPU only) */
+    const float *pre;           /* NULL, or the bias of the conv before it, folded in: the fused
+                                   forms normalise in + pre (bn.h, bn_relu_*_pre_cuda) */
+    float *dpre;                /* with pre: that bias's gradient (+=) */
 } wrn_bn;
 
 typedef struct {

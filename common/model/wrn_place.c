@@ -7,6 +7,7 @@
 #include "model/wrn_place.h"
 
 #include "base/compute_device.h"
+#include "base/env_switch.h"
 #include "base/errmsg.h"
 #include "model/wrn_gpu.h"
 #ifdef HVDLAB_CUDA
@@ -59,6 +60,14 @@ size_t wrn_place_conv_work(wrn_model *m)
     return most;
 }
 
+/* The convolution's bias goes into the batch norm after it (wrn_block.c, "Bias folding"). */
+static void fold_bias(wrn_conv *c, wrn_bn *bn)
+{
+    c->bias_in_bn = 1;
+    bn->pre = c->b;
+    bn->dpre = c->db;
+}
+
 void wrn_place_mark(wrn_model *m)
 {
     for (int i = 0; i < nconvs(m); i++) {
@@ -73,6 +82,14 @@ void wrn_place_mark(wrn_model *m)
         m->blocks[b].gpu = m->gpu;
         m->blocks[b].bn1.gpu = m->gpu;
         m->blocks[b].bn2.gpu = m->gpu;
+    }
+    /* off by default until a GPU has timed it (tools/gpu_session.sh, the switches stage) */
+    if (m->gpu && env_switch("HVDLAB_BIAS_IN_BN", 0)) {
+        fold_bias(&m->stem_conv, &m->stem_bn);
+        for (int b = 0; b < m->nblocks; b++) {
+            fold_bias(&m->blocks[b].conv1, &m->blocks[b].bn1);
+            fold_bias(&m->blocks[b].conv2, &m->blocks[b].bn2);
+        }
     }
 }
 

@@ -109,6 +109,25 @@ void bn_relu_backward_cuda(float *din, float *dgamma, float *dbeta, const float 
                            const float *in, const float *out, float p, const float *gamma,
                            const float *beta, const float *mean, const float *invstd,
                            const bn_dims *d);
+
+/* A GPU model may fold the bias of the convolution before a fused batch norm into it
+ * (HVDLAB_BIAS_IN_BN=1, model/wrn_place.c): the convolution then writes its output without the
+ * bias, and these forms normalise in + pre (pre: (C), that bias; the float sum cuDNN's bias add
+ * would have stored), where the others normalise in; the backward also adds the bias's gradient,
+ * Σ din over each channel, into dpre (+=). The CPU has no such forms: its convolutions add their
+ * own bias. */
+void bn_relu_forward_train_pre_cuda(float *out, const float *in, const float *pre,
+                                    const float *add, float p, uint64_t key, const float *gamma,
+                                    const float *beta, float *mean, float *invstd,
+                                    float *run_mean, float *run_var, const bn_dims *d);
+void bn_relu_forward_infer_pre_cuda(float *out, const float *in, const float *pre,
+                                    const float *add, const float *gamma, const float *beta,
+                                    const float *run_mean, const float *run_var,
+                                    const bn_dims *d);
+void bn_relu_backward_pre_cuda(float *din, float *dpre /* (C) += */, float *dgamma, float *dbeta,
+                               const float *dout, const float *in, const float *pre,
+                               const float *out, float p, const float *gamma, const float *beta,
+                               const float *mean, const float *invstd, const bn_dims *d);
 #endif
 
 #endif

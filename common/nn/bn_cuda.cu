@@ -37,12 +37,15 @@ extern "C" {
 #define BN_THREADS 512
 #define BN_WARPS (BN_THREADS / 32)
 
-/* What follows batch norm in a fused call (bn.c's bn_post). */
+/* What follows batch norm in a fused call (bn.c's bn_post), and on the GPU what may come before:
+ * the bias of the convolution whose output in is, added to in first where the model folds it in
+ * (bn_relu_*_pre_cuda; not on the CPU). */
 typedef struct {
     int relu;
     float p;          /* dropout rate, 0: none */
     uint64_t key;     /* dropout key (act.h) */
     const float *add; /* added last, or NULL */
+    const float *pre; /* (C) added to in first, or NULL */
 } bn_post;
 
 /* Sums a and b over the block; every thread gets both totals. Called by all threads. */
@@ -116,6 +119,20 @@ static __device__ chan_range channel_part(int C, int HWi, int Ni)
     return r;
 }
 
+/* The tensor batch norm normalises, element by element: in, plus channel c's bias of the
+ * convolution before it where the model folds that in (bn_post.pre), in float as cuDNN's bias
+ * add would have made it. Without it, in's own values, untouched. */
+struct bn_input {
+    const float *in;
+    float pb; /* pre[c] */
+    bool pre;
+    __device__ bn_input(const float *t, const float *pre_bias, int c)
+        : in(t), pb(pre_bias ? pre_bias[c] : 0.0f), pre(pre_bias != NULL)
+    {
+    }
+    __device__ float at(size_t idx) const { return pre ? in[idx] + pb : in[idx]; }
+};
+
 /* A thread's elements of a range, B at a time (bn_walk_take): a batch's offsets first, then all
  * of its loads (load), then their use. With B = 1 a thread has one load per tensor in flight and
  * waits for it before the next; on the forward passes, which read one tensor, that was too few
@@ -141,6 +158,15 @@ struct batch_walk {
 #pragma unroll
         for (int u = 0; u < B; u++)
             v[u] = u < n ? t[idx[u]] : 0.0f;
+    }
+    /* the same of the tensor batch norm normalises (bn_input) */
+    __device__ void load(float (&v)[B], const bn_input &x) const
+    {
+        load(v, x.in);
+        if (x.pre)
+#pragma unroll
+            for (int u = 0; u < B; u++)
+                v[u] += x.pb;
     }
 };
 #define BN_BATCH 4
@@ -177,7 +203,8 @@ struct squared {
 
 /* This thread's Σ term(x) over the range, in element order. */
 template <int B, typename Term>
-static __device__ __forceinline__ double sum_range(const chan_range &r, const float *in, Term term)
+static __device__ __forceinline__ double sum_range(const chan_range &r, const bn_input &in,
+                                                   Term term)
 {
     double s = 0.0;
     for (batch_walk<B> w(r); w.take();) {
@@ -192,11 +219,11 @@ static __device__ __forceinline__ double sum_range(const chan_range &r, const fl
 }
 
 /* out = post(bn(in)) over the range. A batch is loaded whole before any of it is stored: out may
- * be in or post.add, and each element is read before its own write. */
+ * be in's tensor or post.add, and each element is read before its own write. */
 template <int B>
-static __device__ __forceinline__ void apply_range(const chan_range &r, float *out, const float *in,
-                                                   float m, float is, float g, float b,
-                                                   const bn_post &post)
+static __device__ __forceinline__ void apply_range(const chan_range &r, float *out,
+                                                   const bn_input &in, float m, float is, float g,
+                                                   float b, const bn_post &post)
 {
     const float keep = post.p > 0.0f ? 1.0f / (1.0f - post.p) : 1.0f;
     const uint32_t drop = lm_dropout_threshold(post.p);
@@ -233,11 +260,12 @@ static __global__ void __launch_bounds__(BN_THREADS)
     const chan_range r = whole_channel(C, HWi, Ni);
     const int c = r.c;
     const double Md = (double)r.M;
-    const float shift = in[(size_t)c * r.HW];
-    double s = sum_range<B>(r, in, shifted{shift}), unused = 0.0;
+    const bn_input x(in, post.pre, c);
+    const float shift = x.at((size_t)c * r.HW);
+    double s = sum_range<B>(r, x, shifted{shift}), unused = 0.0;
     block_sum2(&s, &unused);
     const float mf = (float)(shift + s / Md);
-    double ss = sum_range<B>(r, in, squared{mf});
+    double ss = sum_range<B>(r, x, squared{mf});
     unused = 0.0;
     block_sum2(&ss, &unused);
     const double var = ss / Md;
@@ -246,7 +274,7 @@ static __global__ void __launch_bounds__(BN_THREADS)
         mean[c] = mf;
         store_stats(c, mf, is, var, Md, invstd, run_mean, run_var, momentum);
     }
-    apply_range<B>(r, out, in, mf, is, gamma[c], beta[c], post);
+    apply_range<B>(r, out, x, mf, is, gamma[c], beta[c], post);
 }
 
 /* Inference: elementwise over the flat NCHW tensor, grid-stride. Each thread tracks its element's
@@ -279,10 +307,12 @@ static __global__ void bn_infer_kernel(float *out, const float *in, const float 
     int c = (int)((start / HW) % Cs);
     for (size_t idx = start; idx < total; idx += stride) {
         if (SHARED)
-            out[idx] = apply_post(in[idx], post.add ? post.add[idx] : 0.0f, idx, tab[c],
+            out[idx] = apply_post(post.pre ? in[idx] + post.pre[c] : in[idx],
+                                  post.add ? post.add[idx] : 0.0f, idx, tab[c],
                                   tab[C + c], tab[2 * C + c], tab[3 * C + c], post, 1.0f, 0u);
         else
-            out[idx] = apply_post(in[idx], post.add ? post.add[idx] : 0.0f, idx, run_mean[c],
+            out[idx] = apply_post(post.pre ? in[idx] + post.pre[c] : in[idx],
+                                  post.add ? post.add[idx] : 0.0f, idx, run_mean[c],
                                   1.0f / sqrtf(run_var[c] + eps), gamma[c], beta[c], post, 1.0f,
                                   0u);
         hw += dhw;
@@ -312,20 +342,27 @@ static __device__ __forceinline__ float masked_dy(float dy, float x, float o, fl
     return dy;
 }
 
-/* What backward reads besides the range: dout, in, the fused output (MASK_FROM_OUT), the
- * channel's statistics and parameters. */
-struct grad_args {
-    const float *dout, *in, *outp;
-    float keep, m, is, g, b;
+/* What backward reads, for the kernels (device pointers), and where the folded bias's gradient
+ * goes. */
+struct bn_grad_in {
+    const float *dout, *in, *outp; /* outp: the fused output (MASK_FROM_OUT), else NULL */
+    const float *gamma, *beta, *mean, *invstd;
+    const float *pre; /* bn_post.pre of the forward, or NULL */
+    float *dpre;      /* with pre: += Σ din over each channel (the bias's gradient), else NULL */
+    float keep;       /* 1/(1 − p) of the dropout, 1 without */
 };
 
-static __device__ grad_args grad_of(int c, const float *dout, const float *in, const float *outp,
-                                    float keep, const float *gamma, const float *beta,
-                                    const float *mean, const float *invstd)
-{
-    const grad_args a = {dout, in, outp, keep, mean[c], invstd[c], gamma[c], beta ? beta[c] : 0.0f};
-    return a;
-}
+/* One channel's share of it: its statistics and parameters. */
+struct grad_args {
+    const float *dout, *outp;
+    bn_input x;
+    float keep, m, is, g, b;
+    __device__ grad_args(const bn_grad_in &gi, int c)
+        : dout(gi.dout), outp(gi.outp), x(gi.in, gi.pre, c), keep(gi.keep), m(gi.mean[c]),
+          is(gi.invstd[c]), g(gi.gamma[c]), b(gi.beta ? gi.beta[c] : 0.0f)
+    {
+    }
+};
 
 /* The batch's dy (through the mask) and x. */
 template <int MODE, int B>
@@ -334,7 +371,7 @@ static __device__ __forceinline__ void load_dy(const batch_walk<B> &w, const gra
 {
     float o[B];
     w.load(t, a.dout);
-    w.load(x, a.in);
+    w.load(x, a.x);
     if (MODE == MASK_FROM_OUT)
         w.load(o, a.outp);
 #pragma unroll
@@ -360,11 +397,14 @@ static __device__ __forceinline__ void grad_sums(const chan_range &r, const grad
     }
 }
 
-/* din over the range (+= when ACCUMULATE, else =), from the channel's mean dy and dy·xhat. */
+/* din over the range (+= when ACCUMULATE, else =), from the channel's mean dy and dy·xhat. With
+ * sum_din, returns this thread's Σ of the values it computed (the folded bias's gradient), else 0. */
 template <int MODE, bool ACCUMULATE, int B>
-static __device__ __forceinline__ void grad_apply(const chan_range &r, const grad_args &a,
-                                                  float *din, float mdy, float mdyx)
+static __device__ __forceinline__ double grad_apply(const chan_range &r, const grad_args &a,
+                                                    float *din, float mdy, float mdyx,
+                                                    bool sum_din)
 {
+    double sv = 0.0;
     for (batch_walk<B> w(r); w.take();) {
         float t[B], x[B], prev[B];
         load_dy<MODE, B>(w, a, t, x);
@@ -375,8 +415,11 @@ static __device__ __forceinline__ void grad_apply(const chan_range &r, const gra
             if (u < w.n) {
                 const float v = lm_bn_grad(t[u], x[u], a.m, a.is, a.g, mdy, mdyx);
                 din[w.idx[u]] = ACCUMULATE ? prev[u] + v : v;
+                if (sum_din)
+                    sv += (double)v;
             }
     }
+    return sv;
 }
 
 /* dgamma, dbeta += the channel's sums (either may be NULL; one thread per channel calls it). */
@@ -390,24 +433,29 @@ static __device__ __forceinline__ void add_param_grads(float *dgamma, float *dbe
 }
 
 /* One block per channel: Σ dy and Σ dy·xhat, then dgamma, dbeta +=, then din (+= when
- * ACCUMULATE, else =). */
+ * ACCUMULATE, else =) and, with a folded bias, dpre += Σ din. */
 template <int MODE, bool ACCUMULATE, int B>
 static __global__ void __launch_bounds__(BN_THREADS)
-    bn_backward_kernel(float *din, float *dgamma, float *dbeta, const float *dout,
-                       const float *in, const float *outp, float keep, const float *gamma,
-                       const float *beta, const float *mean, const float *invstd, int C, int HWi,
+    bn_backward_kernel(float *din, float *dgamma, float *dbeta, bn_grad_in gi, int C, int HWi,
                        int Ni)
 {
     const chan_range r = whole_channel(C, HWi, Ni);
-    const grad_args a = grad_of(r.c, dout, in, outp, keep, gamma, beta, mean, invstd);
+    const grad_args a(gi, r.c);
     double sdy = 0.0, sdyx = 0.0;
     grad_sums<MODE, B>(r, a, &sdy, &sdyx);
     block_sum2(&sdy, &sdyx);
     if (threadIdx.x == 0)
         add_param_grads(dgamma, dbeta, r.c, sdy, sdyx);
-    if (din)
-        grad_apply<MODE, ACCUMULATE, B>(r, a, din, (float)(sdy / (double)r.M),
-                                        (float)(sdyx / (double)r.M));
+    if (!din)
+        return;
+    double sv = grad_apply<MODE, ACCUMULATE, B>(r, a, din, (float)(sdy / (double)r.M),
+                                                (float)(sdyx / (double)r.M), gi.dpre != NULL);
+    if (gi.dpre) {
+        double unused = 0.0;
+        block_sum2(&sv, &unused);
+        if (threadIdx.x == 0)
+            gi.dpre[r.c] += (float)sv;
+    }
 }
 
 /* ---- Split channels (the default; HVDLAB_BN_SPLIT=0 turns it off; bn_cuda_set_split) ----------
@@ -445,12 +493,14 @@ static int bn_batch(void)
     return batch_mode ? BN_BATCH : 1;
 }
 
-/* The partial sums of a split call: two arrays of C·P doubles in the context's scratch (at most
- * 2 × BN_SPLIT_BLOCKS, so it grows once). */
-static double *split_scratch(const bn_dims *d, int P, double **part2)
+/* The partial sums of a split call: three arrays of C·P doubles in the context's scratch (at most
+ * 3 × BN_SPLIT_BLOCKS, so it grows once), part[k] = the first + k·C·P. */
+static double *split_scratch(const bn_dims *d, int P, double **part2, double **part3)
 {
-    double *part1 = (double *)gpu_context_scratch(2 * (size_t)d->c * P * sizeof(double));
-    *part2 = part1 + (size_t)d->c * P;
+    const size_t cp = (size_t)d->c * P;
+    double *part1 = (double *)gpu_context_scratch(3 * cp * sizeof(double));
+    *part2 = part1 + cp;
+    *part3 = part1 + 2 * cp;
     return part1;
 }
 
@@ -474,22 +524,24 @@ static __device__ __forceinline__ void store_partial(double *part, const chan_ra
 
 template <int B>
 static __global__ void __launch_bounds__(BN_THREADS)
-    bn_split_sum_kernel(double *part1, const float *in, int C, int HWi, int Ni)
+    bn_split_sum_kernel(double *part1, const float *in, const float *pre, int C, int HWi, int Ni)
 {
     const chan_range r = channel_part(C, HWi, Ni);
-    store_partial(part1, r, sum_range<B>(r, in, shifted{in[(size_t)r.c * r.HW]}));
+    const bn_input x(in, pre, r.c);
+    store_partial(part1, r, sum_range<B>(r, x, shifted{x.at((size_t)r.c * r.HW)}));
 }
 
 /* The mean from the first partials (written to mean[c] by part 0), then Σ(x − mean)². */
 template <int B>
 static __global__ void __launch_bounds__(BN_THREADS)
-    bn_split_var_kernel(double *part2, const double *part1, float *mean, const float *in, int C,
-                        int HWi, int Ni)
+    bn_split_var_kernel(double *part2, const double *part1, float *mean, const float *in,
+                        const float *pre, int C, int HWi, int Ni)
 {
     const chan_range r = channel_part(C, HWi, Ni);
-    const float shift = in[(size_t)r.c * r.HW];
+    const bn_input x(in, pre, r.c);
+    const float shift = x.at((size_t)r.c * r.HW);
     const float mf = (float)(shift + part_total(part1, r.c, r.P) / (double)r.M);
-    store_partial(part2, r, sum_range<B>(r, in, squared{mf}));
+    store_partial(part2, r, sum_range<B>(r, x, squared{mf}));
     if (threadIdx.x == 0 && r.p == 0)
         mean[r.c] = mf;
 }
@@ -509,18 +561,15 @@ static __global__ void __launch_bounds__(BN_THREADS)
     const float mf = mean[r.c], is = (float)(1.0 / sqrt(var + eps));
     if (threadIdx.x == 0 && r.p == 0)
         store_stats(r.c, mf, is, var, Md, invstd, run_mean, run_var, momentum);
-    apply_range<B>(r, out, in, mf, is, gamma[r.c], beta[r.c], post);
+    apply_range<B>(r, out, bn_input(in, post.pre, r.c), mf, is, gamma[r.c], beta[r.c], post);
 }
 
 template <int MODE, int B>
 static __global__ void __launch_bounds__(BN_THREADS)
-    bn_split_grad_sums_kernel(double *part1, double *part2, const float *dout, const float *in,
-                              const float *outp, float keep, const float *gamma,
-                              const float *beta, const float *mean, const float *invstd, int C,
-                              int HWi, int Ni)
+    bn_split_grad_sums_kernel(double *part1, double *part2, bn_grad_in gi, int C, int HWi, int Ni)
 {
     const chan_range r = channel_part(C, HWi, Ni);
-    const grad_args a = grad_of(r.c, dout, in, outp, keep, gamma, beta, mean, invstd);
+    const grad_args a(gi, r.c);
     double sdy = 0.0, sdyx = 0.0;
     grad_sums<MODE, B>(r, a, &sdy, &sdyx);
     block_sum2(&sdy, &sdyx);
@@ -530,13 +579,12 @@ static __global__ void __launch_bounds__(BN_THREADS)
     }
 }
 
+/* dgamma, dbeta (part 0), then din; with a folded bias, this block's Σ din as partial p. */
 template <int MODE, bool ACCUMULATE, int B>
 static __global__ void __launch_bounds__(BN_THREADS)
     bn_split_grad_apply_kernel(float *din, float *dgamma, float *dbeta, const double *part1,
-                               const double *part2, const float *dout, const float *in,
-                               const float *outp, float keep, const float *gamma,
-                               const float *beta, const float *mean, const float *invstd, int C,
-                               int HWi, int Ni)
+                               const double *part2, double *part3, bn_grad_in gi, int C, int HWi,
+                               int Ni)
 {
     const chan_range r = channel_part(C, HWi, Ni);
     const double sdy = part_total(part1, r.c, r.P), sdyx = part_total(part2, r.c, r.P);
@@ -544,52 +592,60 @@ static __global__ void __launch_bounds__(BN_THREADS)
         add_param_grads(dgamma, dbeta, r.c, sdy, sdyx);
     if (!din)
         return;
-    const grad_args a = grad_of(r.c, dout, in, outp, keep, gamma, beta, mean, invstd);
-    grad_apply<MODE, ACCUMULATE, B>(r, a, din, (float)(sdy / (double)r.M),
-                                    (float)(sdyx / (double)r.M));
+    const double sv = grad_apply<MODE, ACCUMULATE, B>(
+        r, grad_args(gi, r.c), din, (float)(sdy / (double)r.M), (float)(sdyx / (double)r.M),
+        gi.dpre != NULL);
+    if (gi.dpre)
+        store_partial(part3, r, sv);
+}
+
+/* dpre[c] += the channel's P partials of Σ din, in part order; a thread a channel. */
+static __global__ void bn_split_dpre_kernel(float *dpre, const double *part3, int C, int P)
+{
+    const int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c < C)
+        dpre[c] += (float)part_total(part3, c, P);
 }
 
 static int empty(const bn_dims *d) { return d->n <= 0 || d->c <= 0 || d->hw <= 0; }
 
 /* Backward in the layout of this shape (split or one block per channel), B elements a batch. */
 template <int MODE, bool ACCUMULATE, int B>
-static void backward_b(float *din, float *dgamma, float *dbeta, const float *dout,
-                       const float *in, const float *outp, float keep, const float *gamma,
-                       const float *beta, const float *mean, const float *invstd,
+static void backward_b(float *din, float *dgamma, float *dbeta, const bn_grad_in &gi,
                        const bn_dims *d)
 {
     cudaStream_t st = gpu_context_stream();
     const int P = bn_parts(d);
     if (P > 1) {
-        double *part2, *part1 = split_scratch(d, P, &part2);
+        double *part2, *part3, *part1 = split_scratch(d, P, &part2, &part3);
         const dim3 grid((unsigned)P, (unsigned)d->c);
-        bn_split_grad_sums_kernel<MODE, B><<<grid, BN_THREADS, 0, st>>>(
-            part1, part2, dout, in, outp, keep, gamma, beta, mean, invstd, d->c, d->hw, d->n);
+        bn_split_grad_sums_kernel<MODE, B><<<grid, BN_THREADS, 0, st>>>(part1, part2, gi, d->c,
+                                                                        d->hw, d->n);
         CUDA_CHECK_LAUNCH(st);
         bn_split_grad_apply_kernel<MODE, ACCUMULATE, B><<<grid, BN_THREADS, 0, st>>>(
-            din, dgamma, dbeta, part1, part2, dout, in, outp, keep, gamma, beta, mean, invstd,
-            d->c, d->hw, d->n);
+            din, dgamma, dbeta, part1, part2, part3, gi, d->c, d->hw, d->n);
+        if (gi.dpre && din) {
+            CUDA_CHECK_LAUNCH(st);
+            bn_split_dpre_kernel<<<(unsigned)(d->c + 255) / 256, 256, 0, st>>>(gi.dpre, part3,
+                                                                              d->c, P);
+        }
     } else {
-        bn_backward_kernel<MODE, ACCUMULATE, B><<<d->c, BN_THREADS, 0, st>>>(
-            din, dgamma, dbeta, dout, in, outp, keep, gamma, beta, mean, invstd, d->c, d->hw,
-            d->n);
+        bn_backward_kernel<MODE, ACCUMULATE, B><<<d->c, BN_THREADS, 0, st>>>(din, dgamma, dbeta,
+                                                                           gi, d->c, d->hw, d->n);
     }
     CUDA_CHECK_LAUNCH(st);
 }
 
 template <int MODE, bool ACCUMULATE>
-static void backward(float *din, float *dgamma, float *dbeta, const float *dout, const float *in,
-                     const float *outp, float keep, const float *gamma, const float *beta,
-                     const float *mean, const float *invstd, const bn_dims *d)
+static void backward(float *din, float *dgamma, float *dbeta, const bn_grad_in &gi,
+                     const bn_dims *d)
 {
     if (empty(d))
         return;
     if (bn_batch() > 1)
-        backward_b<MODE, ACCUMULATE, BN_BATCH>(din, dgamma, dbeta, dout, in, outp, keep, gamma,
-                                               beta, mean, invstd, d);
+        backward_b<MODE, ACCUMULATE, BN_BATCH>(din, dgamma, dbeta, gi, d);
     else
-        backward_b<MODE, ACCUMULATE, 1>(din, dgamma, dbeta, dout, in, outp, keep, gamma, beta,
-                                        mean, invstd, d);
+        backward_b<MODE, ACCUMULATE, 1>(din, dgamma, dbeta, gi, d);
 }
 
 template <int B>
@@ -600,12 +656,13 @@ static void forward_train_b(float *out, const float *in, const float *gamma, con
     cudaStream_t st = gpu_context_stream();
     const int P = bn_parts(d);
     if (P > 1) {
-        double *part2, *part1 = split_scratch(d, P, &part2);
+        double *part2, *part3, *part1 = split_scratch(d, P, &part2, &part3);
         const dim3 grid((unsigned)P, (unsigned)d->c);
-        bn_split_sum_kernel<B><<<grid, BN_THREADS, 0, st>>>(part1, in, d->c, d->hw, d->n);
-        CUDA_CHECK_LAUNCH(st);
-        bn_split_var_kernel<B><<<grid, BN_THREADS, 0, st>>>(part2, part1, mean, in, d->c, d->hw,
+        bn_split_sum_kernel<B><<<grid, BN_THREADS, 0, st>>>(part1, in, post.pre, d->c, d->hw,
                                                             d->n);
+        CUDA_CHECK_LAUNCH(st);
+        bn_split_var_kernel<B><<<grid, BN_THREADS, 0, st>>>(part2, part1, mean, in, post.pre,
+                                                            d->c, d->hw, d->n);
         CUDA_CHECK_LAUNCH(st);
         bn_split_apply_kernel<B><<<grid, BN_THREADS, 0, st>>>(out, in, gamma, beta, mean, invstd,
                                                               run_mean, run_var, post, part2,
@@ -658,7 +715,7 @@ extern "C" void bn_forward_train_cuda(float *out, const float *in, const float *
                                       const float *beta, float *mean, float *invstd,
                                       float *run_mean, float *run_var, const bn_dims *d)
 {
-    const bn_post post = {0, 0.0f, 0, NULL};
+    const bn_post post = {0, 0.0f, 0, NULL, NULL};
     forward_train(out, in, gamma, beta, mean, invstd, run_mean, run_var, post, d);
 }
 
@@ -666,7 +723,7 @@ extern "C" void bn_forward_infer_cuda(float *out, const float *in, const float *
                                       const float *beta, const float *run_mean,
                                       const float *run_var, const bn_dims *d)
 {
-    const bn_post post = {0, 0.0f, 0, NULL};
+    const bn_post post = {0, 0.0f, 0, NULL, NULL};
     forward_infer(out, in, gamma, beta, run_mean, run_var, post, d);
 }
 
@@ -675,7 +732,7 @@ extern "C" void bn_relu_forward_train_cuda(float *out, const float *in, const fl
                                            float *mean, float *invstd, float *run_mean,
                                            float *run_var, const bn_dims *d)
 {
-    const bn_post post = {1, p, key, add};
+    const bn_post post = {1, p, key, add, NULL};
     forward_train(out, in, gamma, beta, mean, invstd, run_mean, run_var, post, d);
 }
 
@@ -684,7 +741,7 @@ extern "C" void bn_relu_forward_infer_cuda(float *out, const float *in, const fl
                                            const float *run_mean, const float *run_var,
                                            const bn_dims *d)
 {
-    const bn_post post = {1, 0.0f, 0, add};
+    const bn_post post = {1, 0.0f, 0, add, NULL};
     forward_infer(out, in, gamma, beta, run_mean, run_var, post, d);
 }
 
@@ -692,8 +749,22 @@ extern "C" void bn_backward_cuda(float *din, float *dgamma, float *dbeta, const 
                                  const float *in, const float *gamma, const float *mean,
                                  const float *invstd, const bn_dims *d)
 {
-    backward<MASK_NONE, true>(din, dgamma, dbeta, dout, in, NULL, 1.0f, gamma, NULL, mean, invstd,
-                              d);
+    const bn_grad_in gi = {dout, in, NULL, gamma, NULL, mean, invstd, NULL, NULL, 1.0f};
+    backward<MASK_NONE, true>(din, dgamma, dbeta, gi, d);
+}
+
+/* The fused backward, with or without a folded bias (pre, dpre). */
+static void relu_backward(float *din, float *dpre, float *dgamma, float *dbeta, const float *dout,
+                          const float *in, const float *pre, const float *out, float p,
+                          const float *gamma, const float *beta, const float *mean,
+                          const float *invstd, const bn_dims *d)
+{
+    const float keep = p > 0.0f ? 1.0f / (1.0f - p) : 1.0f;
+    const bn_grad_in gi = {dout, in, out, gamma, beta, mean, invstd, pre, pre ? dpre : NULL, keep};
+    if (out)
+        backward<MASK_FROM_OUT, false>(din, dgamma, dbeta, gi, d);
+    else
+        backward<MASK_RECOMPUTE, false>(din, dgamma, dbeta, gi, d);
 }
 
 extern "C" void bn_relu_backward_cuda(float *din, float *dgamma, float *dbeta, const float *dout,
@@ -701,11 +772,35 @@ extern "C" void bn_relu_backward_cuda(float *din, float *dgamma, float *dbeta, c
                                       const float *gamma, const float *beta, const float *mean,
                                       const float *invstd, const bn_dims *d)
 {
-    const float keep = p > 0.0f ? 1.0f / (1.0f - p) : 1.0f;
-    if (out)
-        backward<MASK_FROM_OUT, false>(din, dgamma, dbeta, dout, in, out, keep, gamma, beta, mean,
-                                       invstd, d);
-    else
-        backward<MASK_RECOMPUTE, false>(din, dgamma, dbeta, dout, in, NULL, keep, gamma, beta,
-                                        mean, invstd, d);
+    relu_backward(din, NULL, dgamma, dbeta, dout, in, NULL, out, p, gamma, beta, mean, invstd, d);
+}
+
+/* ---- A convolution's bias folded in (bn.h: bn_relu_*_pre_cuda) ------------------------------- */
+
+extern "C" void bn_relu_forward_train_pre_cuda(float *out, const float *in, const float *pre,
+                                               const float *add, float p, uint64_t key,
+                                               const float *gamma, const float *beta, float *mean,
+                                               float *invstd, float *run_mean, float *run_var,
+                                               const bn_dims *d)
+{
+    const bn_post post = {1, p, key, add, pre};
+    forward_train(out, in, gamma, beta, mean, invstd, run_mean, run_var, post, d);
+}
+
+extern "C" void bn_relu_forward_infer_pre_cuda(float *out, const float *in, const float *pre,
+                                               const float *add, const float *gamma,
+                                               const float *beta, const float *run_mean,
+                                               const float *run_var, const bn_dims *d)
+{
+    const bn_post post = {1, 0.0f, 0, add, pre};
+    forward_infer(out, in, gamma, beta, run_mean, run_var, post, d);
+}
+
+extern "C" void bn_relu_backward_pre_cuda(float *din, float *dpre, float *dgamma, float *dbeta,
+                                          const float *dout, const float *in, const float *pre,
+                                          const float *out, float p, const float *gamma,
+                                          const float *beta, const float *mean,
+                                          const float *invstd, const bn_dims *d)
+{
+    relu_backward(din, dpre, dgamma, dbeta, dout, in, pre, out, p, gamma, beta, mean, invstd, d);
 }

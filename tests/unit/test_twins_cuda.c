@@ -382,6 +382,119 @@ static void bn_infer_case(int n, int c, int hw)
         gpu_context_free(dbufs[i]);
 }
 
+/* |got − ref| per channel against the scale of what was summed: within tol of Σ|terms| + |ref|
+ * (dpre is a sum over the channel's M values of din, added to a start value). */
+static void expect_channel_sums(const char *what, const float *dev, const float *ref,
+                                const double *scale, size_t C, double tol)
+{
+    float *got = down(dev, C);
+    size_t worst = 0;
+    double we = -1.0;
+    for (size_t c = 0; c < C; c++) {
+        const double e = fabs((double)got[c] - ref[c]) / (scale[c] + fabs(ref[c]));
+        if (e > we || e != e) {
+            we = e;
+            worst = c;
+        }
+    }
+    CK_EXPECT(we <= tol, "%s: channel %zu is %.9g on the GPU, %.9g on the CPU (%.3g of its scale, "
+              "tolerance %.1g)", what, worst, got[worst], ref[worst], we, tol);
+    free(got);
+}
+
+/* A convolution's bias folded into the fused batch norm (bn_relu_*_pre_cuda, HVDLAB_BIAS_IN_BN):
+ * the GPU normalises in + pre where the CPU is given that sum, as the convolution would have
+ * stored it; backward also adds Σ din over each channel into dpre. The backward passes get
+ * statistics a little off the batch's own (mean + 0.1), on both sides: with the batch's own,
+ * Σ din is 0 up to rounding, and a dpre left alone would pass. */
+static void bn_pre_case(int n, int c, int hw)
+{
+    const bn_dims d = {.n = n, .c = c, .hw = hw, .eps = BN_EPS, .momentum = BN_MOMENTUM};
+    const size_t nt = (size_t)n * c * hw, C = (size_t)c, HW = (size_t)hw;
+    const float p = 0.3f;
+    const uint64_t key = dropout_key(9, 4, 1);
+    char what[200];
+    float *in = randf(nt, 2, 4), *pre = randf(C, -1, 1), *add = randf(nt, -1, 1),
+          *dout = randf(nt, -1, 1), *g = randf(C, 0.5f, 1.5f), *b = randf(C, -0.5f, 0.5f),
+          *rm = randf(C, -1, 1), *rv = randf(C, 0.5f, 2.0f), *dpre = randf(C, -1, 1),
+          *dg = randf(C, -1, 1), *dbt = randf(C, -1, 1);
+    float *in2 = malloc(nt * sizeof *in2), *out = malloc(nt * sizeof *out),
+          *din = malloc(nt * sizeof *din), *mean = malloc(C * sizeof *mean),
+          *invstd = malloc(C * sizeof *invstd);
+    double *scale = malloc(C * sizeof *scale);
+    for (size_t i = 0; i < nt; i++)
+        in2[i] = in[i] + pre[(i / HW) % C];
+    float *d_in = up(in, nt), *d_pre = up(pre, C), *d_add = up(add, nt), *d_dout = up(dout, nt),
+          *d_g = up(g, C), *d_b = up(b, C), *d_rm = up(rm, C), *d_rv = up(rv, C),
+          *d_dpre = up(dpre, C), *d_dg = up(dg, C), *d_dbt = up(dbt, C);
+    float *d_out = gpu_context_alloc(nt * sizeof(float)), *d_din = gpu_context_alloc(nt * 4),
+          *d_mean = gpu_context_alloc(C * 4), *d_invstd = gpu_context_alloc(C * 4);
+#define WHAT(s)                                                                                    \
+    (snprintf(what, sizeof what, "bn, bias folded in%s%s N=%d C=%d HW=%d %s",                      \
+              bn_split > 0 ? " (split)" : "", bn_batch > 0 ? " (batched loads)" : "", n, c, hw,  \
+              s),                                                                                  \
+     what)
+
+    /* training forward with the add, then with dropout and no add */
+    bn_relu_forward_train(out, in2, add, 0.0f, 0, g, b, mean, invstd, rm, rv, &d);
+    poison(d_out, nt), poison(d_mean, C), poison(d_invstd, C);
+    bn_relu_forward_train_pre_cuda(d_out, d_in, d_pre, d_add, 0.0f, 0, d_g, d_b, d_mean,
+                                   d_invstd, d_rm, d_rv, &d);
+    expect(WHAT("forward_train +add out"), d_out, out, nt, 1e-5);
+    expect(WHAT("forward_train mean"), d_mean, mean, C, 1e-5);
+    expect(WHAT("forward_train invstd"), d_invstd, invstd, C, 1e-5);
+    expect(WHAT("running mean"), d_rm, rm, C, 1e-5);
+    expect(WHAT("running var"), d_rv, rv, C, 1e-5);
+    bn_relu_forward_train(out, in2, NULL, p, key, g, b, mean, invstd, rm, rv, &d);
+    poison(d_out, nt);
+    bn_relu_forward_train_pre_cuda(d_out, d_in, d_pre, NULL, p, key, d_g, d_b, d_mean, d_invstd,
+                                   d_rm, d_rv, &d);
+    expect(WHAT("forward_train +dropout out"), d_out, out, nt, 1e-5);
+
+    bn_relu_forward_infer(din, in2, add, g, b, rm, rv, &d); /* din: scratch for the reference */
+    poison(d_din, nt);
+    bn_relu_forward_infer_pre_cuda(d_din, d_in, d_pre, d_add, d_g, d_b, d_rm, d_rv, &d);
+    expect(WHAT("forward_infer +add"), d_din, din, nt, 1e-5);
+
+    for (size_t i = 0; i < C; i++)
+        mean[i] += 0.1f;
+    gpu_context_upload(d_mean, mean, C * sizeof(float));
+    gpu_context_upload(d_invstd, invstd, C * sizeof(float));
+    gpu_context_upload(d_out, out, nt * sizeof(float)); /* the CPU's mask on both sides */
+    for (int from_out = 1; from_out >= 0; from_out--) {
+        const float *o = from_out ? out : NULL, *d_o = from_out ? d_out : NULL;
+        const float q = from_out ? p : 0.0f;
+        bn_relu_backward(din, dg, dbt, dout, in2, o, q, g, b, mean, invstd, &d);
+        bn_relu_backward_pre_cuda(d_din, d_dpre, d_dg, d_dbt, d_dout, d_in, d_pre, d_o, q, d_g,
+                                  d_b, d_mean, d_invstd, &d);
+        for (size_t ch = 0; ch < C; ch++) {
+            double sum = 0.0, abs_sum = 0.0;
+            for (int k = 0; k < n; k++)
+                for (size_t i = 0; i < HW; i++) {
+                    const double v = din[((size_t)k * C + ch) * HW + i];
+                    sum += v;
+                    abs_sum += fabs(v);
+                }
+            dpre[ch] = (float)(dpre[ch] + sum);
+            scale[ch] = abs_sum;
+        }
+        expect(WHAT(from_out ? "relu_backward (mask from out) din =" : "relu_backward din ="),
+               d_din, din, nt, 1e-5);
+        expect(WHAT("relu_backward dgamma +="), d_dg, dg, C, 1e-5);
+        expect_channel_sums(WHAT("relu_backward dpre += (the bias's gradient)"), d_dpre, dpre,
+                            scale, C, 1e-5);
+    }
+#undef WHAT
+    float *bufs[] = {in, pre, add, dout, g, b, rm, rv, dpre, dg, dbt, in2, out, din, mean, invstd};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
+        free(bufs[i]);
+    free(scale);
+    float *dbufs[] = {d_in, d_pre, d_add, d_dout, d_g, d_b, d_rm, d_rv, d_dpre, d_dg, d_dbt,
+                      d_out, d_din, d_mean, d_invstd};
+    for (size_t i = 0; i < sizeof dbufs / sizeof *dbufs; i++)
+        gpu_context_free(dbufs[i]);
+}
+
 /* Batched loads (HVDLAB_BN_BATCH=1) take the same elements in the same order as one at a time, so
  * every output must have the same bits both ways: fused training forward with dropout and the
  * add, in place, and both backward forms (mask read off that output, din =; plain, din +=). With
@@ -449,6 +562,9 @@ START_TEST(bn_matches_cpu)
         bn_case(64, 16, 784, 2.0f, 4.0f, 0.5f, 2.0f);
         bn_case(32, 160, 196, 2.0f, 4.0f, 0.5f, 2.0f);
         bn_case(64, 16, 196, 2.0f, 2.01f, 0.0f, 2e-5f);
+        bn_pre_case(8, 16, 784); /* 3 parts split */
+        bn_pre_case(4, 3, 30);
+        bn_pre_case(32, 160, 196);
     }
     for (bn_split = 0; bn_split <= 1; bn_split++) {
         bn_cuda_set_split(bn_split);
