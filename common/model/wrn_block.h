@@ -24,8 +24,8 @@ typedef struct {
     float *w, *b;       /* (Cout,Cin,k,k), (Cout) in the params buffer */
     float *dw, *db;     /* same shapes in the grads buffer */
     int gpu;            /* 1: every pointer is device memory and the cuDNN twin runs */
-    int bias_in_bn;     /* GPU, HVDLAB_BIAS_IN_BN=1: its output and din leave out the bias; the
-                           batch norm after it adds b and its gradient db (wrn_bn.pre) */
+    int bias_in_bn;     /* GPU, HVDLAB_BIAS_IN_BN=1: its output leaves out b and its backward
+                           db; the batch norm after it adds both (wrn_bn.pre, wrn_bn.dpre) */
     size_t work_floats; /* GPU: floats in the model's workspace (the work argument) */
 } wrn_conv;
 
