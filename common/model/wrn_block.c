@@ -141,27 +141,17 @@ void wrn_bn_relu_forward(wrn_bn *bn, float *out, const float *in, const float *a
 {
     const double t0 = lprof_start();
     bn->d.n = B;
-    if (train && bn->pre) /* a GPU model's only (wrn_place.c) */
-        WRN_DISPATCH(1,
+    /* the GPU's _pre forms: with bn->pre NULL (no bias folded in) the plain fused forms */
+    if (train)
+        WRN_DISPATCH(bn->gpu,
                      bn_relu_forward_train_pre_cuda(out, in, bn->pre, add, p, key, bn->gamma,
                                                     bn->beta, bn->mean, bn->invstd,
                                                     bn->run_mean, bn->run_var, &bn->d),
-                     (void)0);
-    else if (train)
-        WRN_DISPATCH(bn->gpu,
-                     bn_relu_forward_train_cuda(out, in, add, p, key, bn->gamma, bn->beta,
-                                                bn->mean, bn->invstd, bn->run_mean, bn->run_var,
-                                                &bn->d),
                      bn_relu_cpu(bn, out, in, add, 1, p, key));
-    else if (bn->pre)
-        WRN_DISPATCH(1,
-                     bn_relu_forward_infer_pre_cuda(out, in, bn->pre, add, bn->gamma, bn->beta,
-                                                    bn->run_mean, bn->run_var, &bn->d),
-                     (void)0);
     else
         WRN_DISPATCH(bn->gpu,
-                     bn_relu_forward_infer_cuda(out, in, add, bn->gamma, bn->beta, bn->run_mean,
-                                                bn->run_var, &bn->d),
+                     bn_relu_forward_infer_pre_cuda(out, in, bn->pre, add, bn->gamma, bn->beta,
+                                                    bn->run_mean, bn->run_var, &bn->d),
                      bn_relu_cpu(bn, out, in, add, 0, 0.0f, 0));
     lprof_stop(t0, add ? "bn+relu+add fwd" : p > 0.0f ? "bn+relu+dropout fwd" : "bn+relu fwd");
 }
@@ -189,19 +179,13 @@ void wrn_bn_relu_backward(wrn_bn *bn, float *din, const float *dout, const float
 {
     const double t0 = lprof_start();
     bn->d.n = B;
-    if (bn->pre) /* a GPU model's only (wrn_place.c) */
-        WRN_DISPATCH(1,
-                     bn_relu_backward_pre_cuda(din, bn->dpre, bn->dgamma, bn->dbeta, dout, in,
-                                               bn->pre, relu_out, p, bn->gamma, bn->beta,
-                                               bn->mean, bn->invstd, &bn->d),
-                     (void)0);
-    else
-        WRN_DISPATCH(bn->gpu,
-                     bn_relu_backward_cuda(din, bn->dgamma, bn->dbeta, dout, in, relu_out, p,
-                                           bn->gamma, bn->beta, bn->mean, bn->invstd, &bn->d),
-                     (bn->blocked ? bn_relu_backward_c16 : bn_relu_backward)(
-                         din, bn->dgamma, bn->dbeta, dout, in, relu_out, p, bn->gamma, bn->beta,
-                         bn->mean, bn->invstd, &bn->d));
+    WRN_DISPATCH(bn->gpu,
+                 bn_relu_backward_pre_cuda(din, bn->dpre, bn->dgamma, bn->dbeta, dout, in, bn->pre,
+                                           relu_out, p, bn->gamma, bn->beta, bn->mean,
+                                           bn->invstd, &bn->d),
+                 (bn->blocked ? bn_relu_backward_c16 : bn_relu_backward)(
+                     din, bn->dgamma, bn->dbeta, dout, in, relu_out, p, bn->gamma, bn->beta,
+                     bn->mean, bn->invstd, &bn->d));
     lprof_stop(t0, "bn+relu bwd");
 }
 

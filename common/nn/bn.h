@@ -114,8 +114,8 @@ void bn_relu_backward_cuda(float *din, float *dgamma, float *dbeta, const float 
  * (HVDLAB_BIAS_IN_BN=1, model/wrn_place.c): the convolution then writes its output without the
  * bias, and these forms normalise in + pre (pre: (C), that bias; the float sum cuDNN's bias add
  * would have stored), where the others normalise in; the backward also adds the bias's gradient,
- * Σ din over each channel, into dpre (+=). The CPU has no such forms: its convolutions add their
- * own bias. */
+ * Σ din over each channel, into dpre (+=). With pre NULL they are the plain fused forms (dpre
+ * unused). The CPU has no such forms: its convolutions add their own bias. */
 void bn_relu_forward_train_pre_cuda(float *out, const float *in, const float *pre,
                                     const float *add, float p, uint64_t key, const float *gamma,
                                     const float *beta, float *mean, float *invstd,
