@@ -1,7 +1,7 @@
 /* layer_prof.c — per-layer time totals. See layer_prof.h.
- * Public: lprof_enable, lprof_set_sync, lprof_set_clock, lprof_start, lprof_stop, lprof_stopf,
- *         lprof_flush, lprof_count, lprof_entry, lprof_reset. Single-threaded use (the model's
- *         step runs on one thread). */
+ * Public: lprof_enable, lprof_set_clock, lprof_start, lprof_stop, lprof_stopf, lprof_flush,
+ *         lprof_count, lprof_entry, lprof_reset. Single-threaded use (the model's step runs on
+ *         one thread). */
 #include "nn/layer_prof.h"
 
 #include <stdarg.h>
@@ -23,7 +23,6 @@ static struct {
 } entries[LPROF_MAX];
 static int nentries;
 
-static void (*sync_fn)(void);
 static const lprof_clock *clock_fn;
 static struct {
     int entry, a, b;
@@ -31,8 +30,6 @@ static struct {
 static int npending;
 
 void lprof_enable(int on) { lprof_enabled_flag = on != 0; }
-
-void lprof_set_sync(void (*sync)(void)) { sync_fn = sync; }
 
 /* The pending pairs' seconds added to their names; the marks are kept (a timed statement may
  * still be open, its start mark among them). */
@@ -63,8 +60,6 @@ double lprof_start(void)
         return 0.0;
     if (clock_fn)
         return (double)clock_fn->mark();
-    if (sync_fn)
-        sync_fn();
     return timer_seconds();
 }
 
@@ -98,8 +93,6 @@ void lprof_stop(double t0, const char *name)
         npending++;
         return;
     }
-    if (sync_fn)
-        sync_fn();
     const double dt = timer_seconds() - t0;
     const int i = entry_of(name);
     entries[i].seconds += dt;

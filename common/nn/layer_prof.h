@@ -8,18 +8,16 @@
  *   ... the layer ...
  *   lprof_stop(t, "bn fwd");            // or lprof_stopf(t, "conv%dx%d %d>%d fwd", ...)
  *
- * On a GPU model the layers only enqueue kernels. Two ways to time them:
- *  - lprof_set_sync(gpu_context_sync) makes every start and stop wait for the stream first, so
- *    each name gets its kernels' time plus the host's (a launch latency and more; the waits
- *    serialise the step, so the profiled steps run slower than the timed ones);
- *  - lprof_set_clock with GPU marks (nn/gpu_marks.h): start and stop record a mark on the
- *    stream and nobody waits; the seconds between each pair are read at lprof_flush or
- *    lprof_count (and when the table of pending pairs is full), so each name gets the GPU's time
- *    from its first kernel's start to its last one's end, gaps included, and the step runs as
- *    fast as unprofiled. A clock, when set, is used instead of the sync.
+ * On a GPU model the layers only enqueue kernels, so the wall clock would time the enqueueing.
+ * lprof_set_clock with GPU marks (nn/gpu_marks.h) times the kernels instead: start and stop
+ * record a mark on the stream and nobody waits; the seconds between each pair are read at
+ * lprof_flush or lprof_count (and when the table of pending pairs is full), so each name gets
+ * the GPU's time from its first kernel's start to its last one's end, gaps included, and the
+ * step runs as fast as unprofiled. (Until 2026-11-26 a sync hook waited for the stream around
+ * every layer instead, which counted host time too and slowed the profiled steps.)
  *
- * Public: lprof_enable, lprof_on, lprof_set_sync, lprof_set_clock, lprof_start, lprof_stop,
- *         lprof_stopf, lprof_flush, lprof_count, lprof_entry, lprof_reset.
+ * Public: lprof_enable, lprof_on, lprof_set_clock, lprof_start, lprof_stop, lprof_stopf,
+ *         lprof_flush, lprof_count, lprof_entry, lprof_reset.
  */
 #ifndef HVDLAB_LAYER_PROF_H
 #define HVDLAB_LAYER_PROF_H
@@ -31,7 +29,6 @@
 extern int lprof_enabled_flag;
 
 void lprof_enable(int on);
-void lprof_set_sync(void (*sync)(void)); /* NULL: wall clock of the calls alone (the default) */
 
 /* A clock of marks: mark() records one and returns its number (>= 0); seconds(a, b) is the time
  * from mark a to mark b (it may wait for b); release() says every mark may be reused. */
@@ -40,7 +37,7 @@ typedef struct {
     double (*seconds)(int a, int b);
     void (*release)(void);
 } lprof_clock;
-/* NULL: back to the sync or the wall clock. Flushes what the previous clock left pending. */
+/* NULL: back to the wall clock (the default). Flushes what the previous clock left pending. */
 void lprof_set_clock(const lprof_clock *clock);
 /* Adds the pending pairs' seconds to their names and releases the marks: call it where no
  * timed statement is open (between steps), as its start mark is released too. */
