@@ -602,8 +602,7 @@ static __global__ void __launch_bounds__(BN_THREADS)
 /* dpre[c] += the channel's P partials of Σ din, in part order; a thread a channel. */
 static __global__ void bn_split_dpre_kernel(float *dpre, const double *part3, int C, int P)
 {
-    const int c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c < C)
+    for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < C; c += gridDim.x * blockDim.x)
         dpre[c] += (float)part_total(part3, c, P);
 }
 
@@ -626,8 +625,8 @@ static void backward_b(float *din, float *dgamma, float *dbeta, const bn_grad_in
             din, dgamma, dbeta, part1, part2, part3, gi, d->c, d->hw, d->n);
         if (gi.dpre && din) {
             CUDA_CHECK_LAUNCH(st);
-            bn_split_dpre_kernel<<<(unsigned)(d->c + 255) / 256, 256, 0, st>>>(gi.dpre, part3,
-                                                                              d->c, P);
+            bn_split_dpre_kernel<<<gpu_blocks((size_t)d->c), GPU_THREADS, 0, st>>>(gi.dpre, part3,
+                                                                                  d->c, P);
         }
     } else {
         bn_backward_kernel<MODE, ACCUMULATE, B><<<d->c, BN_THREADS, 0, st>>>(din, dgamma, dbeta,

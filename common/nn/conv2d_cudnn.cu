@@ -247,8 +247,8 @@ static void make_plan(conv_plan *p, const conv2d_dims *d, int tf32)
 
 static __global__ void fill_kernel(float *p, size_t n, float v)
 {
-    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n)
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
         p[i] = v;
 }
 
@@ -266,7 +266,7 @@ static void bias_buffers(const conv2d_dims *d)
         gpu_context_free(bias_ones);
         bias_ones = (float *)gpu_context_alloc(ones * sizeof(float));
         bias_ones_n = ones;
-        fill_kernel<<<(unsigned)((ones + 255) / 256), 256, 0, st>>>(bias_ones, ones, 1.0f);
+        fill_kernel<<<gpu_blocks(ones), GPU_THREADS, 0, st>>>(bias_ones, ones, 1.0f);
         CUDA_CHECK_LAUNCH(st);
     }
     if (rows > bias_row_sums_n) {
