@@ -1,42 +1,75 @@
-# mk/emu.mk — make test-emu: the GPU twins' kernels (bn, act, pool, xent) run on the CPU by the
-# emulator in tests/emu/ (README there), against the CPU layers, in test_twins_cuda.c's cases
-# without cuDNN and cuBLAS (HVDLAB_CUDA_EMU). For a machine without a GPU: a kernel's arithmetic
-# and indexing are checked before a GPU session, not its speed or its races. Needs the CUDA
-# toolkit's headers (types only: nothing of CUDA runs); skipped without them.
+# mk/emu.mk — the CUDA build of the runtime with its GPU kernels run on the CPU by the emulator in
+# tests/emu/ (README there), for a machine without a GPU:
+#   make test-emu (part of make test, ~30 s): test_twins_emu, test_twins_cuda.c's cases of the
+#     kit's kernels (bn, act, pool, xent) against the CPU layers (HVDLAB_CUDA_EMU leaves out the
+#     cuDNN and cuBLAS cases);
+#   make test-emu-model (~6 min, apart for its time): test_wrn_emu, test_wrn_cuda.c, the whole
+#     GPU model against the CPU model, where the GPU model's convolutions and dense layers are
+#     the CPU's own (tests/emu/emu_libs.c); by default, then with HVDLAB_BN_BATCH=1 and
+#     HVDLAB_BIAS_IN_BN=1 (tests/emu/run_emu.sh).
+# They check the kernels' arithmetic and indexing and the GPU path's wiring before a GPU
+# session, not speed or races. Need the CUDA toolkit's headers (types only: nothing of CUDA
+# runs); skipped without them.
 EMU := $(BUILD)/emu
-EMU_KERNELS := bn act pool xent
-EMU_KERNEL_OBJ := $(EMU_KERNELS:%=$(EMU)/common/nn/%_cuda.o)
-EMU_OBJ := $(EMU_KERNEL_OBJ) $(EMU)/tests/emu/emu_sched.o $(EMU)/tests/emu/emu_runtime.o \
-           $(EMU)/tests/unit/test_twins_cuda.o
+# Files of the CUDA build that the emulator replaces: NVIDIA's libraries and the device context.
+EMU_REPLACED := common/nn/conv2d_cudnn.cu common/nn/dense_cuda.cu common/nn/gpu_context.cu
+EMU_CU_OBJ := $(patsubst %.cu,$(EMU)/%.o,$(filter-out $(EMU_REPLACED),$(wildcard common/*/*.cu)))
+EMU_C_OBJ := $(COMMON_SRC:%.c=$(EMU)/%.o) $(patsubst %.c,$(EMU)/%.o,$(wildcard tests/emu/*.c))
+EMU_LIB := $(EMU)/libhvdlab_emu.a
+EMU_TESTS := $(EMU)/test_twins_emu $(EMU)/test_wrn_emu
 EMU_CPPFLAGS = -DHVDLAB_CUDA=1 -DHVDLAB_CUDA_EMU=1 -Itests -Itests/emu -I$(CUDA_HOME)/include \
-               -I$(CUDNN_HOME)/include
+               -I$(CUDNN_HOME)/include -I$(NCCL_HOME)/include
 # The kernels as C++: no FMA contraction, as nvcc --fmad=false; `#pragma unroll` is nvcc's.
 EMU_CXXFLAGS = -std=c++17 $(OPT) -g -Wall -Wextra $(if $(filter 1,$(WERROR)),-Werror) \
                -Wno-unknown-pragmas -ffp-contract=off -MMD -MP \
                $(if $(filter 1,$(SANITIZE)),-fsanitize=address$(comma)undefined -fno-omit-frame-pointer)
 
-.PHONY: test-emu
+EMU_HEADERS_FOUND = $(and $(wildcard $(CUDA_HOME)/include/cuda_runtime_api.h),$(wildcard \
+                      $(CUDNN_HOME)/include/cudnn.h),$(wildcard $(NCCL_HOME)/include/nccl.h))
+EMU_NO_HEADERS = echo "$@: skipped, no CUDA, cuDNN or NCCL headers (CUDA_HOME=$(CUDA_HOME))"
+EMU_NOT_CUDA = echo "$@: a CPU-flavour target (a CUDA=1 build has the real kernels)" >&2; exit 2
+
+.PHONY: test-emu test-emu-model
 test-emu:  ## the GPU kernels of bn, act, pool and xent emulated on the CPU against the CPU layers (no GPU needed)
 ifeq ($(CUDA),1)
-	@echo "test-emu: a CPU-flavour target (the CUDA=1 build has the real kernels): run make test-emu" >&2; exit 2
+	@$(EMU_NOT_CUDA)
+else ifeq ($(EMU_HEADERS_FOUND),)
+	@$(EMU_NO_HEADERS)
 else
-	@if [ -f "$(CUDA_HOME)/include/cuda_runtime_api.h" ] && [ -f "$(CUDNN_HOME)/include/cudnn.h" ]; then \
-	  $(MAKE) --no-print-directory $(EMU)/test_twins_emu >/dev/null && \
-	  timeout 600 $(EMU)/test_twins_emu; \
-	else echo "test-emu: skipped, no CUDA headers at $(CUDA_HOME)/include (or no cudnn.h)"; fi
+	@$(MAKE) --no-print-directory $(EMU)/test_twins_emu >/dev/null
+	@timeout 600 $(EMU)/test_twins_emu
 endif
 
-$(EMU)/common/nn/%_cuda.cu: common/nn/%_cuda.cu tests/emu/emu_cu.sh
+test-emu-model:  ## the whole GPU model emulated on the CPU against the CPU model, three ways (~6 min; no GPU needed)
+ifeq ($(CUDA),1)
+	@$(EMU_NOT_CUDA)
+else ifeq ($(EMU_HEADERS_FOUND),)
+	@$(EMU_NO_HEADERS)
+else
+	@$(MAKE) --no-print-directory $(EMU)/test_wrn_emu >/dev/null
+	@TEST_TIMEOUT=900 sh tests/emu/run_emu.sh $(EMU)/test_wrn_emu
+endif
+
+$(EMU)/%.cu: %.cu tests/emu/emu_cu.sh
 	@mkdir -p $(@D)
 	sh tests/emu/emu_cu.sh $< $@
 
-$(EMU_KERNEL_OBJ): %.o: %.cu tests/emu/cuda_emu.cuh $(FLAGS_STAMP)
+$(EMU_CU_OBJ): %.o: %.cu tests/emu/cuda_emu.cuh $(FLAGS_STAMP)
 	g++ -x c++ $(EMU_CXXFLAGS) -D_GNU_SOURCE -Icommon $(EMU_CPPFLAGS) -include cuda_emu.cuh \
 	  -c $< -o $@
 
-$(EMU)/tests/%.o: tests/%.c $(FLAGS_STAMP)
+$(EMU_C_OBJ) $(EMU_TESTS:%=%.o): $(FLAGS_STAMP)
+$(EMU)/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(EMU_CPPFLAGS) $(CFLAGS) -c $< -o $@
 
-$(EMU)/test_twins_emu: $(EMU_OBJ) $(TEST_HELPERS) $(LIB)
-	$(CC) $(LDFLAGS) $(EMU_OBJ) $(TEST_HELPERS) $(LIB) $(CHECK_LIBS) $(LDLIBS) -lstdc++ -o $@
+$(EMU_LIB): $(EMU_C_OBJ) $(EMU_CU_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+$(EMU)/test_%_emu.o: tests/unit/test_%_cuda.c $(FLAGS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(EMU_CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(EMU_TESTS): %: %.o $(EMU_LIB) $(patsubst %.c,$(EMU)/%.o,$(wildcard tests/lib/*.c))
+	$(CC) $(LDFLAGS) $< $(patsubst %.c,$(EMU)/%.o,$(wildcard tests/lib/*.c)) $(EMU_LIB) \
+	  $(CHECK_LIBS) $(LDLIBS) -lstdc++ -o $@

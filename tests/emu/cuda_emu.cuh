@@ -12,7 +12,7 @@
  * (gpu_context_stream, gpu_blocks, HVD_HOST_DEVICE).
  *
  * Emulated: __syncthreads, __shfl_down_sync (full mask), atomicAdd and atomicMin (threads never
- * run at once here, so a plain read-modify-write is atomic). A kernel that uses anything else
+ * run at once here, so a plain read-modify-write is atomic), __float_as_uint. A kernel that uses anything else
  * does not compile, which names it.
  */
 #ifndef HVDLAB_CUDA_EMU_CUH
@@ -27,6 +27,10 @@
 #include <utility>
 
 #include "emu_sched.h"
+
+/* cuda_runtime.h (which some kernel files include) is nvcc's view: device built-ins and math
+ * that clash with the host's and with the ones below. Its host API is cuda_runtime_api.h's. */
+#define __CUDA_RUNTIME_H__
 
 #undef __host__
 #undef __device__
@@ -57,6 +61,19 @@ template <typename T> static inline T __shfl_down_sync(unsigned mask, T v, unsig
     bits = emu_shfl_down(mask, bits, delta);
     memcpy(&v, &bits, sizeof v);
     return v;
+}
+
+static inline unsigned int __float_as_uint(float x)
+{
+    unsigned int u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+/* cuda_runtime.h's overload for a kernel itself */
+template <typename T> static inline cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *a, T *f)
+{
+    return cudaFuncGetAttributes(a, reinterpret_cast<const void *>(f));
 }
 
 template <typename T> static inline T atomicAdd(T *p, T v)

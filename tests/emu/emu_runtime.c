@@ -1,5 +1,5 @@
-/* emu_runtime.c — the host side of the CPU emulator: nn/gpu_context.h's functions and the few
- * CUDA runtime calls the kernel files make, over plain host memory. Device pointers are host
+/* emu_runtime.c — the host side of the CPU emulator: nn/gpu_context.h's functions and the CUDA
+ * runtime calls the kit makes, over plain host memory. Device pointers are host
  * pointers here and every call runs to completion when made, so a stream's order is kept and a
  * "sync" has nothing to wait for. There is no cuDNN or cuBLAS: a file that calls them (or
  * gpu_context_cudnn, gpu_context_cublas) does not link into the emulator.
@@ -93,5 +93,132 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, enum cudaM
 {
     (void)kind, (void)s;
     memmove(dst, src, bytes);
+    return cudaSuccess;
+}
+
+/* ---- the rest of the runtime the kit calls: memory, devices, streams, events ----------------- */
+
+cudaError_t cudaMalloc(void **p, size_t bytes)
+{
+    *p = gpu_context_alloc(bytes);
+    return cudaSuccess;
+}
+cudaError_t cudaFree(void *p)
+{
+    free(p);
+    return cudaSuccess;
+}
+cudaError_t cudaMallocHost(void **p, size_t bytes)
+{
+    *p = gpu_context_alloc(bytes);
+    return cudaSuccess;
+}
+cudaError_t cudaFreeHost(void *p)
+{
+    free(p);
+    return cudaSuccess;
+}
+cudaError_t cudaHostRegister(void *p, size_t bytes, unsigned flags)
+{
+    (void)p, (void)bytes, (void)flags;
+    return cudaSuccess;
+}
+cudaError_t cudaHostUnregister(void *p)
+{
+    (void)p;
+    return cudaSuccess;
+}
+cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total)
+{
+    *free_bytes = *total = (size_t)16 << 30;
+    return cudaSuccess;
+}
+/* Every pointer is host memory here: the collectives take the host path. */
+cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a, const void *p)
+{
+    memset(a, 0, sizeof *a);
+    a->type = cudaMemoryTypeUnregistered;
+    a->hostPointer = (void *)p;
+    return cudaSuccess;
+}
+
+cudaError_t cudaGetDeviceCount(int *n)
+{
+    *n = 1;
+    return cudaSuccess;
+}
+cudaError_t cudaSetDevice(int d) { return d == 0 ? cudaSuccess : cudaErrorInvalidDevice; }
+cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
+cudaError_t cudaRuntimeGetVersion(int *v)
+{
+    *v = CUDART_VERSION;
+    return cudaSuccess;
+}
+cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int d)
+{
+    if (d != 0)
+        return cudaErrorInvalidDevice;
+    memset(p, 0, sizeof *p);
+    strcpy(p->name, "CPU emulator (tests/emu)");
+    p->totalGlobalMem = (size_t)16 << 30;
+    p->major = 9;
+    p->multiProcessorCount = 1;
+    return cudaSuccess;
+}
+cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *a, const void *f)
+{
+    (void)f;
+    memset(a, 0, sizeof *a);
+    return cudaSuccess;
+}
+
+/* Streams and events: the work is done when enqueued, so every query says done. */
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags)
+{
+    (void)flags;
+    *s = NULL;
+    return cudaSuccess;
+}
+cudaError_t cudaStreamDestroy(cudaStream_t s)
+{
+    (void)s;
+    return cudaSuccess;
+}
+cudaError_t cudaStreamQuery(cudaStream_t s)
+{
+    (void)s;
+    return cudaSuccess;
+}
+static int emu_event; /* a non-NULL handle, the same for every event: none holds anything */
+cudaError_t cudaEventCreate(cudaEvent_t *e)
+{
+    *e = (cudaEvent_t)&emu_event;
+    return cudaSuccess;
+}
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags)
+{
+    (void)flags;
+    return cudaEventCreate(e);
+}
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
+{
+    (void)e, (void)s;
+    return cudaSuccess;
+}
+cudaError_t cudaEventSynchronize(cudaEvent_t e)
+{
+    (void)e;
+    return cudaSuccess;
+}
+cudaError_t cudaEventDestroy(cudaEvent_t e)
+{
+    (void)e;
+    return cudaSuccess;
+}
+/* No clock: a GPU mark's time is 0 here. */
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b)
+{
+    (void)a, (void)b;
+    *ms = 0.0f;
     return cudaSuccess;
 }

@@ -61,14 +61,37 @@ static void block_error(const char *what)
                 emu_blockIdx.z, emu_gridDim.x, emu_gridDim.y, emu_gridDim.z, what);
 }
 
-/* A slot's life: park (back to the scheduler), and each time it is resumed there run the body
- * once as the thread it now is. */
+static void set_thread_idx(int i)
+{
+    const unsigned bx = emu_blockDim.x, by = emu_blockDim.y;
+    emu_threadIdx.x = (unsigned)i % bx;
+    emu_threadIdx.y = (unsigned)i / bx % by;
+    emu_threadIdx.z = (unsigned)i / (bx * by);
+}
+
+/* Leaves the running slot t (to be resumed at this call's return): straight on to the next
+ * runnable thread of the block after it, in the scheduler's order, or back to the scheduler
+ * when there is none. Going thread to thread halves the jumps of a barrier. */
+static void switch_away(emu_thread *t)
+{
+    if (_setjmp(t->resume) != 0)
+        return;
+    for (int i = cur + 1; running && i < nthreads; i++)
+        if (threads[i].state == RUNNABLE) {
+            cur = i;
+            set_thread_idx(i);
+            _longjmp(threads[i].resume, 1);
+        }
+    _longjmp(sched, 1);
+}
+
+/* A slot's life: park, and each time it is resumed there run the body once as the thread it
+ * now is. */
 static void slot_main(void)
 {
     emu_thread *t = &threads[cur];
     for (;;) {
-        if (_setjmp(t->resume) == 0)
-            _longjmp(sched, 1);
+        switch_away(t);
         run_body(run_arg);
         t->state = EXITED;
     }
@@ -80,8 +103,12 @@ static void make_slot(int i)
     static ucontext_t boot, back;
     if (!(threads[i].stack = malloc(EMU_STACK_BYTES)) || getcontext(&boot) != 0)
         fatal_error("emu: cannot make a thread's stack");
-    boot.uc_stack.ss_sp = threads[i].stack;
-    boot.uc_stack.ss_size = EMU_STACK_BYTES;
+    /* Stacks of the same size from mmap all start at the same offset in a page, so their tops
+     * (where a waiting thread's frames are) would fall in the same cache sets: each slot's
+     * stack starts a few cache lines further in than the last one's. */
+    const size_t skew = (size_t)(i % 61) * 64;
+    boot.uc_stack.ss_sp = threads[i].stack + skew;
+    boot.uc_stack.ss_size = EMU_STACK_BYTES - skew;
     boot.uc_link = NULL; /* slot_main never returns */
     makecontext(&boot, slot_main, 0);
     cur = i;
@@ -89,15 +116,7 @@ static void make_slot(int i)
         swapcontext(&back, &boot); /* parks at once: _longjmp(sched) lands above */
 }
 
-static void set_thread_idx(int i)
-{
-    const unsigned bx = emu_blockDim.x, by = emu_blockDim.y;
-    emu_threadIdx.x = (unsigned)i % bx;
-    emu_threadIdx.y = (unsigned)i / bx % by;
-    emu_threadIdx.z = (unsigned)i / (bx * by);
-}
-
-/* Runs slot i until it waits or exits. */
+/* Runs slot i, and the runnable ones after it, until each waits or exits. */
 static void run_slot(int i)
 {
     cur = i;
@@ -112,8 +131,7 @@ static void wait_at(int state)
         fatal_error("emu: a barrier or shuffle outside a kernel launch");
     emu_thread *t = &threads[cur];
     t->state = state;
-    if (_setjmp(t->resume) == 0)
-        _longjmp(sched, 1);
+    switch_away(t);
 }
 
 /* Lets a warp whose lanes all wait at a shuffle go on; returns whether it did. */

@@ -49,6 +49,10 @@
  *   0 elements measured between CPU roundings);
  *   a checkpoint written by the GPU model loads into a CPU model with the same bits and the two
  *   continue the same run (3 more SGD steps: the step-5 checks above), and back.
+ *
+ * Built again with HVDLAB_CUDA_EMU (make test-emu, tests/emu/) it needs no GPU: the GPU model's
+ * kernels run on the CPU under the emulator and its convolutions and dense layers are the CPU's
+ * own, so it checks the rest of the GPU path (kernels, wiring, optimizer kernels, checkpoints).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -294,6 +298,10 @@ static Suite *suite(void)
 
 int main(int argc, char **argv)
 {
+#ifdef HVDLAB_CUDA_EMU
+    printf("test_wrn_emu: the GPU model emulated on the CPU (tests/emu), its convolutions and "
+           "dense layers the CPU's: its kernels and wiring, not a GPU result\n");
+#endif
     const int rc = gpu_skip_status(NULL);
     if (rc != 0)
         return rc;
