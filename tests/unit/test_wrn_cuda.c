@@ -48,7 +48,11 @@
  *   is clearly away from zero (the mask bits are the CPU's: test_twins_cuda checks them exactly;
  *   0 elements measured between CPU roundings);
  *   a checkpoint written by the GPU model loads into a CPU model with the same bits and the two
- *   continue the same run (3 more SGD steps: the step-5 checks above), and back.
+ *   continue the same run (3 more SGD steps: the step-5 checks above), and back;
+ *   with every bias random (the ones before batch norm start at 0 otherwise), one step's running
+ *   statistics and the inference logits after it (the running-statistics and logits tolerances
+ *   above): the GPU's folded bias (HVDLAB_BIAS_IN_BN=1) dropped fails it, 1.0 of stem.bn.mean's
+ *   scale off, in the CPU emulator.
  *
  * Built again with HVDLAB_CUDA_EMU (make test-emu, tests/emu/) it needs no GPU: the GPU model's
  * kernels run on the CPU under the emulator and its convolutions and dense layers are the CPU's
@@ -69,6 +73,7 @@
 #include "base/compute_device.h"
 #include "ckpt/ckpt.h"
 #include "lib/ck_mpi.h"
+#include "lib/fill.h"
 #include "lib/tmpdir.h"
 #include "lib/wrn_match.h"
 #include "model/wrn_internal.h"
@@ -206,6 +211,53 @@ static void steps_match(int kind)
     wrn_free(c);
 }
 
+/* The biases of the convolutions before batch norm start at 0, and batch norm takes them out of
+ * its output again, so the checks above cannot see where they go. Here every bias is random on
+ * both sides before one training step: the running means carry the biases before batch norm
+ * (0.1 of the batch's mean), and the inference logits are made with them. That is where the
+ * GPU's HVDLAB_BIAS_IN_BN=1 fold (the bias added inside batch norm, not by the convolution)
+ * must put them. Its own batch (seed 99), so the batches of the other tests stay as they were. */
+START_TEST(conv_biases_reach_running_stats)
+{
+    wrn_model *g = model(1, 0.0f), *c = model(0, 0.0f);
+    param_set *pg = wrn_params(g), *pc = wrn_params(c);
+    uint64_t r = 99;
+    for (int i = 0; i < pc->nviews; i++) {
+        const param_view *v = &pc->views[i];
+        const size_t len = strlen(v->name);
+        if (len < 2 || strcmp(v->name + len - 2, ".b") != 0)
+            continue;
+        float *b = rand_floats(&r, v->count, -0.5f, 0.5f);
+        memcpy(pc->params + v->offset, b, v->count * sizeof *b);
+        params_from_host(pg->params + v->offset, b, v->count, 1);
+        free(b);
+    }
+    float *x = rand_floats(&r, (size_t)NB * PIX, -2.0f, 2.0f);
+    int y[NB];
+    for (int i = 0; i < NB; i++)
+        y[i] = i % WRN_CLASSES;
+    wrn_train_batch(g, x, y, NB, 5e-4f);
+    wrn_train_batch(c, x, y, NB, 5e-4f);
+    float *st = host(pg->state, pc->n_state, 1);
+    for (int i = 0; i < pc->n_state_views; i++) {
+        const param_view *v = &pc->state_views[i];
+        const double e = wm_err(st + v->offset, pc->state + v->offset, v->count, 0.0);
+        ck_assert_msg(e <= WM_STATS, "running statistics %s: GPU %.2e of its scale off the CPU "
+                      "(tolerance %.0e)", v->name, e, WM_STATS);
+    }
+    float lg[NB * WRN_CLASSES], lc[NB * WRN_CLASSES];
+    wrn_eval_batch(g, x, y, NB, lg);
+    wrn_eval_batch(c, x, y, NB, lc);
+    const double e = wm_err(lg, lc, NB * WRN_CLASSES, 0.0);
+    ck_assert_msg(e <= WM_LOGITS, "inference logits: GPU %.2e of their scale off the CPU "
+                  "(tolerance %.0e)", e, WM_LOGITS);
+    free(st);
+    free(x);
+    wrn_free(g);
+    wrn_free(c);
+}
+END_TEST
+
 START_TEST(sgd_20_steps) { steps_match(OPT_SGD); }
 END_TEST
 
@@ -292,6 +344,7 @@ static Suite *suite(void)
     tcase_add_test(tc, novograd_20_steps);
     tcase_add_test(tc, gpu_checkpoint_resumes_on_cpu);
     tcase_add_test(tc, cpu_checkpoint_resumes_on_gpu);
+    tcase_add_test(tc, conv_biases_reach_running_stats);
     suite_add_tcase(s, tc);
     return s;
 }
