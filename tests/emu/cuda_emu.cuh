@@ -12,8 +12,9 @@
  * (gpu_context_stream, gpu_blocks, HVD_HOST_DEVICE).
  *
  * Emulated: __syncthreads, __shfl_down_sync (full mask), atomicAdd and atomicMin (threads never
- * run at once here, so a plain read-modify-write is atomic), __float_as_uint. A kernel that uses anything else
- * does not compile, which names it.
+ * run at once here, so a plain read-modify-write is atomic), __float_as_uint, and
+ * cudaFuncGetAttributes on a kernel. A kernel that uses anything else does not compile, which
+ * names it.
  */
 #ifndef HVDLAB_CUDA_EMU_CUH
 #define HVDLAB_CUDA_EMU_CUH

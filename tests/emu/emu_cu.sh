@@ -1,9 +1,10 @@
 #!/bin/sh
 # emu_cu.sh IN.cu OUT.cu — a kernel file rewritten for the CPU emulator (cuda_emu.cuh): each
-# launch `k<<<grid, block[, shared[, stream]]>>>(args)` becomes `emu_kernel(k, grid, block, ...)(args)`
-# and each `extern __shared__ T a[];` a pointer to the block's dynamic shared memory. A launch
-# must sit on one line (the kit's do; check_cuda_streams.sh reads them the same way). Nothing
-# else changes, so the compiler's line numbers still point into IN.
+# launch `k<<<grid, block[, shared[, stream]]>>>(args)` becomes
+# `emu_kernel(k, grid, block, ...)(args)`, and each `extern __shared__ T a[];` a pointer to the
+# block's dynamic shared memory. A launch must sit on one line (the kit's do;
+# check_cuda_streams.sh reads them the same way). Nothing else changes, and a #line names IN, so
+# the compiler's messages point into IN at its own line numbers.
 set -eu
 [ $# -eq 2 ] || { echo "usage: emu_cu.sh IN.cu OUT.cu" >&2; exit 2; }
 tmp="$2.tmp"

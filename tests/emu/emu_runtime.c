@@ -1,8 +1,8 @@
 /* emu_runtime.c — the host side of the CPU emulator: nn/gpu_context.h's functions and the CUDA
- * runtime calls the kit makes, over plain host memory. Device pointers are host
- * pointers here and every call runs to completion when made, so a stream's order is kept and a
- * "sync" has nothing to wait for. There is no cuDNN or cuBLAS: a file that calls them (or
- * gpu_context_cudnn, gpu_context_cublas) does not link into the emulator.
+ * runtime calls the kit makes, over plain host memory. Device pointers are host pointers here
+ * and every call runs to completion when made, so a stream's order is kept and a "sync" has
+ * nothing to wait for. cuDNN, cuBLAS and NCCL are not here: emu_libs.c stands in for the kit's
+ * files that call them, and anything else that calls them does not link into the emulator.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -86,7 +86,10 @@ cudaError_t cudaStreamSynchronize(cudaStream_t s)
     (void)s;
     return cudaSuccess;
 }
-const char *cudaGetErrorString(cudaError_t e) { return e == cudaSuccess ? "no error" : "emu error"; }
+const char *cudaGetErrorString(cudaError_t e)
+{
+    return e == cudaSuccess ? "no error" : "an error in the CPU emulator";
+}
 
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind,
                             cudaStream_t s)

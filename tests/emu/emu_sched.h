@@ -2,9 +2,10 @@
  * threads as coroutines (glibc's ucontext) that run until they reach a barrier, so that
  * __syncthreads and warp shuffles mean what they mean on a GPU.
  *
- * Why: the kit's kernels (the nn/ files named *_cuda.cu) can then run where there is no GPU, against the CPU
- * layers, in test_twins_emu (tests/emu/README.md). It checks their arithmetic and indexing; it
- * cannot check speed, races (threads never run at once here) or anything of cuDNN or cuBLAS.
+ * Why: the kit's kernels (its *_cuda.cu files) can then run where there is no GPU, against the
+ * CPU layers and model, in test_twins_emu and test_wrn_emu (tests/emu/README.md). They check
+ * the kernels' arithmetic and indexing; not speed, races (threads never run at once here) or
+ * anything of cuDNN or cuBLAS.
  *
  * Rules a kernel must keep, or the launch stops the process with one line naming the block:
  * every live thread of a block reaches the same __syncthreads; a full-mask shuffle is reached by
