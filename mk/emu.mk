@@ -17,6 +17,7 @@ EMU_CU_OBJ := $(patsubst %.cu,$(EMU)/%.o,$(filter-out $(EMU_REPLACED),$(wildcard
 EMU_C_OBJ := $(COMMON_SRC:%.c=$(EMU)/%.o) $(patsubst %.c,$(EMU)/%.o,$(wildcard tests/emu/*.c))
 EMU_LIB := $(EMU)/libhvdlab_emu.a
 EMU_TESTS := $(EMU)/test_twins_emu $(EMU)/test_wrn_emu
+EMU_TEST_HELPERS := $(patsubst %.c,$(EMU)/%.o,$(wildcard tests/lib/*.c))
 EMU_CPPFLAGS = -DHVDLAB_CUDA=1 -DHVDLAB_CUDA_EMU=1 -Itests -Itests/emu -I$(CUDA_HOME)/include \
                -I$(CUDNN_HOME)/include -I$(NCCL_HOME)/include
 # The kernels as C++: no FMA contraction, as nvcc --fmad=false; `#pragma unroll` is nvcc's.
@@ -26,29 +27,19 @@ EMU_CXXFLAGS = -std=c++17 $(OPT) -g -Wall -Wextra $(if $(filter 1,$(WERROR)),-We
 
 EMU_HEADERS_FOUND = $(and $(wildcard $(CUDA_HOME)/include/cuda_runtime_api.h),$(wildcard \
                       $(CUDNN_HOME)/include/cudnn.h),$(wildcard $(NCCL_HOME)/include/nccl.h))
-EMU_NO_HEADERS = echo "$@: skipped, no CUDA, cuDNN or NCCL headers (CUDA_HOME=$(CUDA_HOME))"
-EMU_NOT_CUDA = echo "$@: a CPU-flavour target (a CUDA=1 build has the real kernels)" >&2; exit 2
+# $(call emu_run,binary,command): builds the emulated binary, then runs command; in a CUDA=1
+# make it stops (that build has the real kernels), and without the headers it says it skipped.
+emu_run = $(if $(filter 1,$(CUDA)),\
+  echo "$@: a CPU-flavour target (a CUDA=1 build has the real kernels)" >&2; exit 2,\
+  $(if $(EMU_HEADERS_FOUND),$(MAKE) --no-print-directory $(1) >/dev/null && $(2),\
+    echo "$@: skipped, no CUDA, cuDNN or NCCL headers (CUDA_HOME=$(CUDA_HOME))"))
 
 .PHONY: test-emu test-emu-model
 test-emu:  ## the GPU kernels of bn, act, pool and xent emulated on the CPU against the CPU layers (no GPU needed)
-ifeq ($(CUDA),1)
-	@$(EMU_NOT_CUDA)
-else ifeq ($(EMU_HEADERS_FOUND),)
-	@$(EMU_NO_HEADERS)
-else
-	@$(MAKE) --no-print-directory $(EMU)/test_twins_emu >/dev/null
-	@timeout 600 $(EMU)/test_twins_emu
-endif
+	@$(call emu_run,$(EMU)/test_twins_emu,timeout 600 $(EMU)/test_twins_emu)
 
 test-emu-model:  ## the whole GPU model emulated on the CPU against the CPU model, three ways (~6 min; no GPU needed)
-ifeq ($(CUDA),1)
-	@$(EMU_NOT_CUDA)
-else ifeq ($(EMU_HEADERS_FOUND),)
-	@$(EMU_NO_HEADERS)
-else
-	@$(MAKE) --no-print-directory $(EMU)/test_wrn_emu >/dev/null
-	@TEST_TIMEOUT=900 sh tests/emu/run_emu.sh $(EMU)/test_wrn_emu
-endif
+	@$(call emu_run,$(EMU)/test_wrn_emu,TEST_TIMEOUT=900 sh tests/emu/run_emu.sh $(EMU)/test_wrn_emu)
 
 $(EMU)/%.cu: %.cu tests/emu/emu_cu.sh
 	@mkdir -p $(@D)
@@ -70,6 +61,5 @@ $(EMU)/test_%_emu.o: tests/unit/test_%_cuda.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(EMU_CPPFLAGS) $(CFLAGS) -c $< -o $@
 
-$(EMU_TESTS): %: %.o $(EMU_LIB) $(patsubst %.c,$(EMU)/%.o,$(wildcard tests/lib/*.c))
-	$(CC) $(LDFLAGS) $< $(patsubst %.c,$(EMU)/%.o,$(wildcard tests/lib/*.c)) $(EMU_LIB) \
-	  $(CHECK_LIBS) $(LDLIBS) -lstdc++ -o $@
+$(EMU_TESTS): %: %.o $(EMU_LIB) $(EMU_TEST_HELPERS)
+	$(CC) $(LDFLAGS) $< $(EMU_TEST_HELPERS) $(EMU_LIB) $(CHECK_LIBS) $(LDLIBS) -lstdc++ -o $@
