@@ -186,6 +186,7 @@ test: setup  ## install if needed, build, check the CUDA build, the layers, unit
 	@$(MAKE) --no-print-directory test-build-flags
 	@$(MAKE) --no-print-directory unit-tests
 	@$(MAKE) --no-print-directory test-emu
+	@$(MAKE) --no-print-directory test-emu-coll
 	@$(MAKE) --no-print-directory lab-test
 	@$(MAKE) --no-print-directory test-ckpt-faults
 	@$(MAKE) --no-print-directory check-docs

@@ -28,6 +28,7 @@
 #include <utility>
 
 #include "emu_sched.h"
+#include "emu_stream.h"
 
 /* cuda_runtime.h (which some kernel files include) is nvcc's view: device built-ins and math
  * that clash with the host's and with the ones below. Its host API is cuda_runtime_api.h's. */
@@ -92,32 +93,43 @@ template <typename T> static inline T atomicMin(T *p, T v)
 }
 
 /* A launch: the kernel's arguments converted to its parameter types once, as a launch copies
- * them, and every thread called with its own copy of those. */
+ * them, and every thread called with its own copy of those. It runs when its stream runs it
+ * (emu_stream.h: at once on the NULL stream, when waited for on the kit's own streams). */
 template <typename... P> struct emu_launcher {
     void (*kernel)(P...);
     dim3 grid, block;
     size_t shared;
+    cudaStream_t stream;
     struct call {
         void (*kernel)(P...);
         std::tuple<P...> args;
+        dim3 grid, block;
+        size_t shared;
     };
     static void run(void *p)
     {
         call *c = static_cast<call *>(p);
         std::apply(c->kernel, c->args);
     }
+    static void launch(void *p)
+    {
+        call *c = static_cast<call *>(p);
+        emu_launch(c->grid, c->block, c->shared, run, c);
+        delete c;
+    }
     template <typename... A> void operator()(A &&...a) const
     {
-        call c{kernel, std::tuple<P...>(std::forward<A>(a)...)};
-        emu_launch(grid, block, shared, run, &c);
+        emu_stream_enqueue(stream, launch,
+                           new call{kernel, std::tuple<P...>(std::forward<A>(a)...), grid, block,
+                                    shared});
     }
 };
 
 template <typename... P>
 static inline emu_launcher<P...> emu_kernel(void (*kernel)(P...), dim3 grid, dim3 block,
-                                            size_t shared = 0, cudaStream_t = 0)
+                                            size_t shared = 0, cudaStream_t stream = 0)
 {
-    return emu_launcher<P...>{kernel, grid, block, shared};
+    return emu_launcher<P...>{kernel, grid, block, shared, stream};
 }
 
 #endif

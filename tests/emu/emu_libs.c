@@ -1,17 +1,17 @@
 /* emu_libs.c — the CPU emulator's stand-ins for what the kit takes from NVIDIA's libraries:
  * the convolutions (nn/conv2d_cudnn.cu: cuDNN) and dense layers (nn/dense_cuda.cu: cuBLAS) as
- * the CPU layers themselves, on the emulator's host memory, and NCCL as an error.
+ * the CPU layers themselves, on the emulator's host memory (NCCL: emu_nccl.c).
  *
  * So test_wrn_emu runs the GPU model with convolutions and dense layers that are the CPU's own:
  * what it compares with the CPU model is everything else the GPU path does (the kit's kernels,
  * the model's wiring on the GPU, the optimizers' kernels, checkpoints through the host). Whether
  * cuDNN and cuBLAS are called right is for a GPU (test_twins_cuda's convolution and dense cases).
  */
-#include <nccl.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "base/fatal.h"
+#include "emu_memory.h"
 #include "nn/conv2d.h"
 #include "nn/dense.h"
 
@@ -44,20 +44,26 @@ static float *work_for(const conv2d_dims *d, float *work, size_t work_floats)
 void conv2d_cudnn_forward(float *out, const float *in, const float *w, const float *b,
                           const conv2d_dims *d, float *work, size_t work_floats)
 {
+    emu_device_open();
     conv2d_forward(out, in, w, b, d, work_for(d, work, work_floats));
+    emu_device_close();
 }
 
 void conv2d_cudnn_backward(float *din, float *dw, float *db, const float *dout, const float *in,
                            const float *w, const conv2d_dims *d, float *work, size_t work_floats)
 {
+    emu_device_open();
     conv2d_backward(din, dw, db, dout, in, w, d, work_for(d, work, work_floats));
+    emu_device_close();
 }
 
 void conv2d_cudnn_backward_set(float *din, float *dw, float *db, const float *dout,
                                const float *in, const float *w, const conv2d_dims *d, float *work,
                                size_t work_floats)
 {
+    emu_device_open();
     conv2d_backward_set(din, dw, db, dout, in, w, d, work_for(d, work, work_floats));
+    emu_device_close();
 }
 
 void conv2d_cudnn_algos(const conv2d_dims *d, char *buf, size_t len)
@@ -78,84 +84,19 @@ void conv2d_cudnn_release(void)
 void dense_forward_cuda(float *out, const float *in, const float *w, const float *b,
                         const dense_dims *d)
 {
+    emu_device_open();
     dense_forward(out, in, w, b, d);
+    emu_device_close();
 }
 
 void dense_backward_cuda(float *din, float *dw, float *db, const float *dout, const float *in,
                          const float *w, const dense_dims *d)
 {
+    emu_device_open();
     dense_backward(din, dw, db, dout, in, w, d);
+    emu_device_close();
 }
 
-/* ---- cuDNN's version, NCCL: none ------------------------------------------------------------ */
+/* ---- cuDNN's version: none ------------------------------------------------------------------ */
 
 size_t cudnnGetVersion(void) { return 0; }
-
-/* Every NCCL call fails; the version 0 says there is none. Nothing the emulated suites run
- * makes a communicator (they have no hvd_init). */
-static ncclResult_t no_nccl(void) { return ncclInvalidUsage; }
-const char *ncclGetErrorString(ncclResult_t r)
-{
-    (void)r;
-    return "NCCL is not in the CPU emulator";
-}
-const char *ncclGetLastError(ncclComm_t comm)
-{
-    (void)comm;
-    return "NCCL is not in the CPU emulator";
-}
-ncclResult_t ncclGetVersion(int *version)
-{
-    *version = 0;
-    return no_nccl();
-}
-ncclResult_t ncclGetUniqueId(ncclUniqueId *id)
-{
-    (void)id;
-    return no_nccl();
-}
-ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank)
-{
-    (void)comm, (void)nranks, (void)id, (void)rank;
-    return no_nccl();
-}
-ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *devlist)
-{
-    (void)comm, (void)ndev, (void)devlist;
-    return no_nccl();
-}
-ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *err)
-{
-    (void)comm;
-    *err = ncclSuccess;
-    return no_nccl();
-}
-ncclResult_t ncclCommFinalize(ncclComm_t comm)
-{
-    (void)comm;
-    return no_nccl();
-}
-ncclResult_t ncclCommDestroy(ncclComm_t comm)
-{
-    (void)comm;
-    return no_nccl();
-}
-ncclResult_t ncclCommAbort(ncclComm_t comm)
-{
-    (void)comm;
-    return no_nccl();
-}
-ncclResult_t ncclGroupStart(void) { return no_nccl(); }
-ncclResult_t ncclGroupEnd(void) { return no_nccl(); }
-ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, ncclDataType_t type,
-                           ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)
-{
-    (void)send, (void)recv, (void)count, (void)type, (void)op, (void)comm, (void)stream;
-    return no_nccl();
-}
-ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count, ncclDataType_t type,
-                           int root, ncclComm_t comm, cudaStream_t stream)
-{
-    (void)send, (void)recv, (void)count, (void)type, (void)root, (void)comm, (void)stream;
-    return no_nccl();
-}

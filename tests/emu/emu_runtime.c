@@ -1,8 +1,8 @@
 /* emu_runtime.c — the host side of the CPU emulator: nn/gpu_context.h's functions and the CUDA
- * runtime calls the kit makes, over plain host memory. Device pointers are host pointers here
- * and every call runs to completion when made, so a stream's order is kept and a "sync" has
- * nothing to wait for. cuDNN, cuBLAS and NCCL are not here: emu_libs.c stands in for the kit's
- * files that call them, and anything else that calls them does not link into the emulator.
+ * runtime calls the kit makes, over plain host memory, one GPU. Memory and copies are
+ * emu_memory.c's (which host memory stands for the GPU's), streams and events emu_stream.c's
+ * (work on the kit's streams runs when waited for). cuDNN and cuBLAS are not here: emu_libs.c
+ * stands in for the kit's files that call them; NCCL is emu_nccl.c's.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -44,32 +44,15 @@ void gpu_context_release(void)
     for (int i = 0; i < nat_release; i++)
         at_release[i]();
     nat_release = 0;
-    free(scratch);
+    gpu_context_free(scratch);
     scratch = NULL;
     scratch_bytes = 0;
 }
 
-/* 256-byte aligned, as cudaMalloc's; NaN-filled (all bits set), as nothing promises it zeros.
- * Exactly bytes long, not rounded up: under ASan (make SANITIZE=1 test-emu) a kernel's access
- * past a buffer's end is then reported. */
-void *gpu_context_alloc(size_t bytes)
-{
-    void *p = NULL;
-    if (posix_memalign(&p, 256, bytes ? bytes : 1) != 0)
-        fatal_error("emu: out of memory for %zu bytes", bytes);
-    memset(p, 0xFF, bytes);
-    return p;
-}
-
-void gpu_context_free(void *p) { free(p); }
-void gpu_context_upload(void *dst, const void *src, size_t bytes) { memcpy(dst, src, bytes); }
-void gpu_context_download(void *dst, const void *src, size_t bytes) { memcpy(dst, src, bytes); }
-void gpu_context_zero(void *p, size_t bytes) { memset(p, 0, bytes); }
-
 void *gpu_context_scratch(size_t bytes)
 {
     if (bytes > scratch_bytes) {
-        free(scratch);
+        gpu_context_free(scratch);
         scratch = gpu_context_alloc(bytes);
         scratch_bytes = bytes;
     }
@@ -81,77 +64,26 @@ cudaStream_t gpu_context_stream(void) { return NULL; }
 
 cudaError_t cudaGetLastError(void) { return cudaSuccess; }
 cudaError_t cudaPeekAtLastError(void) { return cudaSuccess; }
-cudaError_t cudaStreamSynchronize(cudaStream_t s)
-{
-    (void)s;
-    return cudaSuccess;
-}
 const char *cudaGetErrorString(cudaError_t e)
 {
-    return e == cudaSuccess ? "no error" : "an error in the CPU emulator";
+    return e == cudaSuccess         ? "no error"
+           : e == cudaErrorNotReady ? "device not ready"
+                                    : "an error in the CPU emulator";
 }
 
-cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind,
-                            cudaStream_t s)
-{
-    (void)kind, (void)s;
-    memmove(dst, src, bytes);
-    return cudaSuccess;
-}
+/* ---- the rest of the runtime the kit calls: devices ------------------------------------------ */
 
-/* ---- the rest of the runtime the kit calls: memory, devices, streams, events ----------------- */
-
-cudaError_t cudaMalloc(void **p, size_t bytes)
-{
-    *p = gpu_context_alloc(bytes);
-    return cudaSuccess;
-}
-cudaError_t cudaFree(void *p)
-{
-    free(p);
-    return cudaSuccess;
-}
-cudaError_t cudaMallocHost(void **p, size_t bytes)
-{
-    *p = gpu_context_alloc(bytes);
-    return cudaSuccess;
-}
-cudaError_t cudaFreeHost(void *p)
-{
-    free(p);
-    return cudaSuccess;
-}
-cudaError_t cudaHostRegister(void *p, size_t bytes, unsigned flags)
-{
-    (void)p, (void)bytes, (void)flags;
-    return cudaSuccess;
-}
-cudaError_t cudaHostUnregister(void *p)
-{
-    (void)p;
-    return cudaSuccess;
-}
 cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total)
 {
     *free_bytes = *total = (size_t)16 << 30;
     return cudaSuccess;
 }
-/* Every pointer is host memory here: the collectives take the host path. */
-cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a, const void *p)
-{
-    memset(a, 0, sizeof *a);
-    a->type = cudaMemoryTypeUnregistered;
-    a->hostPointer = (void *)p;
-    return cudaSuccess;
-}
-
 cudaError_t cudaGetDeviceCount(int *n)
 {
     *n = 1;
     return cudaSuccess;
 }
 cudaError_t cudaSetDevice(int d) { return d == 0 ? cudaSuccess : cudaErrorInvalidDevice; }
-cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
 cudaError_t cudaRuntimeGetVersion(int *v)
 {
     *v = CUDART_VERSION;
@@ -172,56 +104,5 @@ cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *a, const void *f)
 {
     (void)f;
     memset(a, 0, sizeof *a);
-    return cudaSuccess;
-}
-
-/* Streams and events: the work is done when enqueued, so every query says done. */
-cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags)
-{
-    (void)flags;
-    *s = NULL;
-    return cudaSuccess;
-}
-cudaError_t cudaStreamDestroy(cudaStream_t s)
-{
-    (void)s;
-    return cudaSuccess;
-}
-cudaError_t cudaStreamQuery(cudaStream_t s)
-{
-    (void)s;
-    return cudaSuccess;
-}
-static int emu_event; /* a non-NULL handle, the same for every event: none holds anything */
-cudaError_t cudaEventCreate(cudaEvent_t *e)
-{
-    *e = (cudaEvent_t)&emu_event;
-    return cudaSuccess;
-}
-cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags)
-{
-    (void)flags;
-    return cudaEventCreate(e);
-}
-cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
-{
-    (void)e, (void)s;
-    return cudaSuccess;
-}
-cudaError_t cudaEventSynchronize(cudaEvent_t e)
-{
-    (void)e;
-    return cudaSuccess;
-}
-cudaError_t cudaEventDestroy(cudaEvent_t e)
-{
-    (void)e;
-    return cudaSuccess;
-}
-/* No clock: a GPU mark's time is 0 here. */
-cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b)
-{
-    (void)a, (void)b;
-    *ms = 0.0f;
     return cudaSuccess;
 }

@@ -26,6 +26,7 @@
 #include <ucontext.h>
 
 #include "base/fatal.h"
+#include "emu_memory.h"
 
 #define EMU_WARP 32
 #define EMU_MAX_THREADS 1024
@@ -211,6 +212,7 @@ void emu_launch(dim3 grid, dim3 block, size_t shared_bytes, void (*body)(void *)
     run_body = body;
     run_arg = arg;
     running = 1;
+    emu_device_open();
     for (unsigned z = 0; z < grid.z; z++)
         for (unsigned y = 0; y < grid.y; y++)
             for (unsigned x = 0; x < grid.x; x++) {
@@ -219,6 +221,7 @@ void emu_launch(dim3 grid, dim3 block, size_t shared_bytes, void (*body)(void *)
                 emu_blockIdx.z = z;
                 run_block();
             }
+    emu_device_close();
     running = 0;
 }
 

@@ -1,0 +1,446 @@
+/* emu_memory.c — the CPU emulator's device memory: host memory it remembers as the GPU's.
+ *
+ * cudaMalloc and gpu_context_alloc hand out host memory and record each block, so
+ * cudaPointerGetAttributes can tell a device pointer from a host one the way CUDA does, and the
+ * collectives take the path they take on a GPU: device tensors through NCCL or staged through
+ * pinned host memory, host tensors through the CPU runtime. Every copy is checked against the
+ * blocks as a GPU would refuse it: a device side that is not inside one live device block (a
+ * host pointer given as the GPU's, or a copy past a block's end), a host side that is the GPU's,
+ * or a free of what was not allocated so. Each stops the program with one line naming the call.
+ *
+ * Host code that reads or writes device memory directly (a device pointer handed to MPI, which
+ * is not CUDA-aware here, or to memcpy) crashes on a GPU and works on plain host memory. With
+ * HVDLAB_EMU_GUARD=1 the device blocks are pages of their own, closed to every access
+ * (PROT_NONE) except while a kernel, a copy or a library stand-in runs (emu_device_open and
+ * emu_device_close): host code that touches one stops with one line naming the address and the
+ * block, and a backtrace. Off by default: the model's suite launches too many kernels for the
+ * mprotect calls of every opening, and page-sized blocks hide from ASan the overruns that land
+ * in a block's last page.
+ */
+#include "emu_memory.h"
+
+#include <execinfo.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cuda_runtime_api.h>
+
+#include "base/fatal.h"
+#include "emu_stream.h"
+#include "nn/gpu_context.h"
+
+/* Device memory, and the host memory pinned for the GPU: cudaMallocHost's (recorded so
+ * cudaFreeHost can check) and cudaHostRegister's. Copies to and from pinned memory are
+ * asynchronous; pageable memory's are not quite (emu_memcpy_async). */
+typedef enum { EMU_DEVICE = 0, EMU_HOST_ALLOC = 1, EMU_REGISTERED = 2 } emu_kind;
+
+typedef struct {
+    uintptr_t base;
+    size_t bytes;
+    emu_kind kind;
+} emu_block;
+
+/* The live blocks, unordered: a few hundred at most (a model's tensors), looked up per
+ * collective and per copy. The runtime's background thread looks too, hence the lock. */
+static emu_block *blocks;
+static size_t nblocks, cap;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* HVDLAB_EMU_GUARD: -1 until read. opened: kernels, copies and stand-ins running now (threads
+ * may nest them); the blocks are open while it is above 0. */
+static int guard = -1, opened;
+static struct sigaction host_segv; /* the handler before ours: for faults that are not ours */
+
+static size_t page_bytes(void) { return (size_t)sysconf(_SC_PAGESIZE); }
+static size_t guard_bytes(size_t bytes)
+{
+    const size_t pg = page_bytes();
+    return ((bytes ? bytes : 1) + pg - 1) / pg * pg;
+}
+
+/* Called with lock held. */
+static void protect(const emu_block *b, int prot)
+{
+    if (mprotect((void *)b->base, guard_bytes(b->bytes), prot) != 0)
+        fatal_error("emu: mprotect of a device block (%p, %zu bytes) failed", (void *)b->base,
+                    b->bytes);
+}
+
+
+/* The device block holding address a, scanned without the lock: for the fault handler only. */
+static const emu_block *block_at(uintptr_t a)
+{
+    for (size_t i = 0; i < nblocks; i++)
+        if (blocks[i].kind == EMU_DEVICE && a >= blocks[i].base &&
+            a < blocks[i].base + guard_bytes(blocks[i].bytes))
+            return &blocks[i];
+    return NULL;
+}
+
+/* A fault in a closed device block is host code touching the GPU's memory; any other fault is
+ * handed back to the handler that was there before (ASan's, Open MPI's, the default). */
+static void on_segv(int sig, siginfo_t *si, void *uc)
+{
+    const emu_block *b = block_at((uintptr_t)si->si_addr);
+    if (!b) {
+        sigaction(SIGSEGV, &host_segv, NULL);
+        return; /* the access faults again, under that handler */
+    }
+    (void)sig, (void)uc;
+    char line[300];
+    int n = snprintf(line, sizeof line,
+                     "hvdlab: error: emu: host code touched device memory at %p, byte %zu of a "
+                     "block of %zu (HVDLAB_EMU_GUARD=1; on a GPU this crashes). Backtrace:\n",
+                     si->si_addr, (size_t)((uintptr_t)si->si_addr - b->base), b->bytes);
+    if (write(STDERR_FILENO, line, (size_t)n) < 0)
+        _exit(EXIT_FAILURE);
+    void *frames[32];
+    backtrace_symbols_fd(frames, backtrace(frames, 32), STDERR_FILENO);
+    _exit(EXIT_FAILURE);
+}
+
+static int guarded(void)
+{
+    if (guard < 0) {
+        const char *v = getenv("HVDLAB_EMU_GUARD");
+        guard = v && strcmp(v, "1") == 0;
+        if (guard) {
+            struct sigaction sa;
+            memset(&sa, 0, sizeof sa);
+            sa.sa_sigaction = on_segv;
+            sa.sa_flags = SA_SIGINFO;
+            sigemptyset(&sa.sa_mask);
+            sigaction(SIGSEGV, &sa, &host_segv);
+        }
+    }
+    return guard;
+}
+
+void emu_device_open(void)
+{
+    if (!guarded())
+        return;
+    pthread_mutex_lock(&lock);
+    if (opened++ == 0)
+        for (size_t i = 0; i < nblocks; i++)
+            if (blocks[i].kind == EMU_DEVICE)
+                protect(&blocks[i], PROT_READ | PROT_WRITE);
+    pthread_mutex_unlock(&lock);
+}
+
+void emu_device_close(void)
+{
+    if (!guarded())
+        return;
+    pthread_mutex_lock(&lock);
+    if (--opened == 0)
+        for (size_t i = 0; i < nblocks; i++)
+            if (blocks[i].kind == EMU_DEVICE)
+                protect(&blocks[i], PROT_NONE);
+    pthread_mutex_unlock(&lock);
+}
+
+static void remember(void *p, size_t bytes, emu_kind kind)
+{
+    pthread_mutex_lock(&lock);
+    if (nblocks == cap) {
+        cap = cap ? 2 * cap : 256;
+        blocks = realloc(blocks, cap * sizeof *blocks);
+        if (!blocks)
+            fatal_error("emu: out of memory for the table of device blocks");
+    }
+    blocks[nblocks++] = (emu_block){(uintptr_t)p, bytes, kind};
+    if (kind == EMU_DEVICE && guard == 1 && opened == 0)
+        protect(&blocks[nblocks - 1], PROT_NONE);
+    pthread_mutex_unlock(&lock);
+}
+
+/* Drops p's block; 0, or -1 when p does not start a live block of that kind. */
+static int forget(const void *p, emu_kind kind)
+{
+    int found = -1;
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < nblocks; i++)
+        if (blocks[i].base == (uintptr_t)p && blocks[i].kind == kind) {
+            blocks[i] = blocks[--nblocks];
+            found = 0;
+            break;
+        }
+    pthread_mutex_unlock(&lock);
+    return found;
+}
+
+/* The device block holding p: 1 and its end in *end, or 0. */
+static int device_block(const void *p, uintptr_t *end)
+{
+    const uintptr_t a = (uintptr_t)p;
+    int found = 0;
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < nblocks && !found; i++)
+        if (blocks[i].kind == EMU_DEVICE && a >= blocks[i].base &&
+            a < blocks[i].base + (blocks[i].bytes ? blocks[i].bytes : 1)) {
+            *end = blocks[i].base + blocks[i].bytes;
+            found = 1;
+        }
+    pthread_mutex_unlock(&lock);
+    return found;
+}
+
+int emu_is_device(const void *p)
+{
+    uintptr_t end;
+    return p != NULL && device_block(p, &end);
+}
+
+int emu_device_range(const void *p, size_t bytes)
+{
+    uintptr_t end;
+    return bytes == 0 || (p != NULL && device_block(p, &end) && (uintptr_t)p + bytes <= end);
+}
+
+/* 1 when [p, p + bytes) lies in one block of pinned host memory. */
+static int pinned_range(const void *p, size_t bytes)
+{
+    const uintptr_t a = (uintptr_t)p;
+    int found = 0;
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < nblocks && !found; i++)
+        found = blocks[i].kind != EMU_DEVICE && a >= blocks[i].base &&
+                a + bytes <= blocks[i].base + blocks[i].bytes;
+    pthread_mutex_unlock(&lock);
+    return found;
+}
+
+/* 256-byte aligned, as cudaMalloc's; NaN-filled (all bits set), as nothing promises it zeros.
+ * Exactly bytes long, not rounded up: under ASan (make SANITIZE=1 test-emu) a kernel's access
+ * past a buffer's end is then reported. Guarded: whole pages of their own, for mprotect. */
+static void *host_alloc(size_t bytes, int device)
+{
+    void *p = NULL;
+    if (device && guarded()) {
+        p = mmap(NULL, guard_bytes(bytes), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                 -1, 0);
+        if (p == MAP_FAILED)
+            fatal_error("emu: out of memory for %zu bytes of device memory", bytes);
+    } else if (posix_memalign(&p, 256, bytes ? bytes : 1) != 0) {
+        fatal_error("emu: out of memory for %zu bytes", bytes);
+    }
+    memset(p, 0xFF, bytes);
+    return p;
+}
+
+/* cudaFree synchronizes the device first: no queued work still uses the block. */
+static void device_free(void *p, const char *call)
+{
+    emu_stream_flush_all();
+    uintptr_t end = 0;
+    if (p && !device_block(p, &end))
+        end = 0;
+    if (p && forget(p, EMU_DEVICE) != 0)
+        fatal_error("emu: %s of %p, which is not a live device block", call, p);
+    if (p && guarded())
+        munmap(p, guard_bytes((size_t)(end - (uintptr_t)p)));
+    else
+        free(p);
+}
+
+void *gpu_context_alloc(size_t bytes)
+{
+    void *p = host_alloc(bytes, 1);
+    remember(p, bytes, EMU_DEVICE);
+    return p;
+}
+
+void gpu_context_free(void *p) { device_free(p, "gpu_context_free"); }
+
+static const char *kind_name(enum cudaMemcpyKind k)
+{
+    switch (k) {
+    case cudaMemcpyHostToHost: return "cudaMemcpyHostToHost";
+    case cudaMemcpyHostToDevice: return "cudaMemcpyHostToDevice";
+    case cudaMemcpyDeviceToHost: return "cudaMemcpyDeviceToHost";
+    case cudaMemcpyDeviceToDevice: return "cudaMemcpyDeviceToDevice";
+    default: return "cudaMemcpyDefault";
+    }
+}
+
+/* One side of a copy: the GPU's when dev says so (all of [p, p+bytes) in one live device
+ * block), else the host's (no byte of it in a device block). */
+static void check_side(const char *call, enum cudaMemcpyKind k, const char *side, const void *p,
+                       size_t bytes, int dev)
+{
+    if (bytes == 0)
+        return;
+    if (dev && !emu_device_range(p, bytes))
+        fatal_error("emu: %s(%s): the %s (%p, %zu bytes) is not inside one device block%s", call,
+                    kind_name(k), side, p, bytes,
+                    emu_is_device(p) ? " (it runs past the block's end)" : "");
+    if (!dev && (emu_is_device(p) || emu_is_device((const char *)p + bytes - 1)))
+        fatal_error("emu: %s(%s): the %s (%p, %zu bytes) is device memory", call, kind_name(k),
+                    side, p, bytes);
+}
+
+static void copy_checks(const char *call, void *dst, const void *src, size_t bytes,
+                        enum cudaMemcpyKind k)
+{
+    if (k == cudaMemcpyDefault)
+        return;
+    check_side(call, k, "destination", dst, bytes,
+               k == cudaMemcpyHostToDevice || k == cudaMemcpyDeviceToDevice);
+    check_side(call, k, "source", src, bytes,
+               k == cudaMemcpyDeviceToHost || k == cudaMemcpyDeviceToDevice);
+}
+
+static void move(void *dst, const void *src, size_t bytes)
+{
+    if (!bytes)
+        return;
+    emu_device_open();
+    memmove(dst, src, bytes);
+    emu_device_close();
+}
+
+void emu_copy(const char *call, void *dst, const void *src, size_t bytes, enum cudaMemcpyKind k)
+{
+    copy_checks(call, dst, src, bytes, k);
+    move(dst, src, bytes);
+}
+
+/* A copy queued on a stream: checked when queued (the error names the call), moved when run. */
+typedef struct {
+    void *dst;
+    const void *src;
+    size_t bytes;
+    void *staged; /* what src pointed to, read when queued (from pageable memory), or NULL */
+} queued_copy;
+
+static void run_copy(void *p)
+{
+    queued_copy *c = p;
+    move(c->dst, c->src, c->bytes);
+    free(c->staged);
+    free(c);
+}
+
+void gpu_context_upload(void *dst, const void *src, size_t bytes)
+{
+    emu_copy("gpu_context_upload", dst, src, bytes, cudaMemcpyHostToDevice);
+}
+void gpu_context_download(void *dst, const void *src, size_t bytes)
+{
+    emu_copy("gpu_context_download", dst, src, bytes, cudaMemcpyDeviceToHost);
+}
+void gpu_context_zero(void *p, size_t bytes)
+{
+    if (!emu_device_range(p, bytes))
+        fatal_error("emu: gpu_context_zero: %p, %zu bytes, is not inside one device block", p,
+                    bytes);
+    emu_device_open();
+    memset(p, 0, bytes);
+    emu_device_close();
+}
+
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind)
+{
+    emu_copy("cudaMemcpy", dst, src, bytes, kind);
+    return cudaSuccess;
+}
+/* As CUDA's rules for cudaMemcpyAsync: between device and pinned memory (or device and device)
+ * it is queued on s. From pageable memory the source is read before the call returns (CUDA
+ * copies it to a staging buffer): here into a copy that the queued work moves from. To pageable
+ * memory the call returns once the copy is done, after the work queued before it on s. */
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind,
+                            cudaStream_t s)
+{
+    copy_checks("cudaMemcpyAsync", dst, src, bytes, kind);
+    const int from_pageable = !emu_is_device(src) && !pinned_range(src, bytes),
+              to_pageable = !emu_is_device(dst) && !pinned_range(dst, bytes);
+    if (bytes && to_pageable) {
+        emu_stream_flush(s);
+        move(dst, src, bytes);
+        return cudaSuccess;
+    }
+    queued_copy *c = malloc(sizeof *c);
+    if (!c)
+        fatal_error("emu: out of memory for a queued copy");
+    *c = (queued_copy){dst, src, bytes, NULL};
+    if (bytes && from_pageable) {
+        if (!(c->staged = malloc(bytes)))
+            fatal_error("emu: out of memory for %zu bytes staged from pageable memory", bytes);
+        memcpy(c->staged, src, bytes);
+        c->src = c->staged;
+    }
+    emu_stream_enqueue(s, run_copy, c);
+    return cudaSuccess;
+}
+
+cudaError_t cudaHostRegister(void *p, size_t bytes, unsigned flags)
+{
+    (void)flags;
+    remember(p, bytes, EMU_REGISTERED);
+    return cudaSuccess;
+}
+
+/* It synchronizes the device, as cudaFree does: no queued copy still uses the memory. */
+cudaError_t cudaHostUnregister(void *p)
+{
+    emu_stream_flush_all();
+    if (forget(p, EMU_REGISTERED) != 0)
+        fatal_error("emu: cudaHostUnregister of %p, which cudaHostRegister did not pin", p);
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemset(void *p, int value, size_t bytes)
+{
+    if (!emu_device_range(p, bytes))
+        fatal_error("emu: cudaMemset: %p, %zu bytes, is not inside one device block", p, bytes);
+    emu_device_open();
+    memset(p, value, bytes);
+    emu_device_close();
+    return cudaSuccess;
+}
+
+cudaError_t cudaMalloc(void **p, size_t bytes)
+{
+    *p = gpu_context_alloc(bytes);
+    return cudaSuccess;
+}
+cudaError_t cudaFree(void *p)
+{
+    device_free(p, "cudaFree");
+    return cudaSuccess;
+}
+cudaError_t cudaMallocHost(void **p, size_t bytes)
+{
+    *p = host_alloc(bytes, 0);
+    remember(*p, bytes, EMU_HOST_ALLOC);
+    return cudaSuccess;
+}
+cudaError_t cudaFreeHost(void *p)
+{
+    emu_stream_flush_all(); /* it synchronizes the device, as cudaFree does */
+    if (p && forget(p, EMU_HOST_ALLOC) != 0)
+        fatal_error("emu: cudaFreeHost of %p, which cudaMallocHost did not give", p);
+    free(p);
+    return cudaSuccess;
+}
+
+/* Device blocks are the GPU's; anything else is host memory, pinned or not. */
+cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a, const void *p)
+{
+    memset(a, 0, sizeof *a);
+    if (emu_is_device(p)) {
+        a->type = cudaMemoryTypeDevice;
+        a->devicePointer = (void *)p;
+    } else {
+        a->type = cudaMemoryTypeUnregistered;
+        a->hostPointer = (void *)p;
+    }
+    return cudaSuccess;
+}

@@ -1,0 +1,196 @@
+/* emu_stream.c — the CPU emulator's streams and events: work queued on a stream the kit created
+ * runs only when the host waits for it. See emu_stream.h.
+ * Public: emu_stream_*, and the CUDA runtime's stream, event and device-synchronize calls. */
+#include "emu_stream.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "base/fatal.h"
+
+typedef struct emu_op {
+    void (*run)(void *);
+    void *arg;
+    struct emu_op *next;
+} emu_op;
+
+/* cudaStream_t is a pointer to this (opaque in CUDA's headers). */
+struct CUstream_st {
+    emu_op *head, *tail;
+    struct CUstream_st *next_live; /* the live streams, for emu_stream_flush_all */
+};
+
+/* An event records which stream it waits on and whether its mark has run there. */
+struct CUevent_st {
+    cudaStream_t stream;
+    int pending; /* recorded on a stream, its mark not yet run */
+};
+
+static pthread_mutex_t lock;
+static pthread_once_t lock_once = PTHREAD_ONCE_INIT;
+static struct CUstream_st *live;
+
+static void make_lock(void)
+{
+    pthread_mutexattr_t a;
+    pthread_mutexattr_init(&a);
+    pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&lock, &a);
+    pthread_mutexattr_destroy(&a);
+}
+
+void emu_stream_lock(void)
+{
+    pthread_once(&lock_once, make_lock);
+    pthread_mutex_lock(&lock);
+}
+void emu_stream_unlock(void) { pthread_mutex_unlock(&lock); }
+
+/* NULL, cudaStreamLegacy (1) and cudaStreamPerThread (2) run their work at once. */
+static int immediate(cudaStream_t s) { return (uintptr_t)s <= 2; }
+
+void emu_stream_enqueue(cudaStream_t s, void (*run)(void *), void *arg)
+{
+    emu_stream_lock();
+    if (immediate(s)) {
+        run(arg);
+    } else {
+        emu_op *op = malloc(sizeof *op);
+        if (!op)
+            fatal_error("emu: out of memory for a stream's queue");
+        *op = (emu_op){run, arg, NULL};
+        if (s->tail)
+            s->tail->next = op;
+        else
+            s->head = op;
+        s->tail = op;
+    }
+    emu_stream_unlock();
+}
+
+void emu_stream_flush(cudaStream_t s)
+{
+    if (immediate(s))
+        return;
+    emu_stream_lock();
+    while (s->head) {
+        emu_op *op = s->head;
+        s->head = op->next;
+        if (!s->head)
+            s->tail = NULL;
+        op->run(op->arg);
+        free(op);
+    }
+    emu_stream_unlock();
+}
+
+void emu_stream_flush_all(void)
+{
+    emu_stream_lock();
+    for (struct CUstream_st *s = live; s; s = s->next_live)
+        emu_stream_flush(s);
+    emu_stream_unlock();
+}
+
+/* ---- the CUDA runtime's calls --------------------------------------------------------------- */
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags)
+{
+    (void)flags;
+    struct CUstream_st *n = calloc(1, sizeof *n);
+    if (!n)
+        return cudaErrorMemoryAllocation;
+    emu_stream_lock();
+    n->next_live = live;
+    live = n;
+    emu_stream_unlock();
+    *s = n;
+    return cudaSuccess;
+}
+
+/* As on a GPU, the work already queued still runs. */
+cudaError_t cudaStreamDestroy(cudaStream_t s)
+{
+    if (immediate(s))
+        return cudaErrorInvalidResourceHandle;
+    emu_stream_lock();
+    emu_stream_flush(s);
+    struct CUstream_st **p = &live;
+    while (*p && *p != s)
+        p = &(*p)->next_live;
+    if (*p)
+        *p = s->next_live;
+    emu_stream_unlock();
+    free(s);
+    return cudaSuccess;
+}
+
+/* Work still queued: not ready, and it runs now, so the next query says done (a polling loop
+ * sees both answers). */
+cudaError_t cudaStreamQuery(cudaStream_t s)
+{
+    if (immediate(s) || !s->head)
+        return cudaSuccess;
+    emu_stream_flush(s);
+    return cudaErrorNotReady;
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t s)
+{
+    emu_stream_flush(s);
+    return cudaSuccess;
+}
+
+cudaError_t cudaDeviceSynchronize(void)
+{
+    emu_stream_flush_all();
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventCreate(cudaEvent_t *e)
+{
+    *e = calloc(1, sizeof **e);
+    return *e ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags)
+{
+    (void)flags;
+    return cudaEventCreate(e);
+}
+
+static void mark(void *e) { ((cudaEvent_t)e)->pending = 0; }
+
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
+{
+    emu_stream_lock();
+    e->stream = s;
+    e->pending = 1;
+    emu_stream_enqueue(s, mark, e);
+    emu_stream_unlock();
+    return cudaSuccess;
+}
+
+/* The event's stream runs up to the mark and on to its end: a GPU may be that far too. */
+cudaError_t cudaEventSynchronize(cudaEvent_t e)
+{
+    if (e->pending)
+        emu_stream_flush(e->stream);
+    return cudaSuccess;
+}
+
+/* As on a GPU, an event whose mark is still queued is freed once the mark has run. */
+cudaError_t cudaEventDestroy(cudaEvent_t e)
+{
+    cudaEventSynchronize(e);
+    free(e);
+    return cudaSuccess;
+}
+
+/* No clock: a GPU mark's time is 0 here. */
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b)
+{
+    (void)a, (void)b;
+    *ms = 0.0f;
+    return cudaSuccess;
+}

@@ -1,0 +1,40 @@
+/* emu_stream.h — the CPU emulator's streams: work on a stream the kit created runs late, when
+ * the host must have it (emu_stream.c).
+ *
+ * On a GPU a copy or a kernel queued on a stream runs some time after the call returns, and the
+ * host may rely on it only after a wait: cudaStreamSynchronize, cudaEventSynchronize, a
+ * cudaStreamQuery that says done, cudaDeviceSynchronize, or a call that synchronizes the device
+ * (cudaFree, cudaFreeHost, cudaHostUnregister). Here such work waits in the stream's queue until
+ * one of those, and then runs, in order. So host code that reads a copy's result before it waited
+ * for it reads what was there before, and host code that overwrites a copy's source too early
+ * changes what the copy moves: the collectives' checks see both. Work on the NULL stream (the
+ * emulator's model stream, gpu_context_stream) runs when queued.
+ *
+ * Public: emu_stream_enqueue, emu_stream_flush, emu_stream_flush_all, emu_stream_lock,
+ *         emu_stream_unlock.
+ */
+#ifndef HVDLAB_EMU_STREAM_H
+#define HVDLAB_EMU_STREAM_H
+
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Queues run(arg) on s, or runs it now when s is NULL or one of CUDA's special handles. */
+void emu_stream_enqueue(cudaStream_t s, void (*run)(void *), void *arg);
+/* Runs what s has queued, in order (nothing for NULL). */
+void emu_stream_flush(cudaStream_t s);
+/* Every stream's queue. */
+void emu_stream_flush_all(void);
+/* Held while work runs or a queue changes: one kernel or copy at a time, whatever the thread
+ * (the scheduler is not reentrant). Recursive. */
+void emu_stream_lock(void);
+void emu_stream_unlock(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
