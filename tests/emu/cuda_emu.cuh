@@ -94,7 +94,7 @@ template <typename T> static inline T atomicMin(T *p, T v)
 
 /* A launch: the kernel's arguments converted to its parameter types once, as a launch copies
  * them, and every thread called with its own copy of those. It runs when its stream runs it
- * (emu_stream.h: at once on the NULL stream, when waited for on the kit's own streams). */
+ * (emu_stream.h: when the host waits for it). */
 template <typename... P> struct emu_launcher {
     void (*kernel)(P...);
     dim3 grid, block;

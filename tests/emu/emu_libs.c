@@ -1,6 +1,7 @@
 /* emu_libs.c — the CPU emulator's stand-ins for what the kit takes from NVIDIA's libraries:
  * the convolutions (nn/conv2d_cudnn.cu: cuDNN) and dense layers (nn/dense_cuda.cu: cuBLAS) as
- * the CPU layers themselves, on the emulator's host memory (NCCL: emu_nccl.c).
+ * the CPU layers themselves, on the emulator's host memory (NCCL: emu_nccl.c), queued on the
+ * model's stream as cuDNN's and cuBLAS's calls are.
  *
  * So test_wrn_emu runs the GPU model with convolutions and dense layers that are the CPU's own:
  * what it compares with the CPU model is everything else the GPU path does (the kit's kernels,
@@ -12,8 +13,12 @@
 
 #include "base/fatal.h"
 #include "emu_memory.h"
+#include "emu_stream.h"
 #include "nn/conv2d.h"
 #include "nn/dense.h"
+
+/* nn/gpu_context.h declares it for CUDA C++ only (emu_runtime.c). */
+cudaStream_t gpu_context_stream(void);
 
 /* ---- convolutions: the CPU's (conv2d.h), NCHW ------------------------------------------------ */
 
@@ -41,29 +46,78 @@ static float *work_for(const conv2d_dims *d, float *work, size_t work_floats)
     return shared_work;
 }
 
+/* A library call as cuDNN and cuBLAS make it: queued on the model's stream (emu_stream.h), its
+ * arguments copied, the workspace picked when it runs. */
+typedef enum {
+    CONV_FORWARD,
+    CONV_BACKWARD,
+    CONV_BACKWARD_SET,
+    DENSE_FORWARD,
+    DENSE_BACKWARD
+} lib_op;
+typedef struct {
+    lib_op op;
+    float *out, *dw, *db;       /* forward: out; backward: din, dw, db */
+    const float *in, *w, *b, *dout;
+    conv2d_dims conv;
+    dense_dims dense;
+    float *work;
+    size_t work_floats;
+} lib_call;
+
+static void run_call(void *p)
+{
+    lib_call *c = p;
+    emu_device_open();
+    switch (c->op) {
+    case CONV_FORWARD:
+        conv2d_forward(c->out, c->in, c->w, c->b, &c->conv,
+                       work_for(&c->conv, c->work, c->work_floats));
+        break;
+    case CONV_BACKWARD:
+        conv2d_backward(c->out, c->dw, c->db, c->dout, c->in, c->w, &c->conv,
+                        work_for(&c->conv, c->work, c->work_floats));
+        break;
+    case CONV_BACKWARD_SET:
+        conv2d_backward_set(c->out, c->dw, c->db, c->dout, c->in, c->w, &c->conv,
+                            work_for(&c->conv, c->work, c->work_floats));
+        break;
+    case DENSE_FORWARD: dense_forward(c->out, c->in, c->w, c->b, &c->dense); break;
+    case DENSE_BACKWARD: dense_backward(c->out, c->dw, c->db, c->dout, c->in, c->w, &c->dense);
+    }
+    emu_device_close();
+    free(c);
+}
+
+static void queue_call(lib_call c)
+{
+    lib_call *q = malloc(sizeof *q);
+    if (!q)
+        fatal_error("emu: out of memory for a queued library call");
+    *q = c;
+    emu_stream_enqueue(gpu_context_stream(), run_call, q);
+}
+
 void conv2d_cudnn_forward(float *out, const float *in, const float *w, const float *b,
                           const conv2d_dims *d, float *work, size_t work_floats)
 {
-    emu_device_open();
-    conv2d_forward(out, in, w, b, d, work_for(d, work, work_floats));
-    emu_device_close();
+    queue_call((lib_call){.op = CONV_FORWARD, .out = out, .in = in, .w = w, .b = b, .conv = *d,
+                          .work = work, .work_floats = work_floats});
 }
 
 void conv2d_cudnn_backward(float *din, float *dw, float *db, const float *dout, const float *in,
                            const float *w, const conv2d_dims *d, float *work, size_t work_floats)
 {
-    emu_device_open();
-    conv2d_backward(din, dw, db, dout, in, w, d, work_for(d, work, work_floats));
-    emu_device_close();
+    queue_call((lib_call){.op = CONV_BACKWARD, .out = din, .dw = dw, .db = db, .dout = dout,
+                          .in = in, .w = w, .conv = *d, .work = work, .work_floats = work_floats});
 }
 
 void conv2d_cudnn_backward_set(float *din, float *dw, float *db, const float *dout,
                                const float *in, const float *w, const conv2d_dims *d, float *work,
                                size_t work_floats)
 {
-    emu_device_open();
-    conv2d_backward_set(din, dw, db, dout, in, w, d, work_for(d, work, work_floats));
-    emu_device_close();
+    queue_call((lib_call){.op = CONV_BACKWARD_SET, .out = din, .dw = dw, .db = db, .dout = dout,
+                          .in = in, .w = w, .conv = *d, .work = work, .work_floats = work_floats});
 }
 
 void conv2d_cudnn_algos(const conv2d_dims *d, char *buf, size_t len)
@@ -74,6 +128,7 @@ void conv2d_cudnn_algos(const conv2d_dims *d, char *buf, size_t len)
 
 void conv2d_cudnn_release(void)
 {
+    emu_stream_flush(gpu_context_stream()); /* no queued call still uses the workspace */
     free(shared_work);
     shared_work = NULL;
     shared_work_floats = 0;
@@ -84,17 +139,15 @@ void conv2d_cudnn_release(void)
 void dense_forward_cuda(float *out, const float *in, const float *w, const float *b,
                         const dense_dims *d)
 {
-    emu_device_open();
-    dense_forward(out, in, w, b, d);
-    emu_device_close();
+    queue_call(
+        (lib_call){.op = DENSE_FORWARD, .out = out, .in = in, .w = w, .b = b, .dense = *d});
 }
 
 void dense_backward_cuda(float *din, float *dw, float *db, const float *dout, const float *in,
                          const float *w, const dense_dims *d)
 {
-    emu_device_open();
-    dense_backward(din, dw, db, dout, in, w, d);
-    emu_device_close();
+    queue_call((lib_call){.op = DENSE_BACKWARD, .out = din, .dw = dw, .db = db, .dout = dout,
+                          .in = in, .w = w, .dense = *d});
 }
 
 /* ---- cuDNN's version: none ------------------------------------------------------------------ */

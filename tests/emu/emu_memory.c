@@ -35,9 +35,12 @@
 #include "emu_stream.h"
 #include "nn/gpu_context.h"
 
+/* nn/gpu_context.h declares it for CUDA C++ only (emu_runtime.c). */
+cudaStream_t gpu_context_stream(void);
+
 /* Device memory, and the host memory pinned for the GPU: cudaMallocHost's (recorded so
  * cudaFreeHost can check) and cudaHostRegister's. Copies to and from pinned memory are
- * asynchronous; pageable memory's are not quite (emu_memcpy_async). */
+ * asynchronous; pageable memory's are not quite (cudaMemcpyAsync below). */
 typedef enum { EMU_DEVICE = 0, EMU_HOST_ALLOC = 1, EMU_REGISTERED = 2 } emu_kind;
 
 typedef struct {
@@ -52,9 +55,9 @@ static emu_block *blocks;
 static size_t nblocks, cap;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* HVDLAB_EMU_GUARD: -1 until read. opened: kernels, copies and stand-ins running now (threads
+/* HVDLAB_EMU_GUARD (read once, at the first allocation). opened: kernels, copies and stand-ins running now (threads
  * may nest them); the blocks are open while it is above 0. */
-static int guard = -1, opened;
+static int guard, opened;
 static struct sigaction host_segv; /* the handler before ours: for faults that are not ours */
 
 static size_t page_bytes(void) { return (size_t)sysconf(_SC_PAGESIZE); }
@@ -71,7 +74,6 @@ static void protect(const emu_block *b, int prot)
         fatal_error("emu: mprotect of a device block (%p, %zu bytes) failed", (void *)b->base,
                     b->bytes);
 }
-
 
 /* The device block holding address a, scanned without the lock: for the fault handler only. */
 static const emu_block *block_at(uintptr_t a)
@@ -105,20 +107,24 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
     _exit(EXIT_FAILURE);
 }
 
+static void read_guard(void)
+{
+    const char *v = getenv("HVDLAB_EMU_GUARD");
+    guard = v && strcmp(v, "1") == 0;
+    if (guard) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_segv;
+        sa.sa_flags = SA_SIGINFO;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGSEGV, &sa, &host_segv);
+    }
+}
+
 static int guarded(void)
 {
-    if (guard < 0) {
-        const char *v = getenv("HVDLAB_EMU_GUARD");
-        guard = v && strcmp(v, "1") == 0;
-        if (guard) {
-            struct sigaction sa;
-            memset(&sa, 0, sizeof sa);
-            sa.sa_sigaction = on_segv;
-            sa.sa_flags = SA_SIGINFO;
-            sigemptyset(&sa.sa_mask);
-            sigaction(SIGSEGV, &sa, &host_segv);
-        }
-    }
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, read_guard);
     return guard;
 }
 
@@ -156,7 +162,7 @@ static void remember(void *p, size_t bytes, emu_kind kind)
             fatal_error("emu: out of memory for the table of device blocks");
     }
     blocks[nblocks++] = (emu_block){(uintptr_t)p, bytes, kind};
-    if (kind == EMU_DEVICE && guard == 1 && opened == 0)
+    if (kind == EMU_DEVICE && guard && opened == 0)
         protect(&blocks[nblocks - 1], PROT_NONE);
     pthread_mutex_unlock(&lock);
 }
@@ -192,7 +198,7 @@ static int device_block(const void *p, uintptr_t *end)
     return found;
 }
 
-int emu_is_device(const void *p)
+static int emu_is_device(const void *p)
 {
     uintptr_t end;
     return p != NULL && device_block(p, &end);
@@ -239,9 +245,9 @@ static void *host_alloc(size_t bytes, int device)
 static void device_free(void *p, const char *call)
 {
     emu_stream_flush_all();
-    uintptr_t end = 0;
-    if (p && !device_block(p, &end))
-        end = 0;
+    uintptr_t end = (uintptr_t)p; /* the block's, for munmap */
+    if (p)
+        device_block(p, &end);
     if (p && forget(p, EMU_DEVICE) != 0)
         fatal_error("emu: %s of %p, which is not a live device block", call, p);
     if (p && guarded())
@@ -306,7 +312,8 @@ static void move(void *dst, const void *src, size_t bytes)
     emu_device_close();
 }
 
-void emu_copy(const char *call, void *dst, const void *src, size_t bytes, enum cudaMemcpyKind k)
+static void emu_copy(const char *call, void *dst, const void *src, size_t bytes,
+                     enum cudaMemcpyKind k)
 {
     copy_checks(call, dst, src, bytes, k);
     move(dst, src, bytes);
@@ -328,26 +335,55 @@ static void run_copy(void *p)
     free(c);
 }
 
+/* As gpu_context.cu's: on the model's stream, the copies waited for, the zeroing not. */
 void gpu_context_upload(void *dst, const void *src, size_t bytes)
 {
-    emu_copy("gpu_context_upload", dst, src, bytes, cudaMemcpyHostToDevice);
+    cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, gpu_context_stream());
+    emu_stream_flush(gpu_context_stream());
 }
 void gpu_context_download(void *dst, const void *src, size_t bytes)
 {
-    emu_copy("gpu_context_download", dst, src, bytes, cudaMemcpyDeviceToHost);
-}
-void gpu_context_zero(void *p, size_t bytes)
-{
-    if (!emu_device_range(p, bytes))
-        fatal_error("emu: gpu_context_zero: %p, %zu bytes, is not inside one device block", p,
-                    bytes);
-    emu_device_open();
-    memset(p, 0, bytes);
-    emu_device_close();
+    cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, gpu_context_stream());
+    emu_stream_flush(gpu_context_stream());
 }
 
+typedef struct {
+    void *p;
+    int value;
+    size_t bytes;
+} queued_set;
+
+static void run_set(void *p)
+{
+    queued_set *q = p;
+    emu_device_open();
+    memset(q->p, q->value, q->bytes);
+    emu_device_close();
+    free(q);
+}
+
+cudaError_t cudaMemsetAsync(void *p, int value, size_t bytes, cudaStream_t s)
+{
+    if (!emu_device_range(p, bytes))
+        fatal_error("emu: cudaMemsetAsync: %p, %zu bytes, is not inside one device block", p,
+                    bytes);
+    queued_set *q = malloc(sizeof *q);
+    if (!q)
+        fatal_error("emu: out of memory for a queued cudaMemsetAsync");
+    *q = (queued_set){p, value, bytes};
+    emu_stream_enqueue(s, run_set, q);
+    return cudaSuccess;
+}
+
+void gpu_context_zero(void *p, size_t bytes)
+{
+    cudaMemsetAsync(p, 0, bytes, gpu_context_stream());
+}
+
+/* Synchronous, on the default stream: after the work queued there (not the kit's streams'). */
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind)
 {
+    emu_stream_flush(NULL);
     emu_copy("cudaMemcpy", dst, src, bytes, kind);
     return cudaSuccess;
 }
@@ -400,6 +436,7 @@ cudaError_t cudaMemset(void *p, int value, size_t bytes)
 {
     if (!emu_device_range(p, bytes))
         fatal_error("emu: cudaMemset: %p, %zu bytes, is not inside one device block", p, bytes);
+    emu_stream_flush(NULL);
     emu_device_open();
     memset(p, value, bytes);
     emu_device_close();

@@ -22,10 +22,21 @@ static void *scratch;
 static size_t scratch_bytes;
 static void (*at_release[EMU_AT_RELEASE_MAX])(void);
 static int nat_release;
+/* The model's stream: non-blocking, as gpu_context.cu's, so its work runs when waited for. */
+static cudaStream_t stream;
 
-void gpu_context_init(void) {}
+void gpu_context_init(void)
+{
+    if (!stream && cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess)
+        fatal_error("emu: cannot create the model's stream");
+}
+cudaStream_t gpu_context_stream(void)
+{
+    gpu_context_init();
+    return stream;
+}
 int gpu_context_device(void) { return 0; }
-void gpu_context_sync(void) {}
+void gpu_context_sync(void) { cudaStreamSynchronize(gpu_context_stream()); }
 void gpu_context_set_tf32(int on) { tf32 = on != 0; }
 int gpu_context_tf32(void) { return tf32; }
 
@@ -39,28 +50,31 @@ void gpu_context_at_release(void (*fn)(void))
     at_release[nat_release++] = fn;
 }
 
+/* As gpu_context.cu's: the stream's work done, then the last registered function first. */
 void gpu_context_release(void)
 {
-    for (int i = 0; i < nat_release; i++)
+    if (!stream)
+        return;
+    gpu_context_sync();
+    for (int i = nat_release - 1; i >= 0; i--)
         at_release[i]();
     nat_release = 0;
     gpu_context_free(scratch);
     scratch = NULL;
     scratch_bytes = 0;
+    cudaStreamDestroy(stream);
+    stream = NULL;
 }
 
 void *gpu_context_scratch(size_t bytes)
 {
     if (bytes > scratch_bytes) {
-        gpu_context_free(scratch);
+        gpu_context_free(scratch); /* after the work queued that may read it (cudaFree's rule) */
         scratch = gpu_context_alloc(bytes);
         scratch_bytes = bytes;
     }
     return scratch;
 }
-
-/* A stream the kernels pass along and never look into. */
-cudaStream_t gpu_context_stream(void) { return NULL; }
 
 cudaError_t cudaGetLastError(void) { return cudaSuccess; }
 cudaError_t cudaPeekAtLastError(void) { return cudaSuccess; }

@@ -47,32 +47,31 @@ void emu_stream_lock(void)
 }
 void emu_stream_unlock(void) { pthread_mutex_unlock(&lock); }
 
-/* NULL, cudaStreamLegacy (1) and cudaStreamPerThread (2) run their work at once. */
-static int immediate(cudaStream_t s) { return (uintptr_t)s <= 2; }
+/* NULL, cudaStreamLegacy (1) and cudaStreamPerThread (2): one queue, the default stream's. The
+ * kit's own streams are non-blocking, so it is ordered with none of them, as on a GPU. */
+static struct CUstream_st legacy;
+static int special(cudaStream_t s) { return (uintptr_t)s <= 2; }
+static cudaStream_t queue_of(cudaStream_t s) { return special(s) ? &legacy : s; }
 
 void emu_stream_enqueue(cudaStream_t s, void (*run)(void *), void *arg)
 {
+    emu_op *op = malloc(sizeof *op);
+    if (!op)
+        fatal_error("emu: out of memory for a stream's queue");
+    *op = (emu_op){run, arg, NULL};
     emu_stream_lock();
-    if (immediate(s)) {
-        run(arg);
-    } else {
-        emu_op *op = malloc(sizeof *op);
-        if (!op)
-            fatal_error("emu: out of memory for a stream's queue");
-        *op = (emu_op){run, arg, NULL};
-        if (s->tail)
-            s->tail->next = op;
-        else
-            s->head = op;
-        s->tail = op;
-    }
+    s = queue_of(s);
+    if (s->tail)
+        s->tail->next = op;
+    else
+        s->head = op;
+    s->tail = op;
     emu_stream_unlock();
 }
 
 void emu_stream_flush(cudaStream_t s)
 {
-    if (immediate(s))
-        return;
+    s = queue_of(s);
     emu_stream_lock();
     while (s->head) {
         emu_op *op = s->head;
@@ -88,6 +87,7 @@ void emu_stream_flush(cudaStream_t s)
 void emu_stream_flush_all(void)
 {
     emu_stream_lock();
+    emu_stream_flush(&legacy);
     for (struct CUstream_st *s = live; s; s = s->next_live)
         emu_stream_flush(s);
     emu_stream_unlock();
@@ -112,7 +112,7 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags)
 /* As on a GPU, the work already queued still runs. */
 cudaError_t cudaStreamDestroy(cudaStream_t s)
 {
-    if (immediate(s))
+    if (special(s))
         return cudaErrorInvalidResourceHandle;
     emu_stream_lock();
     emu_stream_flush(s);
@@ -130,7 +130,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t s)
  * sees both answers). */
 cudaError_t cudaStreamQuery(cudaStream_t s)
 {
-    if (immediate(s) || !s->head)
+    if (!queue_of(s)->head)
         return cudaSuccess;
     emu_stream_flush(s);
     return cudaErrorNotReady;
