@@ -179,7 +179,7 @@ benches: $(BENCH_BIN)  ## build the benchmarks without running them
 $(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB)
 	$(CC) $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
 
-test: setup  ## install if needed, build, check the CUDA build, the layers, unit tests, the GPU kernels emulated, the lab's graders, the lab text's commands, the quick faults, across 2 hosts
+test: setup  ## install if needed, build, check the CUDA build, the layers, unit tests, the GPU kernels, collectives and training emulated, the lab's graders, the lab text's commands, the quick faults, across 2 hosts
 	@$(MAKE) --no-print-directory cuda-check
 	@$(MAKE) --no-print-directory check-layers
 	@$(MAKE) --no-print-directory check-cuda-streams
@@ -187,6 +187,7 @@ test: setup  ## install if needed, build, check the CUDA build, the layers, unit
 	@$(MAKE) --no-print-directory unit-tests
 	@$(MAKE) --no-print-directory test-emu
 	@$(MAKE) --no-print-directory test-emu-coll
+	@$(MAKE) --no-print-directory test-emu-train
 	@$(MAKE) --no-print-directory lab-test
 	@$(MAKE) --no-print-directory test-ckpt-faults
 	@$(MAKE) --no-print-directory check-docs

@@ -7,13 +7,16 @@
 #     GPU model against the CPU model, where the GPU model's convolutions and dense layers are
 #     the CPU's own (tests/emu/emu_libs.c); by default, then with HVDLAB_BN_BATCH=1 and
 #     HVDLAB_BIAS_IN_BN=1 (tests/emu/run_emu.sh);
-#   make test-emu-coll (part of make test, ~75 s): test_gpu_collectives.c and prog_gpu_coll.c as
+#   make test-emu-coll (part of make test, ~100 s): test_gpu_collectives.c and prog_gpu_coll.c as
 #     the GPU build runs them, under mpirun: NCCL of one rank (tests/emu/emu_nccl.c), the
-#     host-staged paths with 2 and 3 ranks on the one emulated GPU, with HVDLAB_EMU_GUARD=1
-#     (tests/emu/emu_memory.c: host code that touches device memory stops).
-# They check the kernels' arithmetic and indexing and the GPU path's wiring before a GPU
-# session, not speed or races. Need the CUDA toolkit's headers (types only: nothing of CUDA
-# runs); skipped without them.
+#     host-staged paths with 2 and 3 ranks on the one emulated GPU;
+#   make test-emu-train (part of make test, ~35 s): solution 10 trained by 2 ranks sharing the
+#     emulated GPU for 4 steps, two ways, against the CPU build (tests/emu/run_sol10.sh).
+# In every suite host code that touches device memory stops (tests/emu/emu_memory.c), and work
+# on a stream runs only when the host waits for it (tests/emu/emu_stream.c). They check the
+# kernels' arithmetic and indexing and the GPU path's wiring before a GPU session, not speed or
+# races inside a kernel. Need the CUDA toolkit's headers (types only: nothing of CUDA runs);
+# skipped without them.
 EMU := $(BUILD)/emu
 # Files of the CUDA build that the emulator replaces: NVIDIA's libraries and the device context.
 EMU_REPLACED := common/nn/conv2d_cudnn.cu common/nn/dense_cuda.cu common/nn/gpu_context.cu
@@ -23,6 +26,8 @@ EMU_LIB := $(EMU)/libhvdlab_emu.a
 EMU_TESTS := $(EMU)/test_twins_emu $(EMU)/test_wrn_emu
 # test_gpu_collectives runs prog_gpu_coll at ../progs/ from itself, as in build/cuda/tests/.
 EMU_COLL := $(EMU)/tests/unit/test_gpu_collectives $(EMU)/tests/progs/prog_gpu_coll
+# Solution 10 on the emulated GPU (tests/emu/run_sol10.sh).
+EMU_SOL := $(EMU)/solutions/step10
 EMU_TEST_HELPERS := $(patsubst %.c,$(EMU)/%.o,$(wildcard tests/lib/*.c))
 EMU_CPPFLAGS = -DHVDLAB_CUDA=1 -DHVDLAB_CUDA_EMU=1 -Itests -Itests/emu -I$(CUDA_HOME)/include \
                -I$(CUDNN_HOME)/include -I$(NCCL_HOME)/include
@@ -40,16 +45,19 @@ emu_run = $(if $(filter 1,$(CUDA)),\
   $(if $(EMU_HEADERS_FOUND),$(MAKE) --no-print-directory $(1) >/dev/null && $(2),\
     echo "$@: skipped, no CUDA, cuDNN or NCCL headers (CUDA_HOME=$(CUDA_HOME))"))
 
-.PHONY: test-emu test-emu-model test-emu-coll
+.PHONY: test-emu test-emu-model test-emu-coll test-emu-train
 test-emu:  ## the GPU kernels of bn, act, pool and xent emulated on the CPU against the CPU layers (no GPU needed)
 	@$(call emu_run,$(EMU)/test_twins_emu,timeout 600 $(EMU)/test_twins_emu)
 
 test-emu-model:  ## the whole GPU model emulated on the CPU against the CPU model, three ways (~6 min; no GPU needed)
 	@$(call emu_run,$(EMU)/test_wrn_emu,TEST_TIMEOUT=900 sh tests/emu/run_emu.sh $(EMU)/test_wrn_emu)
 
-test-emu-coll:  ## the collectives on emulated device buffers (NCCL of one rank; staged, 2 and 3 ranks) against the CPU runtime (~75 s; no GPU needed)
-	@$(call emu_run,$(EMU_COLL),echo "$(EMU_COLL_SAYS)" && HVDLAB_EMU_GUARD=1 \
+test-emu-coll:  ## the collectives on emulated device buffers (NCCL of one rank; staged, 2 and 3 ranks) against the CPU runtime (~100 s; no GPU needed)
+	@$(call emu_run,$(EMU_COLL),echo "$(EMU_COLL_SAYS)" && \
 	  MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" timeout 900 $(EMU)/tests/unit/test_gpu_collectives)
+test-emu-train:  ## solution 10, 2 ranks sharing the emulated GPU, a few steps: ranks agree at every step, losses the CPU build's (~35 s; no GPU needed)
+	@$(call emu_run,$(EMU_SOL) $(BUILD)/solutions/step10,MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" \
+	  sh tests/emu/run_sol10.sh $(EMU_SOL) $(BUILD)/solutions/step10)
 EMU_COLL_SAYS := test_gpu_collectives (emulated): the collectives on device buffers$(comma) the GPU \
   emulated on the CPU (tests/emu; device memory closed to host code$(comma) streams run late): \
   their paths and bits$(comma) not a GPU result
@@ -62,7 +70,7 @@ $(EMU_CU_OBJ): %.o: %.cu tests/emu/cuda_emu.cuh $(FLAGS_STAMP)
 	g++ -x c++ $(EMU_CXXFLAGS) -D_GNU_SOURCE -Icommon $(EMU_CPPFLAGS) -include cuda_emu.cuh \
 	  -c $< -o $@
 
-$(EMU_C_OBJ) $(EMU_TESTS:%=%.o) $(EMU_COLL:%=%.o): $(FLAGS_STAMP)
+$(EMU_C_OBJ) $(EMU_TESTS:%=%.o) $(EMU_COLL:%=%.o) $(EMU_SOL:%=%.o): $(FLAGS_STAMP)
 $(EMU)/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(EMU_CPPFLAGS) $(CFLAGS) -c $< -o $@
@@ -74,6 +82,6 @@ $(EMU)/test_%_emu.o: tests/unit/test_%_cuda.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(EMU_CPPFLAGS) $(CFLAGS) -c $< -o $@
 
-$(EMU_TESTS) $(EMU_COLL): %: %.o $(EMU_LIB) $(EMU_TEST_HELPERS)
+$(EMU_TESTS) $(EMU_COLL) $(EMU_SOL): %: %.o $(EMU_LIB) $(EMU_TEST_HELPERS)
 	$(CC) $(LDFLAGS) -rdynamic $< $(EMU_TEST_HELPERS) $(EMU_LIB) $(CHECK_LIBS) $(LDLIBS) \
 	  -lstdc++ -o $@

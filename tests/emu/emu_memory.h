@@ -8,8 +8,8 @@
 /* 1 when [p, p + bytes) lies in one live block of emulated device memory (cudaMalloc,
  * gpu_context_alloc); always, for 0 bytes. */
 int emu_device_range(const void *p, size_t bytes);
-/* Under HVDLAB_EMU_GUARD=1, device memory is closed to the host except between these (a
- * kernel, a copy, a library stand-in); they nest, and threads may share them. Otherwise
+/* Under the guard (emu_memory.c), device memory is closed to the host except between these (a
+ * kernel, a copy, a library stand-in); they nest, and threads may share them. Without it,
  * nothing. */
 void emu_device_open(void);
 void emu_device_close(void);
