@@ -42,6 +42,7 @@ int gpu_context_tf32(void) { return tf32; }
 
 void gpu_context_at_release(void (*fn)(void))
 {
+    gpu_context_init(); /* as gpu_context.cu's: release then has something to release */
     for (int i = 0; i < nat_release; i++)
         if (at_release[i] == fn)
             return;

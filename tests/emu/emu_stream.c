@@ -21,11 +21,18 @@ struct CUstream_st {
     struct CUstream_st *next_live; /* the live streams, for emu_stream_flush_all */
 };
 
-/* An event records which stream it waits on and whether its mark has run there. */
+/* An event: the stream of its latest record, and which records' marks have run. */
 struct CUevent_st {
     cudaStream_t stream;
-    int pending; /* recorded on a stream, its mark not yet run */
+    unsigned long recorded; /* records so far */
+    unsigned long reached;  /* the latest record whose mark has run */
+    unsigned long queued;   /* marks not yet run (on any stream) */
 };
+
+typedef struct {
+    cudaEvent_t e;
+    unsigned long seq;
+} event_mark;
 
 static pthread_mutex_t lock;
 static pthread_once_t lock_once = PTHREAD_ONCE_INIT;
@@ -159,30 +166,46 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags)
     return cudaEventCreate(e);
 }
 
-static void mark(void *e) { ((cudaEvent_t)e)->pending = 0; }
+static void mark(void *p)
+{
+    event_mark *m = p;
+    if (m->seq > m->e->reached)
+        m->e->reached = m->seq;
+    m->e->queued--;
+    free(m);
+}
 
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
 {
+    event_mark *m = malloc(sizeof *m);
+    if (!m)
+        return cudaErrorMemoryAllocation;
     emu_stream_lock();
     e->stream = s;
-    e->pending = 1;
-    emu_stream_enqueue(s, mark, e);
+    *m = (event_mark){e, ++e->recorded};
+    e->queued++;
+    emu_stream_enqueue(s, mark, m);
     emu_stream_unlock();
     return cudaSuccess;
 }
 
-/* The event's stream runs up to the mark and on to its end: a GPU may be that far too. */
+/* Its stream runs up to the latest record's mark and on to its end: a GPU may be that far too. */
 cudaError_t cudaEventSynchronize(cudaEvent_t e)
 {
-    if (e->pending)
+    emu_stream_lock();
+    if (e->reached < e->recorded)
         emu_stream_flush(e->stream);
+    emu_stream_unlock();
     return cudaSuccess;
 }
 
-/* As on a GPU, an event whose mark is still queued is freed once the mark has run. */
+/* As on a GPU, an event whose marks are still queued is freed once they have run. */
 cudaError_t cudaEventDestroy(cudaEvent_t e)
 {
-    cudaEventSynchronize(e);
+    emu_stream_lock();
+    if (e->queued)
+        emu_stream_flush_all();
+    emu_stream_unlock();
     free(e);
     return cudaSuccess;
 }
