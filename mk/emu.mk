@@ -55,9 +55,11 @@ test-emu-model:  ## the whole GPU model emulated on the CPU against the CPU mode
 test-emu-coll:  ## the collectives on emulated device buffers (NCCL of one rank; staged, 2 and 3 ranks) against the CPU runtime (~100 s; no GPU needed)
 	@$(call emu_run,$(EMU_COLL),echo "$(EMU_COLL_SAYS)" && \
 	  MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" timeout 900 $(EMU)/tests/unit/test_gpu_collectives)
+
 test-emu-train:  ## solution 10, 2 ranks sharing the emulated GPU, a few steps: ranks agree at every step, losses the CPU build's (~35 s; no GPU needed)
 	@$(call emu_run,$(EMU_SOL) $(BUILD)/solutions/step10,MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" \
 	  sh tests/emu/run_sol10.sh $(EMU_SOL) $(BUILD)/solutions/step10)
+
 EMU_COLL_SAYS := test_gpu_collectives (emulated): the collectives on device buffers$(comma) the GPU \
   emulated on the CPU (tests/emu; device memory closed to host code$(comma) streams run late): \
   their paths and bits$(comma) not a GPU result

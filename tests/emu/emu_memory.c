@@ -55,8 +55,8 @@ static emu_block *blocks;
 static size_t nblocks, cap;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* The guard (read once, at the first allocation). opened: kernels, copies and stand-ins running now (threads
- * may nest them); the blocks are open while it is above 0. */
+/* The guard (read once, at the first allocation). opened: kernels, copies and stand-ins running
+ * now (threads may nest them); the blocks are open while it is above 0. */
 static int guard, opened;
 static struct sigaction host_segv; /* the handler before ours: for faults that are not ours */
 
@@ -188,14 +188,15 @@ static int forget(const void *p, emu_kind kind)
     return found;
 }
 
-/* The device block holding p: 1 and its end in *end, or 0. */
-static int device_block(const void *p, uintptr_t *end)
+/* The block holding p, device memory or pinned host memory as device says: 1 and its end in
+ * *end, or 0. */
+static int block_holding(const void *p, int device, uintptr_t *end)
 {
     const uintptr_t a = (uintptr_t)p;
     int found = 0;
     pthread_mutex_lock(&lock);
     for (size_t i = 0; i < nblocks && !found; i++)
-        if (blocks[i].kind == EMU_DEVICE && a >= blocks[i].base &&
+        if ((blocks[i].kind == EMU_DEVICE) == device && a >= blocks[i].base &&
             a < blocks[i].base + (blocks[i].bytes ? blocks[i].bytes : 1)) {
             *end = blocks[i].base + blocks[i].bytes;
             found = 1;
@@ -204,30 +205,21 @@ static int device_block(const void *p, uintptr_t *end)
     return found;
 }
 
+/* 1 when [p, p + bytes) lies in one block of that kind (always, for 0 bytes). */
+static int in_one_block(const void *p, size_t bytes, int device)
+{
+    uintptr_t end;
+    return bytes == 0 ||
+           (p != NULL && block_holding(p, device, &end) && (uintptr_t)p + bytes <= end);
+}
+
 static int emu_is_device(const void *p)
 {
     uintptr_t end;
-    return p != NULL && device_block(p, &end);
+    return p != NULL && block_holding(p, 1, &end);
 }
 
-int emu_device_range(const void *p, size_t bytes)
-{
-    uintptr_t end;
-    return bytes == 0 || (p != NULL && device_block(p, &end) && (uintptr_t)p + bytes <= end);
-}
-
-/* 1 when [p, p + bytes) lies in one block of pinned host memory. */
-static int pinned_range(const void *p, size_t bytes)
-{
-    const uintptr_t a = (uintptr_t)p;
-    int found = 0;
-    pthread_mutex_lock(&lock);
-    for (size_t i = 0; i < nblocks && !found; i++)
-        found = blocks[i].kind != EMU_DEVICE && a >= blocks[i].base &&
-                a + bytes <= blocks[i].base + blocks[i].bytes;
-    pthread_mutex_unlock(&lock);
-    return found;
-}
+int emu_device_range(const void *p, size_t bytes) { return in_one_block(p, bytes, 1); }
 
 /* 256-byte aligned, as cudaMalloc's; NaN-filled (all bits set), as nothing promises it zeros.
  * Guarded: whole pages of their own, for mprotect. Else exactly bytes long, not rounded up:
@@ -253,7 +245,7 @@ static void device_free(void *p, const char *call)
     emu_stream_flush_all();
     uintptr_t end = (uintptr_t)p; /* the block's, for munmap */
     if (p)
-        device_block(p, &end);
+        block_holding(p, 1, &end);
     if (p && forget(p, EMU_DEVICE) != 0)
         fatal_error("emu: %s of %p, which is not a live device block", call, p);
     if (p && guarded())
@@ -318,13 +310,6 @@ static void move(void *dst, const void *src, size_t bytes)
     emu_device_close();
 }
 
-static void emu_copy(const char *call, void *dst, const void *src, size_t bytes,
-                     enum cudaMemcpyKind k)
-{
-    copy_checks(call, dst, src, bytes, k);
-    move(dst, src, bytes);
-}
-
 /* A copy queued on a stream: checked when queued (the error names the call), moved when run. */
 typedef struct {
     void *dst;
@@ -368,16 +353,20 @@ static void run_set(void *p)
     free(q);
 }
 
-cudaError_t cudaMemsetAsync(void *p, int value, size_t bytes, cudaStream_t s)
+static void queue_set(const char *call, void *p, int value, size_t bytes, cudaStream_t s)
 {
     if (!emu_device_range(p, bytes))
-        fatal_error("emu: cudaMemsetAsync: %p, %zu bytes, is not inside one device block", p,
-                    bytes);
+        fatal_error("emu: %s: %p, %zu bytes, is not inside one device block", call, p, bytes);
     queued_set *q = malloc(sizeof *q);
     if (!q)
-        fatal_error("emu: out of memory for a queued cudaMemsetAsync");
+        fatal_error("emu: out of memory for a queued %s", call);
     *q = (queued_set){p, value, bytes};
     emu_stream_enqueue(s, run_set, q);
+}
+
+cudaError_t cudaMemsetAsync(void *p, int value, size_t bytes, cudaStream_t s)
+{
+    queue_set("cudaMemsetAsync", p, value, bytes, s);
     return cudaSuccess;
 }
 
@@ -390,7 +379,8 @@ void gpu_context_zero(void *p, size_t bytes)
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind)
 {
     emu_stream_flush(NULL);
-    emu_copy("cudaMemcpy", dst, src, bytes, kind);
+    copy_checks("cudaMemcpy", dst, src, bytes, kind);
+    move(dst, src, bytes);
     return cudaSuccess;
 }
 /* As CUDA's rules for cudaMemcpyAsync: between device and pinned memory (or device and device)
@@ -401,8 +391,8 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, enum cudaM
                             cudaStream_t s)
 {
     copy_checks("cudaMemcpyAsync", dst, src, bytes, kind);
-    const int from_pageable = !emu_is_device(src) && !pinned_range(src, bytes),
-              to_pageable = !emu_is_device(dst) && !pinned_range(dst, bytes);
+    const int from_pageable = !emu_is_device(src) && !in_one_block(src, bytes, 0),
+              to_pageable = !emu_is_device(dst) && !in_one_block(dst, bytes, 0);
     if (bytes && to_pageable) {
         emu_stream_flush(s);
         move(dst, src, bytes);
@@ -438,14 +428,11 @@ cudaError_t cudaHostUnregister(void *p)
     return cudaSuccess;
 }
 
+/* Synchronous, on the default stream: after the work queued there. */
 cudaError_t cudaMemset(void *p, int value, size_t bytes)
 {
-    if (!emu_device_range(p, bytes))
-        fatal_error("emu: cudaMemset: %p, %zu bytes, is not inside one device block", p, bytes);
+    queue_set("cudaMemset", p, value, bytes, NULL);
     emu_stream_flush(NULL);
-    emu_device_open();
-    memset(p, value, bytes);
-    emu_device_close();
     return cudaSuccess;
 }
 

@@ -47,12 +47,14 @@ static void make_lock(void)
     pthread_mutexattr_destroy(&a);
 }
 
-void emu_stream_lock(void)
+/* Held while work runs or a queue changes: one kernel or copy at a time, whatever the thread
+ * (the scheduler is not reentrant). Recursive. */
+static void emu_stream_lock(void)
 {
     pthread_once(&lock_once, make_lock);
     pthread_mutex_lock(&lock);
 }
-void emu_stream_unlock(void) { pthread_mutex_unlock(&lock); }
+static void emu_stream_unlock(void) { pthread_mutex_unlock(&lock); }
 
 /* NULL, cudaStreamLegacy (1) and cudaStreamPerThread (2): one queue, the default stream's. The
  * kit's own streams are non-blocking, so it is ordered with none of them, as on a GPU. */

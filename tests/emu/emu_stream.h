@@ -13,8 +13,7 @@
  * (NULL, cudaStreamLegacy, cudaStreamPerThread) is one more queue, ordered with none of the kit's
  * streams, which are all non-blocking.
  *
- * Public: emu_stream_enqueue, emu_stream_flush, emu_stream_flush_all, emu_stream_lock,
- *         emu_stream_unlock.
+ * Public: emu_stream_enqueue, emu_stream_flush, emu_stream_flush_all.
  */
 #ifndef HVDLAB_EMU_STREAM_H
 #define HVDLAB_EMU_STREAM_H
@@ -31,10 +30,6 @@ void emu_stream_enqueue(cudaStream_t s, void (*run)(void *), void *arg);
 void emu_stream_flush(cudaStream_t s);
 /* Every stream's queue. */
 void emu_stream_flush_all(void);
-/* Held while work runs or a queue changes: one kernel or copy at a time, whatever the thread
- * (the scheduler is not reentrant). Recursive. */
-void emu_stream_lock(void);
-void emu_stream_unlock(void);
 
 #ifdef __cplusplus
 }
