@@ -45,22 +45,33 @@ test-bench-tools:  ## the GPU benches' verdict scripts on rows of their programs
 # Device buffers: the CUDA flavour's build, whatever this make's flavour is. The peer: PyTorch's
 # gloo allreduce of CUDA tensors, 2 ranks on the GPU (NCCL refuses that, in PyTorch too);
 # tools/allreduce_gpu_compare.awk joins the three runs and checks issue 13's targets. The staged
-# path runs four times, each followed by its verdict, the default first so that a run cut short
+# path runs five times, each followed by its verdict, the default first so that a run cut short
 # (gpu-check's stage limit) keeps the verdicts it reached (and the later ways run even when the
-# default gave no rows; the target still fails then): as it runs by default (HVDLAB_STAGED_REDUCE
-# auto: groups from 1 MiB summed on the GPUs, smaller ones by the CPU), every group summed by the
-# CPU from a pinned buffer of cudaMallocHost (HVDLAB_STAGED_REDUCE=host), every group summed on
-# the GPUs through a pinned shared window (HVDLAB_STAGED_REDUCE=gpu, staged_node.h), and summed
-# by the CPU from huge pages registered with CUDA (HVDLAB_STAGED_HOST=hugepages, which lets the
-# host take its single-copy path). Each 2-rank run also times the copies with both ranks copying
-# at once: the ceiling two ranks sharing one GPU can have.
+# default gave no rows; the target still fails then):
+#   as it runs by default (HVDLAB_STAGED_REDUCE auto: groups from 1 MiB summed on the GPUs,
+#     smaller ones by the CPU);
+#   every group summed on the GPUs through a window in GPU memory shared by CUDA IPC
+#     (HVDLAB_STAGED_REDUCE=ipc, ipc_window.h): no piece passes through the host, so its figures
+#     may pass the copy ceiling, which bounds only the ways through the host;
+#   every group summed by the CPU from a pinned buffer of cudaMallocHost
+#     (HVDLAB_STAGED_REDUCE=host);
+#   every group summed on the GPUs through a pinned shared window (HVDLAB_STAGED_REDUCE=gpu,
+#     staged_node.h);
+#   summed by the CPU from huge pages registered with CUDA (HVDLAB_STAGED_HOST=hugepages, which
+#     lets the host take its single-copy path).
+# Each 2-rank run also times the copies with both ranks copying at once: the ceiling two ranks
+# sharing one GPU can have.
 .PHONY: bench-allreduce-gpu
-bench-allreduce-gpu:  ## device buffers 64K..256M: NCCL 1 rank, host-staged 2 ranks on one GPU (4 ways), copy ceilings, PyTorch gloo peer (needs a GPU)
+bench-allreduce-gpu:  ## device buffers 64K..256M: NCCL 1 rank, host-staged 2 ranks on one GPU (5 ways), copy ceilings, PyTorch gloo peer (needs a GPU)
 	$(MAKE) --no-print-directory CUDA=1 BUILD=build/cuda build/cuda/bench/allreduce_gpu
 	$(MPIRUN) $(MPIRUN_FLAGS) -n 1 build/cuda/bench/allreduce_gpu | tee build/cuda/ar_gpu.n1
 	$(MPIRUN) $(MPIRUN_FLAGS) -n 2 build/cuda/bench/allreduce_gpu | tee build/cuda/ar_gpu.n2
 	python3 bench/peer_gloo_allreduce.py --np 2 --device cuda | tee build/cuda/ar_gpu.gloo
 	-awk -f tools/allreduce_gpu_compare.awk build/cuda/ar_gpu.n1 build/cuda/ar_gpu.n2 build/cuda/ar_gpu.gloo
+	HVDLAB_STAGED_REDUCE=ipc $(MPIRUN) $(MPIRUN_FLAGS) -x HVDLAB_STAGED_REDUCE -n 2 \
+	  build/cuda/bench/allreduce_gpu | tee build/cuda/ar_gpu.n2i
+	-awk -f tools/allreduce_gpu_compare.awk build/cuda/ar_gpu.n1 build/cuda/ar_gpu.n2i build/cuda/ar_gpu.gloo | \
+	  sed 's/^bench-allreduce-gpu: staged/bench-allreduce-gpu: staged, summed on the GPUs through CUDA IPC (HVDLAB_STAGED_REDUCE=ipc)/'
 	HVDLAB_STAGED_REDUCE=host $(MPIRUN) $(MPIRUN_FLAGS) -x HVDLAB_STAGED_REDUCE -n 2 \
 	  build/cuda/bench/allreduce_gpu | tee build/cuda/ar_gpu.n2c
 	awk -f tools/allreduce_gpu_compare.awk build/cuda/ar_gpu.n1 build/cuda/ar_gpu.n2c build/cuda/ar_gpu.gloo | \

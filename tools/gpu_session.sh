@@ -5,8 +5,8 @@
 # batch norm's batched loads, the bias folded into batch norm) over the whole step, what limits a
 # training step under Nsight Systems (bench-train-gpu-nsys), the graders on the planted answers
 # (gpu-planted), the model's suite with each opt-in and solution 10 with them, solution 10 on two
-# ranks sharing the GPU with the staged gradients added as by default, by the CPU and by the GPUs
-# (and grade10 on the latter), and PyTorch through torch.compile.
+# ranks sharing the GPU with the staged gradients added as by default, by the CPU, by the GPUs
+# and by the GPUs through CUDA IPC (and grade10 with the GPUs), and PyTorch through torch.compile.
 # Everything stops by BUDGET seconds (default 560) after the start, so that the call ends inside
 # its limit and the logs come back: all of them as one archive, $OUT/gpu-logs.tgz (a call
 # returns at most 8 files from $OUT; gpu-check writes more).
@@ -120,11 +120,13 @@ if todo batch && [ "$(left)" -gt 100 ]; then
     done_stage batch
 fi
 # Two ranks sharing the GPU, the workshop laptop's case: solution 10 for 2 epochs with the staged
-# gradients added as by default (HVDLAB_STAGED_REDUCE=auto: the GPUs from 1 MiB), by the CPU and
-# by the GPUs, then grade10 with the GPUs adding everything.
+# gradients added as by default (HVDLAB_STAGED_REDUCE=auto: the GPUs from 1 MiB), by the CPU, by
+# the GPUs through the host's window and through CUDA IPC (ipc: the first run of ipc_window.c on a
+# GPU, after gpu-check's test_gpu_collectives), then grade10 with the GPUs adding everything.
 if todo two && [ "$(left)" -gt 120 ]; then
     echo "== two ranks on one GPU: who adds the staged gradients"
-    for adds in auto host gpu; do
+    for adds in auto host gpu ipc; do
+        [ "$(left)" -gt 70 ] || break
         d=$(mktemp -d)
         HVDLAB_STAGED_REDUCE=$adds timeout -k 5 60 mpirun --allow-run-as-root --oversubscribe -n 2 \
             -x HVDLAB_STAGED_REDUCE build/cuda/solutions/step10 --epochs 2 --model wrn-16-4 \
@@ -134,10 +136,12 @@ if todo two && [ "$(left)" -gt 120 ]; then
         grep -iE 'images/sec|test.*acc' $LOG.two.$adds | tail -3
         rm -rf "$d"
     done
-    echo "== grade10 with HVDLAB_STAGED_REDUCE=gpu"
-    HVDLAB_STAGED_REDUCE=gpu timeout -k 5 90 build/cuda/tests/grade/grade_step10 \
-        build/cuda/solutions/step10 > $LOG.grade10.gpu 2>&1
-    echo "exit $?"; tail -2 $LOG.grade10.gpu
+    if [ "$(left)" -gt 100 ]; then
+        echo "== grade10 with HVDLAB_STAGED_REDUCE=gpu"
+        HVDLAB_STAGED_REDUCE=gpu timeout -k 5 90 build/cuda/tests/grade/grade_step10 \
+            build/cuda/solutions/step10 > $LOG.grade10.gpu 2>&1
+        echo "exit $?"; tail -2 $LOG.grade10.gpu
+    fi
     done_stage two
 fi
 # torch.compile: the H200 gave its figures already; on another GPU, last.

@@ -6,11 +6,11 @@ One row per tensor (the trace's "process_name"), in the trace's order; each B/E 
 a bar: NEGOTIATE_ALLREDUCE light, ALLREDUCE mid, and inside it, dark and narrower, the pass that
 moved the bytes: MPI_ALLREDUCE (the ring), SHM_ALLREDUCE (one host's shared window) or
 CMA_ALLREDUCE (one host's ranks reading each other's buffers, a single copy); on a GPU
-NCCL_ALLREDUCE or STAGED_GPU_ALLREDUCE, and the MEMCPY_* copies around them, lighter. It shows
-training step --step (1-based; default: a typical step, the one of median length, or with --zoom
-of median allreduce phase) and the --steps-1 steps after it, a step being one round of the
-gradient tensors' allreduces; --from-ms/--to-ms pick any window instead (ms after the first
-event).
+NCCL_ALLREDUCE, STAGED_GPU_ALLREDUCE or IPC_GPU_ALLREDUCE, and the MEMCPY_* copies around them,
+lighter. It shows training step --step (1-based; default: a typical step, the one of median
+length, or with --zoom of median allreduce phase) and the --steps-1 steps after it, a step being
+one round of the gradient tensors' allreduces; --from-ms/--to-ms pick any window instead (ms
+after the first event).
 
 Usage: python3 tools/timeline_plot.py TIMELINE.json OUT.png|OUT.svg [--step N] [--steps K]
            [--zoom] [--from-ms A --to-ms B] [--title T]
@@ -30,6 +30,7 @@ PHASE_COLOR = {
     "SHM_BROADCAST": "#08519c",
     "NCCL_ALLREDUCE": "#08519c",  # device tensors on NCCL (coll/nccl.c)
     "STAGED_GPU_ALLREDUCE": "#08519c",  # host-staged, summed on the GPUs (coll/staged_node.c)
+    "IPC_GPU_ALLREDUCE": "#08519c",  # the same, the window on the GPUs (coll/ipc_window.c)
     "MEMCPY_IN_FUSION_BUFFER": "#9ecae1",
     "MEMCPY_OUT_FUSION_BUFFER": "#9ecae1",
     "MEMCPY_IN_HOST_BUFFER": "#9ecae1",  # host-staged: device to pinned host memory and back

@@ -52,33 +52,40 @@ extern "C" void fusion_cuda_from_half(const uint16_t *src, float *dst, size_t n,
     CUDA_CHECK(cudaGetLastError());
 }
 
+/* The ranks' pieces, by value in the kernel's parameters: no copy of the table to the GPU. */
+typedef struct {
+    const void *p[FUSION_CUDA_MAX_RANKS];
+} rank_ptrs;
+
 /* One thread per element (grid-stride): sum_ranks.h, the arithmetic the CPU test checks. */
-__global__ static void sum_ranks_f32_kernel(float *buf, const float *others, size_t stride, int me,
-                                            int L, size_t n, float scale)
+__global__ static void sum_ranks_f32_kernel(float *buf, rank_ptrs x, int L, size_t n, float scale)
 {
     size_t step = (size_t)gridDim.x * blockDim.x;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step)
-        buf[i] = sum_ranks_f32(buf, others, stride, me, L, i, scale);
+        buf[i] = sum_ranks_f32((const float *const *)x.p, L, i, scale);
 }
 
-__global__ static void sum_ranks_f16_kernel(uint16_t *buf, const uint16_t *others, size_t stride,
-                                            int me, int L, size_t n, float scale)
+__global__ static void sum_ranks_f16_kernel(uint16_t *buf, rank_ptrs x, int L, size_t n,
+                                            float scale)
 {
     size_t step = (size_t)gridDim.x * blockDim.x;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step)
-        buf[i] = sum_ranks_f16(buf, others, stride, me, L, i, scale);
+        buf[i] = sum_ranks_f16((const uint16_t *const *)x.p, L, i, scale);
 }
 
-extern "C" void fusion_cuda_sum_ranks(void *buf, const void *others, size_t stride, int me,
-                                      int L, size_t n, int fp16, float scale, cudaStream_t s)
+extern "C" void fusion_cuda_sum_ranks(void *buf, const void *const *x, int L, size_t n, int fp16,
+                                      float scale, cudaStream_t s)
 {
     if (n == 0)
         return;
+    if (L < 1 || L > FUSION_CUDA_MAX_RANKS)
+        fatal_error("fusion_cuda_sum_ranks: %d ranks (1 to %d)", L, FUSION_CUDA_MAX_RANKS);
+    rank_ptrs t = {{NULL}};
+    for (int r = 0; r < L; r++)
+        t.p[r] = x[r];
     if (fp16)
-        sum_ranks_f16_kernel<<<blocks_for(n), THREADS, 0, s>>>(
-            (uint16_t *)buf, (const uint16_t *)others, stride, me, L, n, scale);
+        sum_ranks_f16_kernel<<<blocks_for(n), THREADS, 0, s>>>((uint16_t *)buf, t, L, n, scale);
     else
-        sum_ranks_f32_kernel<<<blocks_for(n), THREADS, 0, s>>>(
-            (float *)buf, (const float *)others, stride, me, L, n, scale);
+        sum_ranks_f32_kernel<<<blocks_for(n), THREADS, 0, s>>>((float *)buf, t, L, n, scale);
     CUDA_CHECK(cudaGetLastError());
 }

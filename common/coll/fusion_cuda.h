@@ -19,10 +19,14 @@ void fusion_cuda_to_half(const float *src, uint16_t *dst, size_t n, cudaStream_t
 void fusion_cuda_from_half(const uint16_t *src, float *dst, size_t n, float scale,
                            cudaStream_t s);
 
-/* buf[i] = the sum over ranks r = 0 .. L-1, in that order, of x_r[i], where x_me is buf itself
- * and x_r (r != me) is others + r * stride elements: sum_ranks.h, the ring's arithmetic, so the
- * bits are the CPU's. fp16: the elements are IEEE half in uint16_t. */
-void fusion_cuda_sum_ranks(void *buf, const void *others, size_t stride, int me, int L, size_t n,
-                           int fp16, float scale, cudaStream_t s);
+/* The most ranks fusion_cuda_sum_ranks adds: their pointers travel in the kernel's parameters
+ * (2 KiB of CUDA's 4 KiB). */
+#define FUSION_CUDA_MAX_RANKS 256
+
+/* buf[i] = the sum over ranks r = 0 .. L-1, in that order, of x[r][i] (x: L device pointers,
+ * this rank's buf among them; L <= FUSION_CUDA_MAX_RANKS): sum_ranks.h, the ring's arithmetic,
+ * so the bits are the CPU's. fp16: the elements are IEEE half in uint16_t. */
+void fusion_cuda_sum_ranks(void *buf, const void *const *x, int L, size_t n, int fp16,
+                           float scale, cudaStream_t s);
 
 #endif

@@ -36,6 +36,8 @@ int staged_reduce_parse(const char *v, staged_reduce *out)
         *out = STAGED_REDUCE_HOST;
     else if (strcmp(v, "gpu") == 0)
         *out = STAGED_REDUCE_GPU;
+    else if (strcmp(v, "ipc") == 0)
+        *out = STAGED_REDUCE_IPC;
     else
         return -1;
     return 0;
@@ -43,7 +45,10 @@ int staged_reduce_parse(const char *v, staged_reduce *out)
 
 const char *staged_reduce_name(staged_reduce r)
 {
-    return r == STAGED_REDUCE_HOST ? "host" : r == STAGED_REDUCE_GPU ? "gpu" : "auto";
+    return r == STAGED_REDUCE_HOST  ? "host"
+           : r == STAGED_REDUCE_GPU ? "gpu"
+           : r == STAGED_REDUCE_IPC ? "ipc"
+                                    : "auto";
 }
 
 #ifdef HVDLAB_CUDA
@@ -56,6 +61,7 @@ const char *staged_reduce_name(staged_reduce r)
 static struct {
     gpu_path path;
     int node_reduce; /* gpu_ops_node_reduce */
+    int node_ipc; /* gpu_ops_node_ipc */
     size_t node_min_bytes; /* gpu_ops_node_reduce_min_bytes */
     int staged_hugepages; /* gpu_ops_staged_hugepages */
     int device;
@@ -161,9 +167,12 @@ void gpu_ops_init(const gpu_ops_config *c)
         G.node_reduce = with == c->size && one_host && c->size > 1;
         G.node_min_bytes =
             c->staged_reduce == STAGED_REDUCE_AUTO ? STAGED_REDUCE_AUTO_MIN_BYTES : 0;
-        if (c->staged_reduce == STAGED_REDUCE_GPU)
-            snprintf(adds, sizeof adds, "; HVDLAB_STAGED_REDUCE=gpu: %s",
-                     G.node_reduce ? "summed on the GPUs"
+        G.node_ipc = G.node_reduce && c->staged_reduce == STAGED_REDUCE_IPC;
+        if (c->staged_reduce == STAGED_REDUCE_GPU || c->staged_reduce == STAGED_REDUCE_IPC)
+            snprintf(adds, sizeof adds, "; HVDLAB_STAGED_REDUCE=%s: %s",
+                     staged_reduce_name(c->staged_reduce),
+                     G.node_ipc       ? "summed on the GPUs, their window shared by CUDA IPC"
+                     : G.node_reduce  ? "summed on the GPUs"
                      : with < c->size ? "a rank has no GPU, the CPU adds"
                      : !one_host      ? "the ranks span hosts, the CPU adds"
                                       : "one rank, nothing to add");
@@ -201,6 +210,7 @@ void gpu_ops_shutdown(void)
 
 gpu_path gpu_ops_path(void) { return G.path; }
 int gpu_ops_node_reduce(void) { return G.node_reduce; }
+int gpu_ops_node_ipc(void) { return G.node_ipc; }
 size_t gpu_ops_node_reduce_min_bytes(void) { return G.node_min_bytes; }
 int gpu_ops_staged_hugepages(void) { return G.staged_hugepages; }
 
@@ -236,6 +246,7 @@ void gpu_ops_init(const gpu_ops_config *c) { (void)c; }
 void gpu_ops_shutdown(void) {}
 gpu_path gpu_ops_path(void) { return GPU_PATH_NONE; }
 int gpu_ops_node_reduce(void) { return 0; }
+int gpu_ops_node_ipc(void) { return 0; }
 size_t gpu_ops_node_reduce_min_bytes(void) { return 0; }
 int gpu_ops_staged_hugepages(void) { return 0; }
 int gpu_ops_is_device(const void *p)

@@ -27,18 +27,22 @@ const char *gpu_ops_request_name(gpu_ops_request r); /* "auto", "nccl", "mpi" */
 
 /* HVDLAB_STAGED_REDUCE: on the host-staged path, who adds the device groups of one host's ranks.
  * auto (the default): the GPUs from STAGED_REDUCE_AUTO_MIN_BYTES on, the CPU below; host: the
- * CPU; gpu: the GPUs. On an H100 (2 ranks, make bench-allreduce-gpu, 2026-11-26) the GPUs' way
+ * CPU; gpu: the GPUs, through a shared window of pinned host memory; ipc: the GPUs, through a
+ * window in GPU memory that the ranks share by CUDA IPC (ipc_window.h), so that no piece passes
+ * through the host (where a rank cannot open it, the host's window serves, said in one line).
+ * ipc has not yet run on a GPU: an opt-in until a GPU session times it. On an H100 (2 ranks, make bench-allreduce-gpu, 2026-11-26) the GPUs' way
  * costs ~310 us at any size up to 1 MiB, where the CPU's takes 44-334 us, and is 1.6-3.2x
  * faster from 2 MiB on. */
 typedef enum {
     STAGED_REDUCE_AUTO = 0,
     STAGED_REDUCE_HOST = 1,
-    STAGED_REDUCE_GPU = 2
+    STAGED_REDUCE_GPU = 2,
+    STAGED_REDUCE_IPC = 3
 } staged_reduce;
 #define STAGED_REDUCE_AUTO_MIN_BYTES ((size_t)1 << 20)
-/* "", "auto", "host", "gpu". Returns 0, or -1 for anything else. */
+/* "", "auto", "host", "gpu", "ipc". Returns 0, or -1 for anything else. */
 int staged_reduce_parse(const char *v, staged_reduce *out);
-const char *staged_reduce_name(staged_reduce r); /* "auto", "host", "gpu" */
+const char *staged_reduce_name(staged_reduce r); /* "auto", "host", "gpu", "ipc" */
 
 typedef struct {
     MPI_Comm comm;
@@ -56,12 +60,14 @@ void gpu_ops_init(const gpu_ops_config *c);
 void gpu_ops_shutdown(void);
 gpu_path gpu_ops_path(void);
 /* 1 when device groups staged through the host may be summed on the GPUs (staged_node.h):
- * HVDLAB_STAGED_REDUCE auto or gpu, on the staged path, every rank with a GPU and every rank on
+ * HVDLAB_STAGED_REDUCE auto, gpu or ipc, on the staged path, every rank with a GPU and every rank on
  * one host (by name). The same on every rank. Asked for with gpu where it cannot be, rank 0 says
  * why in its one line and the CPU adds as before (auto says nothing: nobody asked). */
 int gpu_ops_node_reduce(void);
+/* Where gpu_ops_node_reduce: 1 when HVDLAB_STAGED_REDUCE=ipc asks for the window on the GPUs. */
+int gpu_ops_node_ipc(void);
 /* Where gpu_ops_node_reduce: the smallest group, in bytes on the wire, the GPUs add (auto:
- * STAGED_REDUCE_AUTO_MIN_BYTES; gpu: 0); the CPU adds smaller ones. */
+ * STAGED_REDUCE_AUTO_MIN_BYTES; gpu and ipc: 0); the CPU adds smaller ones. */
 size_t gpu_ops_node_reduce_min_bytes(void);
 /* 1 when staged.c's pinned host buffer is to be huge pages registered with CUDA
  * (HVDLAB_STAGED_HOST=hugepages, checked and agreed on at hvd_init); 0: cudaMallocHost. */

@@ -167,7 +167,7 @@ static void read_settings(void)
         fatal_error("HVD_GPU_OPERATIONS=%s: expected nccl or mpi", v);
     v = getenv("HVDLAB_STAGED_REDUCE");
     if (staged_reduce_parse(v, &S.staged_reduce) != 0)
-        fatal_error("HVDLAB_STAGED_REDUCE=%s: expected auto (the default), host or gpu", v);
+        fatal_error("HVDLAB_STAGED_REDUCE=%s: expected auto (the default), host, gpu or ipc", v);
     v = getenv("HVDLAB_STAGED_HOST");
     S.staged_hugepages = v && strcmp(v, "hugepages") == 0;
     if (v && *v && !S.staged_hugepages && strcmp(v, "pinned") != 0)

@@ -22,6 +22,7 @@
 static size_t piece_bytes = DEFAULT_PIECE;
 
 void node_stage_set_piece_bytes(size_t bytes) { piece_bytes = bytes ? bytes : DEFAULT_PIECE; }
+size_t node_stage_piece_bytes(void) { return (piece_bytes + PAGE - 1) / PAGE * PAGE; }
 
 void node_stage_init(node_stage *w, shm_node *node)
 {
@@ -63,12 +64,30 @@ static int map_segment(node_stage *w, const char *name, const char **step)
     return err;
 }
 
+/* The per-rank tables, for the node's L ranks. */
+static void tables(node_stage *w)
+{
+    int L = w->node->size;
+    w->ptrs = malloc((size_t)L * sizeof *w->ptrs);
+    w->base = malloc((size_t)L * sizeof *w->base);
+    if (!w->ptrs || !w->base)
+        fatal_error("host-staged allreduce: out of memory for %d ranks", L);
+}
+
+void node_stage_attach(node_stage *w, char *const *bases, size_t piece)
+{
+    node_stage_free(w);
+    tables(w);
+    memcpy(w->base, bases, (size_t)w->node->size * sizeof *w->base);
+    w->piece = piece;
+}
+
 char *node_stage_window(node_stage *w, size_t *bytes)
 {
     if (!w->slots && !w->failed) {
         static unsigned made; /* windows this process made: a fresh name each */
         int L = w->node->size, rank = w->node->rank;
-        w->piece = (piece_bytes + PAGE - 1) / PAGE * PAGE;
+        w->piece = node_stage_piece_bytes();
         w->bytes = 2 * (size_t)L * w->piece;
         char name[64] = "";
         int err = 0, created = 0;
@@ -91,12 +110,13 @@ char *node_stage_window(node_stage *w, size_t *bytes)
         if (err && *step)
             snprintf(w->error, sizeof w->error, "%s of the %zu-byte segment %s in /dev/shm: %s",
                      step, w->bytes, name, strerror(err));
-        w->ptrs = all ? malloc((size_t)L * sizeof *w->ptrs) : NULL;
-        if (all && !w->ptrs)
-            fatal_error("host-staged allreduce: out of memory for %d ranks", L);
         if (!all) {
             node_stage_free(w);
             w->failed = 1;
+        } else {
+            tables(w);
+            for (int r = 0; r < L; r++) /* rank r's two slots side by side */
+                w->base[r] = w->slots + 2 * (size_t)r * w->piece;
         }
     }
     *bytes = w->slots ? w->bytes : 0;
@@ -105,7 +125,7 @@ char *node_stage_window(node_stage *w, size_t *bytes)
 
 static char *slot(const node_stage *w, unsigned long seq, int r)
 {
-    return w->slots + ((seq & 1) * (size_t)w->node->size + (size_t)r) * w->piece;
+    return w->base[r] + (seq & 1) * w->piece;
 }
 
 void node_stage_allreduce(node_stage *w, void *buf_, size_t n, shm_elem t, float scale,
@@ -114,7 +134,7 @@ void node_stage_allreduce(node_stage *w, void *buf_, size_t n, shm_elem t, float
     if (n == 0)
         return; /* every rank has the same n: none meets the others */
     size_t bytes;
-    if (!node_stage_window(w, &bytes))
+    if (!w->base && !node_stage_window(w, &bytes))
         fatal_error("host-staged allreduce: no shared window (%s)", w->error[0] ? w->error
                                                                           : "another rank's");
     char *buf = buf_;
@@ -145,6 +165,8 @@ void node_stage_free(node_stage *w)
     if (w->slots)
         munmap(w->slots, w->bytes);
     free(w->ptrs);
+    free(w->base);
     w->slots = NULL;
     w->ptrs = NULL;
+    w->base = NULL;
 }

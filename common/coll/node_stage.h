@@ -47,9 +47,11 @@ typedef struct {
 
 typedef struct {
     shm_node *node;  /* the host's ranks and their barrier (not owned) */
-    char *slots;     /* 2 * L slots of piece bytes, page aligned; NULL until the first call */
+    char *slots;     /* the segment: 2 * L slots of piece bytes, page aligned; NULL until the
+                        first call, and with a window attached instead */
     size_t piece;    /* bytes of one slot */
-    size_t bytes;    /* of the slots */
+    size_t bytes;    /* of the segment */
+    char **base;     /* rank r's two slots: base[r] and base[r] + piece (NULL: no window yet) */
     char **ptrs;     /* the L slots of the piece being reduced, for ops->reduce */
     unsigned long seq; /* pieces so far: picks the set, the same on every rank */
     int failed;      /* a rank could not map the segment: no window, for good */
@@ -62,14 +64,22 @@ void node_stage_init(node_stage *w, shm_node *node);
  * bytes in *bytes. NULL on every rank when any rank could not map it (/dev/shm full or missing):
  * w->error says why on those that could not, and every later call says NULL at once. */
 char *node_stage_window(node_stage *w, size_t *bytes);
-/* Collective over the node's ranks, where node_stage_window gave slots, in place:
+/* Slots that are not the segment (staged_node.c: device memory that the host's ranks share
+ * through CUDA IPC): rank r's two slots of piece bytes are bases[r] and bases[r] + piece, as
+ * mapped in this process (copied; not owned: node_stage_free leaves them). Local. */
+void node_stage_attach(node_stage *w, char *const *bases, size_t piece);
+/* Collective over the node's ranks, where node_stage_window gave slots (or node_stage_attach
+ * attached them), in place:
  * buf = scale * (sum over the node's ranks), n elements of t. ctx is passed to every op. */
 void node_stage_allreduce(node_stage *w, void *buf, size_t n, shm_elem t, float scale,
                           const node_stage_ops *ops, void *ctx);
-/* Unmaps the segment (local: the name is gone already). */
+/* Unmaps the segment (local: the name is gone already) and forgets an attached window. */
 void node_stage_free(node_stage *w);
 
 /* Benchmarks and tests: bytes per slot for windows allocated from now on (0: the default). */
 void node_stage_set_piece_bytes(size_t bytes);
+/* Bytes per slot of the next window (node_stage_set_piece_bytes's, page-rounded): what an
+ * attached window's slots are sized by, times its own factor. */
+size_t node_stage_piece_bytes(void);
 
 #endif

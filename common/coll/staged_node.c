@@ -5,6 +5,7 @@
 #include "coll/staged_node.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/cuda_check.h"
@@ -13,15 +14,24 @@
 #include "coll/gpu_ops.h"
 #include "coll/gpu_wait.h"
 #include "coll/hvd.h"
+#include "coll/ipc_window.h"
 #include "coll/node_stage.h"
+
+/* The slots on the GPU (HVDLAB_STAGED_REDUCE=ipc) are this many times the host's: a copy within
+ * the GPU moves a host piece in a few microseconds, less than one barrier, so larger pieces keep
+ * the barriers from ruling (32 MiB: 64 MiB of GPU memory per rank). */
+#define IPC_PIECE_FACTOR 8
 
 static struct {
     int ready;        /* w initialised on the host's node */
     int refused;      /* a rank could not pin the window: the CPU adds, for the job's life */
     node_stage w;
+    ipc_window ipc;   /* the slots on the GPUs instead (HVDLAB_STAGED_REDUCE=ipc), when open */
+    int on_gpu;       /* 1: w's slots are ipc's: the sum reads them where they are */
     char *pinned;     /* the window's slots as registered with CUDA (NULL: not yet) */
-    char *scratch;    /* device: one piece per rank, the others' pieces come up here */
+    char *scratch;    /* device, host window only: one piece per rank, the others' come up here */
     size_t scratch_bytes;
+    const void **x;   /* the L pieces one sum adds (fusion_cuda_sum_ranks) */
     cudaStream_t up;  /* the others' pieces up and the sums; the copies down go on the ops stream */
 } N;
 
@@ -34,7 +44,9 @@ typedef struct {
 static void down(void *ctx, const char *buf, char *slot, size_t bytes)
 {
     const call_ctx *c = ctx;
-    CUDA_CHECK(cudaMemcpyAsync(slot, buf, bytes, cudaMemcpyDeviceToHost, c->down));
+    CUDA_CHECK(cudaMemcpyAsync(slot, buf, bytes,
+                               N.on_gpu ? cudaMemcpyDeviceToDevice : cudaMemcpyDeviceToHost,
+                               c->down));
 }
 
 static void down_wait(void *ctx)
@@ -43,16 +55,20 @@ static void down_wait(void *ctx)
     gpu_wait(c->down, NULL, c->what);
 }
 
+/* The host's window: the others' pieces up into the scratch first. On the GPUs: the sum reads
+ * the others' slots through their IPC mappings. */
 static void reduce(void *ctx, char *buf, char *const *slots, int me, int L, size_t n, shm_elem t,
                    float scale)
 {
     (void)ctx;
-    size_t es = t == SHM_F16 ? 2 : 4, stride = N.w.piece / es;
-    for (int r = 0; r < L; r++)
-        if (r != me)
-            CUDA_CHECK(cudaMemcpyAsync(N.scratch + (size_t)r * N.w.piece, slots[r], n * es,
-                                       cudaMemcpyHostToDevice, N.up));
-    fusion_cuda_sum_ranks(buf, N.scratch, stride, me, L, n, t == SHM_F16, scale, N.up);
+    size_t es = t == SHM_F16 ? 2 : 4;
+    for (int r = 0; r < L; r++) {
+        N.x[r] = r == me ? buf : N.on_gpu ? slots[r] : N.scratch + (size_t)r * N.w.piece;
+        if (r != me && !N.on_gpu)
+            CUDA_CHECK(cudaMemcpyAsync((void *)N.x[r], slots[r], n * es, cudaMemcpyHostToDevice,
+                                       N.up));
+    }
+    fusion_cuda_sum_ranks(buf, N.x, L, n, t == SHM_F16, scale, N.up);
 }
 
 static void reduce_wait(void *ctx)
@@ -63,17 +79,28 @@ static void reduce_wait(void *ctx)
 
 static const node_stage_ops GPU_OPS = {down, down_wait, reduce, reduce_wait};
 
-/* The window mapped and pinned in every rank, the scratch and the stream: once, collective. 0
- * when some rank could not map or pin it (/dev/shm full, a locked-memory limit): every rank then
- * leaves this path alike, and each rank that failed says why in one line. */
-static int prepare(MPI_Comm comm)
+/* HVDLAB_STAGED_REDUCE=ipc: the slots on the GPUs, once, collective. 1 when open on every rank;
+ * else each rank that failed says why in one line, and the host's window serves instead. */
+static int open_on_gpu(void)
 {
-    if (N.refused)
+    char why[200];
+    size_t piece = IPC_PIECE_FACTOR * node_stage_piece_bytes();
+    if (ipc_window_open(&N.ipc, N.w.node->comm, piece, why, sizeof why) != 0) {
+        if (why[0])
+            fprintf(stderr, "hvdlab: warning: staged tensors summed on the GPUs through CUDA IPC "
+                    "(HVDLAB_STAGED_REDUCE=ipc): rank %d: %s; the host's shared window serves "
+                    "instead\n", hvd_rank(), why);
         return 0;
-    if (!N.ready) {
-        node_stage_init(&N.w, allreduce_host_node(comm));
-        N.ready = 1;
     }
+    node_stage_attach(&N.w, N.ipc.bases, piece);
+    return N.on_gpu = 1;
+}
+
+/* The host's window mapped and pinned in every rank, and the scratch its pieces come up to. 0
+ * when some rank could not map or pin it (/dev/shm full, a locked-memory limit): every rank then
+ * leaves this path alike, and each rank that failed says why in one line. Collective. */
+static int open_on_host(void)
+{
     size_t bytes = 0;
     char *slots = node_stage_window(&N.w, &bytes); /* NULL on every rank, or on none */
     int ok = slots != NULL, all = ok;
@@ -101,7 +128,6 @@ static int prepare(MPI_Comm comm)
                     "window failed (%s); the CPU adds them instead\n", hvd_rank(), bytes,
                     cudaGetErrorString(e));
         node_stage_free(&N.w);
-        N.refused = 1;
         return 0;
     }
     size_t need = (size_t)N.w.node->size * N.w.piece;
@@ -113,6 +139,36 @@ static int prepare(MPI_Comm comm)
         CUDA_CHECK(cudaMalloc((void **)&N.scratch, need));
         N.scratch_bytes = need;
     }
+    return 1;
+}
+
+/* A window (on the GPUs when asked for and possible, else the host's), the table of pieces and
+ * the stream: once, collective. 0, on every rank alike, when there can be none. */
+static int prepare(MPI_Comm comm)
+{
+    if (N.refused)
+        return 0;
+    if (!N.ready) {
+        node_stage_init(&N.w, allreduce_host_node(comm));
+        N.ready = 1;
+        if (N.w.node->size > FUSION_CUDA_MAX_RANKS) { /* the same on every rank */
+            if (N.w.node->rank == 0)
+                fprintf(stderr, "hvdlab: warning: staged tensors summed on the GPUs "
+                        "(HVDLAB_STAGED_REDUCE): %d ranks on one host, more than the %d the GPU's "
+                        "sum takes; the CPU adds them instead\n", N.w.node->size,
+                        FUSION_CUDA_MAX_RANKS);
+            N.refused = 1;
+            return 0;
+        }
+        if (gpu_ops_node_ipc())
+            open_on_gpu(); /* the same answer on every rank */
+    }
+    if (!N.on_gpu && !open_on_host()) {
+        N.refused = 1;
+        return 0;
+    }
+    if (!N.x && !(N.x = malloc((size_t)N.w.node->size * sizeof *N.x)))
+        fatal_error("staged allreduce: out of memory for %d ranks", N.w.node->size);
     if (!N.up)
         CUDA_CHECK(cudaStreamCreateWithFlags(&N.up, cudaStreamNonBlocking));
     return 1;
@@ -134,13 +190,21 @@ void staged_node_allreduce(void *dev, size_t n, int fp16, float scale, cudaStrea
     node_stage_allreduce(&N.w, dev, n, fp16 ? SHM_F16 : SHM_F32, scale, &GPU_OPS, &c);
 }
 
+const char *staged_node_activity(void)
+{
+    return N.on_gpu ? "IPC_GPU_ALLREDUCE" : "STAGED_GPU_ALLREDUCE";
+}
+
 void staged_node_free(void)
 {
     if (!N.ready)
         return;
     if (N.pinned)
         cudaHostUnregister(N.pinned);
+    if (N.on_gpu) /* every rank is here (hvd_shutdown): the others' reads are over */
+        ipc_window_close(&N.ipc, N.w.node->comm);
     node_stage_free(&N.w);
+    free(N.x);
     if (N.scratch)
         cudaFree(N.scratch);
     if (N.up)

@@ -31,6 +31,9 @@ int staged_node_usable(MPI_Comm comm);
 void staged_node_allreduce(void *dev, size_t n, int fp16, float scale, cudaStream_t s,
                            const char *what);
 #endif
+/* The timeline's name for a sum on this path: IPC_GPU_ALLREDUCE where the window is on the GPUs
+ * (HVDLAB_STAGED_REDUCE=ipc, opened), else STAGED_GPU_ALLREDUCE. After staged_node_usable. */
+const char *staged_node_activity(void);
 /* Unpins and unmaps the window, frees the device scratch and the stream (allreduce_free: the
  * window belongs to the host's ranks as allreduce_init found them). */
 void staged_node_free(void);

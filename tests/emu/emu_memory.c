@@ -19,7 +19,9 @@
  */
 #include "emu_memory.h"
 
+#include <errno.h>
 #include <execinfo.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -47,6 +49,8 @@ typedef struct {
     uintptr_t base;
     size_t bytes;
     emu_kind kind;
+    int fd;       /* exported (cudaIpcGetMemHandle): the memfd its pages are now; else -1 */
+    int imported; /* another process's block, opened by cudaIpcOpenMemHandle */
 } emu_block;
 
 /* The live blocks, unordered: a few hundred at most (a model's tensors), looked up per
@@ -158,7 +162,8 @@ void emu_device_close(void)
     pthread_mutex_unlock(&lock);
 }
 
-static void remember(void *p, size_t bytes, emu_kind kind)
+/* imported: cudaIpcOpenMemHandle's. */
+static void remember_as(void *p, size_t bytes, emu_kind kind, int imported)
 {
     pthread_mutex_lock(&lock);
     if (nblocks == cap) {
@@ -167,19 +172,24 @@ static void remember(void *p, size_t bytes, emu_kind kind)
         if (!blocks)
             fatal_error("emu: out of memory for the table of device blocks");
     }
-    blocks[nblocks++] = (emu_block){(uintptr_t)p, bytes, kind};
+    blocks[nblocks++] = (emu_block){(uintptr_t)p, bytes, kind, -1, imported};
     if (kind == EMU_DEVICE && guard && opened == 0)
         protect(&blocks[nblocks - 1], PROT_NONE);
     pthread_mutex_unlock(&lock);
 }
 
-/* Drops p's block; 0, or -1 when p does not start a live block of that kind. */
-static int forget(const void *p, emu_kind kind)
+static void remember(void *p, size_t bytes, emu_kind kind) { remember_as(p, bytes, kind, 0); }
+
+/* Drops p's block (a copy in *gone, if not NULL); 0, or -1 when p does not start a live block
+ * of that kind. */
+static int forget(const void *p, emu_kind kind, emu_block *gone)
 {
     int found = -1;
     pthread_mutex_lock(&lock);
     for (size_t i = 0; i < nblocks; i++)
         if (blocks[i].base == (uintptr_t)p && blocks[i].kind == kind) {
+            if (gone)
+                *gone = blocks[i];
             blocks[i] = blocks[--nblocks];
             found = 0;
             break;
@@ -243,13 +253,16 @@ static void *host_alloc(size_t bytes, int device)
 static void device_free(void *p, const char *call)
 {
     emu_stream_flush_all();
-    uintptr_t end = (uintptr_t)p; /* the block's, for munmap */
-    if (p)
-        block_holding(p, 1, &end);
-    if (p && forget(p, EMU_DEVICE) != 0)
+    emu_block b = {0, 0, EMU_DEVICE, -1, 0};
+    if (p && forget(p, EMU_DEVICE, &b) != 0)
         fatal_error("emu: %s of %p, which is not a live device block", call, p);
+    if (b.imported)
+        fatal_error("emu: %s of %p, another process's memory that cudaIpcOpenMemHandle opened "
+                    "(cudaIpcCloseMemHandle closes it)", call, p);
+    if (b.fd >= 0)
+        close(b.fd);
     if (p && guarded())
-        munmap(p, guard_bytes((size_t)(end - (uintptr_t)p)));
+        munmap(p, guard_bytes(b.bytes));
     else
         free(p);
 }
@@ -423,7 +436,7 @@ cudaError_t cudaHostRegister(void *p, size_t bytes, unsigned flags)
 cudaError_t cudaHostUnregister(void *p)
 {
     emu_stream_flush_all();
-    if (forget(p, EMU_REGISTERED) != 0)
+    if (forget(p, EMU_REGISTERED, NULL) != 0)
         fatal_error("emu: cudaHostUnregister of %p, which cudaHostRegister did not pin", p);
     return cudaSuccess;
 }
@@ -455,7 +468,7 @@ cudaError_t cudaMallocHost(void **p, size_t bytes)
 cudaError_t cudaFreeHost(void *p)
 {
     emu_stream_flush_all(); /* it synchronizes the device, as cudaFree does */
-    if (p && forget(p, EMU_HOST_ALLOC) != 0)
+    if (p && forget(p, EMU_HOST_ALLOC, NULL) != 0)
         fatal_error("emu: cudaFreeHost of %p, which cudaMallocHost did not give", p);
     free(p);
     return cudaSuccess;
@@ -472,5 +485,90 @@ cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a, const void
         a->type = cudaMemoryTypeUnregistered;
         a->hostPointer = (void *)p;
     }
+    return cudaSuccess;
+}
+
+/* ---- CUDA IPC: another process's device memory ------------------------------------------------
+ * An exported block's pages become a memfd's, mapped at the same address (MAP_FIXED, its bytes
+ * kept), and the handle names the exporting process and the descriptor; the importer maps the
+ * same pages through /proc/<pid>/fd/<fd>. So two ranks share the bytes, as two processes on one
+ * GPU do, and each process's guard closes its own mapping. Only blocks of pages of their own can
+ * be remapped so: without the guard (an ASan build, HVDLAB_EMU_GUARD=0) export fails with
+ * cudaErrorNotSupported, which the kit must survive too. */
+#define EMU_IPC_MAGIC 0x68766469u /* "hvdi" */
+
+typedef struct {
+    uint32_t magic;
+    int32_t pid, fd;
+    uint64_t bytes;
+} emu_ipc_handle;
+
+cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *h, void *p)
+{
+    _Static_assert(sizeof(emu_ipc_handle) <= sizeof h->reserved, "the handle fits CUDA's");
+    if (!guarded())
+        return cudaErrorNotSupported;
+    pthread_mutex_lock(&lock);
+    emu_block *b = NULL;
+    for (size_t i = 0; i < nblocks && !b; i++)
+        if (blocks[i].base == (uintptr_t)p && blocks[i].kind == EMU_DEVICE && !blocks[i].imported)
+            b = &blocks[i];
+    if (!b)
+        fatal_error("emu: cudaIpcGetMemHandle of %p, which does not start a device block this "
+                    "process allocated", p);
+    const size_t gb = guard_bytes(b->bytes);
+    if (b->fd < 0) {
+        int fd = memfd_create("hvdlab-emu-device", MFD_CLOEXEC);
+        char *keep = malloc(b->bytes ? b->bytes : 1);
+        if (fd < 0 || ftruncate(fd, (off_t)gb) != 0 || !keep)
+            fatal_error("emu: cudaIpcGetMemHandle: no memfd of %zu bytes", gb);
+        protect(b, PROT_READ | PROT_WRITE);
+        memcpy(keep, p, b->bytes);
+        if (mmap(p, gb, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) != p)
+            fatal_error("emu: cudaIpcGetMemHandle: the block at %p could not be remapped", p);
+        memcpy(p, keep, b->bytes);
+        free(keep);
+        if (opened == 0)
+            protect(b, PROT_NONE);
+        b->fd = fd;
+    }
+    emu_ipc_handle e = {EMU_IPC_MAGIC, (int32_t)getpid(), b->fd, b->bytes};
+    pthread_mutex_unlock(&lock);
+    memset(h, 0, sizeof *h);
+    memcpy(h->reserved, &e, sizeof e);
+    return cudaSuccess;
+}
+
+/* A process cannot open its own handles: CUDA refuses that with an error too. */
+cudaError_t cudaIpcOpenMemHandle(void **p, cudaIpcMemHandle_t h, unsigned flags)
+{
+    (void)flags;
+    emu_ipc_handle e;
+    memcpy(&e, h.reserved, sizeof e);
+    if (e.magic != EMU_IPC_MAGIC)
+        fatal_error("emu: cudaIpcOpenMemHandle of a handle cudaIpcGetMemHandle did not give");
+    if (e.pid == (int32_t)getpid())
+        return cudaErrorInvalidValue;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)e.pid, (int)e.fd);
+    int fd = open(path, O_RDWR);
+    if (fd < 0)
+        fatal_error("emu: cudaIpcOpenMemHandle: open %s: %s", path, strerror(errno));
+    void *q = mmap(NULL, guard_bytes(e.bytes), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (q == MAP_FAILED)
+        fatal_error("emu: cudaIpcOpenMemHandle: mmap of %s: %s", path, strerror(errno));
+    remember_as(q, e.bytes, EMU_DEVICE, 1);
+    *p = q;
+    return cudaSuccess;
+}
+
+cudaError_t cudaIpcCloseMemHandle(void *p)
+{
+    emu_stream_flush_all(); /* no queued work still reads it */
+    emu_block b;
+    if (forget(p, EMU_DEVICE, &b) != 0 || !b.imported)
+        fatal_error("emu: cudaIpcCloseMemHandle of %p, which cudaIpcOpenMemHandle did not open", p);
+    munmap(p, guard_bytes(b.bytes));
     return cudaSuccess;
 }

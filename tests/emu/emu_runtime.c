@@ -81,9 +81,11 @@ cudaError_t cudaGetLastError(void) { return cudaSuccess; }
 cudaError_t cudaPeekAtLastError(void) { return cudaSuccess; }
 const char *cudaGetErrorString(cudaError_t e)
 {
-    return e == cudaSuccess         ? "no error"
-           : e == cudaErrorNotReady ? "device not ready"
-                                    : "an error in the CPU emulator";
+    return e == cudaSuccess             ? "no error"
+           : e == cudaErrorNotReady     ? "device not ready"
+           : e == cudaErrorNotSupported ? "operation not supported"
+           : e == cudaErrorInvalidValue ? "invalid argument"
+                                        : "an error in the CPU emulator";
 }
 
 /* ---- the rest of the runtime the kit calls: devices ------------------------------------------ */

@@ -10,7 +10,8 @@
 #   - rank 0's loss at every step and the final val_loss are the CPU build's within 1 %: the
 #     GPU path trains the same model, not merely the same on both ranks.
 # Ways: as a 2-rank job on one GPU runs by default (the CPU adds the staged gradients, 0.7 MB),
-# and with HVDLAB_STAGED_REDUCE=gpu and HVD_COMPRESSION=fp16 (the GPUs add halves).
+# with HVDLAB_STAGED_REDUCE=gpu and HVD_COMPRESSION=fp16 (the GPUs add halves), and with
+# HVDLAB_STAGED_REDUCE=ipc (the GPUs add, the window in GPU memory shared through CUDA IPC).
 # Ends with one line "sol10-emu: N passed, N failed". Env: MPIRUN, TEST_TIMEOUT (s, each job).
 set -u
 [ $# -eq 2 ] || { echo "usage: run_sol10.sh EMU_SOL CPU_SOL" >&2; exit 2; }
@@ -40,7 +41,7 @@ check() { echo "FAIL: $label: $1"; fails=$((fails + 1)); }
 
 pass=0
 fail=0
-for opt in "" "HVDLAB_STAGED_REDUCE=gpu HVD_COMPRESSION=fp16"; do
+for opt in "" "HVDLAB_STAGED_REDUCE=gpu HVD_COMPRESSION=fp16" "HVDLAB_STAGED_REDUCE=ipc"; do
     label="solution 10, 2 ranks on the emulated GPU${opt:+, $opt}"
     echo "== $label"
     fails=0
@@ -66,6 +67,17 @@ for opt in "" "HVDLAB_STAGED_REDUCE=gpu HVD_COMPRESSION=fp16"; do
         case $opt in *STAGED_REDUCE=gpu*)
             grep -q 'HVDLAB_STAGED_REDUCE=gpu: summed on the GPUs' "$dir/emu/out" ||
                 check "rank 0 does not say the GPUs add" ;;
+        *STAGED_REDUCE=ipc*)
+            grep -q 'HVDLAB_STAGED_REDUCE=ipc: summed on the GPUs, their window shared by CUDA IPC' \
+                "$dir/emu/out" || check "rank 0 does not say the GPUs add through CUDA IPC"
+            # the emulator refuses CUDA IPC only without its guard (an ASan build): then the
+            # host's window serves, as on a GPU that refuses it
+            if grep -q "the host's shared window serves instead" "$dir/emu/out"; then
+                if grep -q "cudaIpcGetMemHandle failed (operation not supported)" "$dir/emu/out"
+                then echo "note: CUDA IPC refused (the emulator without its guard)"
+                else check "CUDA IPC refused: $(grep -m1 'serves instead' "$dir/emu/out")"
+                fi
+            fi ;;
         esac
         [ "$(fields "$t0" params sum)" = "$(fields "$t1" params sum)" ] ||
             check "the ranks' weights differ after the broadcast"

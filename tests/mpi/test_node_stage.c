@@ -8,10 +8,12 @@
  * shm_allreduce's on the same data (both add in local-rank order) and across ranks, for both
  * element types, SUM and AVERAGE, lengths around the piece size and many pieces per call.
  * Every rank of mpirun is on this host, so the whole world is one node. */
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <mpi.h>
@@ -85,30 +87,25 @@ static void reduce(void *ctx, char *buf, char *const *slots, int me, int L, size
     o->reduces++;
 }
 
-/* What the GPU's op does (staged_node.c): the others' slots into a scratch of one piece per
- * rank, then sum_ranks.h per element, the very function the kernel runs. */
+/* What the GPU's op does (staged_node.c): sum_ranks.h per element, the very function the kernel
+ * runs, over every rank's piece where it lies (the window on the GPUs reads the others' slots in
+ * place; the host's window first copies them up, which changes no bit). */
 static void reduce_wait(void *ctx)
 {
     late_ops *o = ctx;
     if (!o->reduce_pending)
         return;
     pause_a_little(o);
-    size_t es = o->t == SHM_F16 ? 2 : 4, stride = o->n;
-    char *scratch = malloc((size_t)o->L * o->n * es);
-    ck_assert_ptr_nonnull(scratch);
+    const char *x[8];
     for (int r = 0; r < o->L; r++)
-        if (r != o->me)
-            memcpy(scratch + (size_t)r * stride * es, o->slot_copy[r], o->n * es);
+        x[r] = r == o->me ? o->buf : o->slot_copy[r];
     for (size_t i = 0; i < o->n; i++) {
         if (o->t == SHM_F16)
-            ((uint16_t *)o->buf)[i] = sum_ranks_f16((const uint16_t *)o->buf,
-                                                    (const uint16_t *)scratch, stride, o->me,
-                                                    o->L, i, o->scale);
+            ((uint16_t *)o->buf)[i] =
+                sum_ranks_f16((const uint16_t *const *)x, o->L, i, o->scale);
         else
-            ((float *)o->buf)[i] = sum_ranks_f32((const float *)o->buf, (const float *)scratch,
-                                                 stride, o->me, o->L, i, o->scale);
+            ((float *)o->buf)[i] = sum_ranks_f32((const float *const *)x, o->L, i, o->scale);
     }
-    free(scratch);
     o->reduce_pending = 0;
 }
 
@@ -202,6 +199,54 @@ START_TEST(calls_back_to_back)
 }
 END_TEST
 
+/* A window attached from outside, as staged_node.c attaches the GPU's (node_stage_attach): each
+ * rank's two slots are a mapping of their own, at other addresses in every process (so an
+ * engine that went by the host segment's layout, or took one rank's slots for another's, would
+ * sum the wrong pieces). */
+START_TEST(attached_window_of_separate_mappings)
+{
+    const size_t piece = 4096;
+    shm_node node;
+    shm_node_init(&node, MPI_COMM_WORLD);
+    int L = node.size, me = node.rank;
+    char name[64], *names = malloc((size_t)L * sizeof name);
+    char **bases = calloc((size_t)L, sizeof *bases);
+    ck_assert(names && bases);
+    snprintf(name, sizeof name, "/hvdlab-attach-test-%ld", (long)getpid());
+    int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    ck_assert_msg(fd >= 0 && ftruncate(fd, (off_t)(2 * piece)) == 0, "shm_open %s", name);
+    close(fd);
+    MPI_Allgather(name, sizeof name, MPI_CHAR, names, sizeof name, MPI_CHAR, MPI_COMM_WORLD);
+    for (int r = 0; r < L; r++) {
+        int f = shm_open(names + (size_t)r * sizeof name, O_RDWR, 0);
+        ck_assert(f >= 0);
+        bases[r] = mmap(NULL, 2 * piece, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
+        ck_assert(bases[r] != MAP_FAILED);
+        close(f);
+    }
+    MPI_Barrier(MPI_COMM_WORLD); /* every rank has mapped every name */
+    shm_unlink(name);
+    node_stage w;
+    node_stage_init(&w, &node);
+    node_stage_attach(&w, bases, piece);
+    for (int ti = 0; ti < 2; ti++) {
+        shm_elem t = ti ? SHM_F16 : SHM_F32;
+        size_t per = piece / (t == SHM_F16 ? 2 : 4);
+        size_t lens[] = {1, per - 1, per + 1, 5 * per + 3};
+        for (size_t k = 0; k < sizeof lens / sizeof *lens; k++)
+            check(&w, &node, lens[k], t, 1.0f / (float)L);
+    }
+    CK_EXPECT(w.slots == NULL, "rank %d: a segment mapped beside the attached window", me);
+    node_stage_free(&w);
+    for (int r = 0; r < L; r++)
+        munmap(bases[r], 2 * piece);
+    free(bases);
+    free(names);
+    shm_node_free(&node);
+    CK_AGREE();
+}
+END_TEST
+
 /* No segment name outlives the call that mapped it (node rank 0 unlinks it at once). Names
  * carry rank 0's pid: only this job's are counted. Collective. */
 static int stage_names_in_dev_shm(void)
@@ -277,6 +322,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, small_pieces);
     tcase_add_test(tc, default_pieces);
     tcase_add_test(tc, calls_back_to_back);
+    tcase_add_test(tc, attached_window_of_separate_mappings);
     tcase_add_test(tc, nothing_left_in_dev_shm);
     tcase_add_test(tc, segment_too_large_refused_on_every_rank);
     suite_add_tcase(s, tc);

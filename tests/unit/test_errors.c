@@ -246,7 +246,7 @@ START_TEST(bad_settings_named)
                                                  "ranks per test host, at least 1"), "%s", j.out);
     j = run_job("HVDLAB_STAGED_REDUCE=cpu", 2, "init-only");
     ck_assert_msg(j.status != 0 && strstr(j.out, "HVDLAB_STAGED_REDUCE=cpu: expected auto (the "
-                                                 "default), host or gpu"), "%s", j.out);
+                                                 "default), host, gpu or ipc"), "%s", j.out);
     /* checked at hvd_init on every build, not at the first staged call of a CUDA one */
     j = run_job("HVDLAB_STAGED_HOST=huge", 2, "init-only");
     ck_assert_msg(j.status != 0 && strstr(j.out, "HVDLAB_STAGED_HOST=huge: expected pinned (the "

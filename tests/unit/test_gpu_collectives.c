@@ -9,6 +9,10 @@
  *   -n 2, 3 with HVDLAB_STAGED_HOST=hugepages   the same from a registered huge-page buffer
  *   -n 2, 3 with HVDLAB_STAGED_REDUCE=gpu       host-staged, every group summed on the GPUs
  *                                (staged_node.h)
+ *   -n 2, 3 with HVDLAB_STAGED_REDUCE=ipc       the same with the window in GPU memory shared
+ *                                through CUDA IPC (ipc_window.h); where CUDA refuses IPC, the
+ *                                host's window serves (said in a note; the emulator with its
+ *                                guard must not refuse)
  *   HVD_GPU_OPERATIONS=nccl with more ranks than GPUs: one error line, non-zero exit, no hang
  * each with the collective check on in one run, with a timeline whose activities are checked,
  * and 384 MiB allreduced once per path. A device tensor on one rank and a host tensor on another
@@ -73,6 +77,18 @@ static size_t count(const char *hay, const char *needle)
     return k;
 }
 
+/* Whether a refusal of CUDA IPC is a failure: under the emulator with its guard (on by default
+ * outside ASan builds), which shares device blocks between processes; a GPU may refuse. */
+static int ipc_required(void)
+{
+#if defined(HVDLAB_CUDA_EMU) && !defined(__SANITIZE_ADDRESS__)
+    const char *g = getenv("HVDLAB_EMU_GUARD");
+    return !(g && strcmp(g, "0") == 0);
+#else
+    return 0;
+#endif
+}
+
 /* A run that must pass on the expected path; its timeline must show that path's activities. */
 static void passing(const char *env, int np, const char *want_path, int with_timeline)
 {
@@ -85,12 +101,24 @@ static void passing(const char *env, int np, const char *want_path, int with_tim
     expect(rc == 0, "%s: exit status not 0", full);
     expect(strstr(out, path_line) != NULL, "%s: not on the expected path", full);
     expect(strstr(out, ", 0 failures") != NULL, "%s: failures in the checks", full);
-    const int by_gpu = strstr(env, "HVDLAB_STAGED_REDUCE=gpu") != NULL,
+    const int by_ipc = strstr(env, "HVDLAB_STAGED_REDUCE=ipc") != NULL,
+              by_gpu = by_ipc || strstr(env, "HVDLAB_STAGED_REDUCE=gpu") != NULL,
               by_cpu = strstr(env, "HVDLAB_STAGED_REDUCE=host") != NULL;
     const int mpi = strcmp(want_path, "mpi") == 0, automatic = mpi && !by_gpu && !by_cpu;
+    /* ipc: every rank opened the others' slots, or every rank went to the host's window */
+    const int ipc_refused = by_ipc && strstr(out, "the host's shared window serves instead");
+    if (ipc_refused) {
+        printf("note: %s: CUDA IPC refused here, the host's window served\n", full);
+        expect(!ipc_required(), "%s: CUDA IPC refused under the emulator's guard", full);
+    }
     if (by_gpu && mpi)
-        expect(strstr(out, np > 1 ? "HVDLAB_STAGED_REDUCE=gpu: summed on the GPUs"
-                                  : "HVDLAB_STAGED_REDUCE=gpu: one rank, nothing to add") != NULL,
+        expect(strstr(out, np == 1      ? (by_ipc ? "HVDLAB_STAGED_REDUCE=ipc: one rank, nothing "
+                                                    "to add"
+                                                  : "HVDLAB_STAGED_REDUCE=gpu: one rank, nothing "
+                                                    "to add")
+                           : by_ipc     ? "HVDLAB_STAGED_REDUCE=ipc: summed on the GPUs, their "
+                                          "window shared by CUDA IPC"
+                                        : "HVDLAB_STAGED_REDUCE=gpu: summed on the GPUs") != NULL,
                "%s: rank 0's line does not say who adds", full);
     if (automatic)
         expect((strstr(out, "; summed on the GPUs from 1 MiB, by the CPU below") != NULL) ==
@@ -119,8 +147,12 @@ static void passing(const char *env, int np, const char *want_path, int with_tim
         /* the pieces' copies and sums overlap: one span; no device group takes staged.c's
          * copy into the host buffer (the CPU reference's host tensors still take the host's
          * own passes) */
-        expect(strstr(t, "\"STAGED_GPU_ALLREDUCE\"") != NULL, "%s: no STAGED_GPU_ALLREDUCE",
-               file);
+        const char *want = by_ipc && !ipc_refused ? "\"IPC_GPU_ALLREDUCE\""
+                                                  : "\"STAGED_GPU_ALLREDUCE\"",
+                   *not = by_ipc && !ipc_refused ? "\"STAGED_GPU_ALLREDUCE\""
+                                                 : "\"IPC_GPU_ALLREDUCE\"";
+        expect(strstr(t, want) != NULL, "%s: its span is not in the timeline", want);
+        expect(strstr(t, not) == NULL, "%s: in the timeline, the other window's span", not);
         expect(strstr(t, "\"MEMCPY_IN_HOST_BUFFER\"") == NULL,
                "%s: MEMCPY_IN_HOST_BUFFER on the GPU-summed path", file);
     } else {
@@ -162,6 +194,11 @@ int main(int argc, char **argv)
         passing("HVD_GPU_OPERATIONS=mpi HVDLAB_STAGED_REDUCE=gpu", np, "mpi", 1);
         if (ngpu < np)
             passing("HVDLAB_STAGED_REDUCE=gpu HVD_COMPRESSION=fp16 HVD_FUSION_THRESHOLD=4K", np,
+                    "mpi", 1);
+        /* the window on the GPUs, shared through CUDA IPC */
+        passing("HVD_GPU_OPERATIONS=mpi HVDLAB_STAGED_REDUCE=ipc", np, "mpi", 1);
+        if (ngpu < np)
+            passing("HVDLAB_STAGED_REDUCE=ipc HVD_COMPRESSION=fp16 HVD_FUSION_THRESHOLD=4K", np,
                     "mpi", 1);
         passing("HVD_COMPRESSION=fp16 HVD_FUSION_THRESHOLD=4K", np, ngpu >= np ? "nccl" : "mpi",
                 0);
