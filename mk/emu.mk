@@ -7,11 +7,11 @@
 #     GPU model against the CPU model, where the GPU model's convolutions and dense layers are
 #     the CPU's own (tests/emu/emu_libs.c); by default, then with HVDLAB_BN_BATCH=1 and
 #     HVDLAB_BIAS_IN_BN=1 (tests/emu/run_emu.sh);
-#   make test-emu-coll (part of make test, ~100 s): test_gpu_collectives.c and prog_gpu_coll.c as
+#   make test-emu-coll (part of make test, ~140 s): test_gpu_collectives.c and prog_gpu_coll.c as
 #     the GPU build runs them, under mpirun: NCCL of one rank (tests/emu/emu_nccl.c), the
 #     host-staged paths with 2 and 3 ranks on the one emulated GPU;
-#   make test-emu-train (part of make test, ~35 s): solution 10 trained by 2 ranks sharing the
-#     emulated GPU for 4 steps, two ways, against the CPU build (tests/emu/run_sol10.sh).
+#   make test-emu-train (part of make test, ~45 s): solution 10 trained by 2 ranks sharing the
+#     emulated GPU for 4 steps, three ways, against the CPU build (tests/emu/run_sol10.sh).
 # In every suite host code that touches device memory stops (tests/emu/emu_memory.c), and work
 # on a stream runs only when the host waits for it (tests/emu/emu_stream.c). They check the
 # kernels' arithmetic and indexing and the GPU path's wiring before a GPU session, not speed or
@@ -52,11 +52,11 @@ test-emu:  ## the GPU kernels of bn, act, pool and xent emulated on the CPU agai
 test-emu-model:  ## the whole GPU model emulated on the CPU against the CPU model, three ways (~8 min; no GPU needed)
 	@$(call emu_run,$(EMU)/test_wrn_emu,TEST_TIMEOUT=900 sh tests/emu/run_emu.sh $(EMU)/test_wrn_emu)
 
-test-emu-coll:  ## the collectives on emulated device buffers (NCCL of one rank; staged, 2 and 3 ranks) against the CPU runtime (~100 s; no GPU needed)
+test-emu-coll:  ## the collectives on emulated device buffers (NCCL of one rank; staged, 2 and 3 ranks) against the CPU runtime (~140 s; no GPU needed)
 	@$(call emu_run,$(EMU_COLL),echo "$(EMU_COLL_SAYS)" && \
 	  MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" timeout 900 $(EMU)/tests/unit/test_gpu_collectives)
 
-test-emu-train:  ## solution 10, 2 ranks sharing the emulated GPU, a few steps: ranks agree at every step, losses the CPU build's (~35 s; no GPU needed)
+test-emu-train:  ## solution 10, 2 ranks sharing the emulated GPU, a few steps: ranks agree at every step, losses the CPU build's (~45 s; no GPU needed)
 	@$(call emu_run,$(EMU_SOL) $(BUILD)/solutions/step10,MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" \
 	  sh tests/emu/run_sol10.sh $(EMU_SOL) $(BUILD)/solutions/step10)
 

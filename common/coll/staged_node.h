@@ -9,6 +9,11 @@
  * CPU's way (HVDLAB_STAGED_REDUCE=host) to 12-16 % of its copy ceiling on an H200 and an H100,
  * where this way reached 38-40 % (README). Only host memory is handed
  * to MPI (the window; its barrier is the host's shm barrier). CUDA builds only.
+ *
+ * With HVDLAB_STAGED_REDUCE=ipc the window is in GPU memory instead (ipc_window.h): each rank's
+ * slots are its own cudaMalloc, opened by the others through CUDA IPC; a piece goes into its
+ * slot by a copy within the GPU and the sum reads the others' slots where they lie, so no piece
+ * passes through the host. Where a rank cannot export or open, the host's window serves.
  */
 #ifndef HVDLAB_STAGED_NODE_H
 #define HVDLAB_STAGED_NODE_H
