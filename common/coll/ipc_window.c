@@ -83,7 +83,6 @@ int ipc_window_open(ipc_window *w, MPI_Comm comm, size_t piece, char *why, size_
     free(all);
     if (all_ok(ok, comm))
         return 0;
-    w->bases[w->me] = NULL; /* not opened: close_opened skips it anyway */
     empty(w, comm);
     return -1;
 }
