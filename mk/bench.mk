@@ -39,6 +39,7 @@ bench-loader: $(BUILD)/bench/loader  ## data pipeline images/s (batch 128, one c
 .PHONY: test-bench-tools
 test-bench-tools:  ## the GPU benches' verdict scripts on rows of their programs' formats (no GPU needed)
 	@sh tests/bench/allreduce_gpu_compare.sh
+	@sh tests/bench/allreduce_gpu_ways.sh
 	@sh tests/bench/bench_train_gpu_rows.sh
 	@sh tests/bench/bench_train_gpu_nsys.sh
 
@@ -60,7 +61,8 @@ test-bench-tools:  ## the GPU benches' verdict scripts on rows of their programs
 #   summed by the CPU from huge pages registered with CUDA (HVDLAB_STAGED_HOST=hugepages, which
 #     lets the host take its single-copy path).
 # Each 2-rank run also times the copies with both ranks copying at once: the ceiling two ranks
-# sharing one GPU can have.
+# sharing one GPU can have. Last, tools/allreduce_gpu_ways.awk sets the five side by side, the
+# fastest per size, and says of each opt-in whether it is faster than the default at every size.
 .PHONY: bench-allreduce-gpu
 bench-allreduce-gpu:  ## device buffers 64K..256M: NCCL 1 rank, host-staged 2 ranks on one GPU (5 ways), copy ceilings, PyTorch gloo peer (needs a GPU)
 	$(MAKE) --no-print-directory CUDA=1 BUILD=build/cuda build/cuda/bench/allreduce_gpu
@@ -84,5 +86,8 @@ bench-allreduce-gpu:  ## device buffers 64K..256M: NCCL 1 rank, host-staged 2 ra
 	  -x HVDLAB_STAGED_REDUCE -x HVDLAB_STAGED_HOST -n 2 build/cuda/bench/allreduce_gpu | tee build/cuda/ar_gpu.n2h
 	awk -f tools/allreduce_gpu_compare.awk build/cuda/ar_gpu.n1 build/cuda/ar_gpu.n2h build/cuda/ar_gpu.gloo | \
 	  sed 's/^bench-allreduce-gpu: staged/bench-allreduce-gpu: staged on huge pages, summed by the CPU (HVDLAB_STAGED_REDUCE=host HVDLAB_STAGED_HOST=hugepages)/'
+	@# the five ways side by side, and each opt-in against the default at every size
+	-awk -v ways="auto ipc host gpu hugepages" -f tools/allreduce_gpu_ways.awk build/cuda/ar_gpu.n2 \
+	  build/cuda/ar_gpu.n2i build/cuda/ar_gpu.n2c build/cuda/ar_gpu.n2g build/cuda/ar_gpu.n2h
 	@# the target fails when the default way gave no rows (its verdict said so above)
 	@awk -f tools/allreduce_gpu_compare.awk build/cuda/ar_gpu.n1 build/cuda/ar_gpu.n2 build/cuda/ar_gpu.gloo >/dev/null
