@@ -58,7 +58,11 @@ int ipc_window_open(ipc_window *w, MPI_Comm comm, size_t piece, char *why, size_
     if (!w->bases || !all)
         fatal_error("GPU-summed staging through CUDA IPC: out of memory for %d ranks", w->size);
     memset(&mine, 0, sizeof mine);
-    cudaError_t e = cudaMalloc((void **)&w->mine, 2 * piece);
+    /* 2 MiB multiples: CUDA may carve a smaller cudaMalloc out of a larger block, and IPC
+     * shares the whole block, neighbours included (CUDA C++ Programming Guide, "Interprocess
+     * Communication") */
+    const size_t align = (size_t)2 << 20, bytes = (2 * piece + align - 1) / align * align;
+    cudaError_t e = cudaMalloc((void **)&w->mine, bytes);
     int ok = e == cudaSuccess || failed(e, "cudaMalloc of the slots", why, len);
     if (!ok)
         w->mine = NULL;

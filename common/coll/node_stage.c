@@ -84,6 +84,10 @@ void node_stage_attach(node_stage *w, char *const *bases, size_t piece)
 
 char *node_stage_window(node_stage *w, size_t *bytes)
 {
+    if (w->base && !w->slots) { /* an attached window: no segment beside it */
+        *bytes = 0;
+        return NULL;
+    }
     if (!w->slots && !w->failed) {
         static unsigned made; /* windows this process made: a fresh name each */
         int L = w->node->size, rank = w->node->rank;

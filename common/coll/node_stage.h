@@ -67,7 +67,7 @@ char *node_stage_window(node_stage *w, size_t *bytes);
 /* Slots that are not the segment (staged_node.c: device memory that the host's ranks share
  * through CUDA IPC): rank r's two slots of piece bytes are bases[r] and bases[r] + piece, as
  * mapped in this process (copied; not owned: node_stage_free leaves them). Local. The engine
- * then uses those slots only: node_stage_window is not for such a window. */
+ * then uses those slots only: node_stage_window says NULL for such a window. */
 void node_stage_attach(node_stage *w, char *const *bases, size_t piece);
 /* Collective over the node's ranks, where node_stage_window gave slots (or node_stage_attach
  * attached them), in place:

@@ -51,6 +51,7 @@ typedef struct {
     emu_kind kind;
     int fd;       /* exported (cudaIpcGetMemHandle): the memfd its pages are now; else -1 */
     int imported; /* another process's block, opened by cudaIpcOpenMemHandle */
+    unsigned *opens; /* exported or imported: how many processes have it open (CUDA IPC) */
 } emu_block;
 
 /* The live blocks, unordered: a few hundred at most (a model's tensors), looked up per
@@ -162,8 +163,8 @@ void emu_device_close(void)
     pthread_mutex_unlock(&lock);
 }
 
-/* imported: cudaIpcOpenMemHandle's. */
-static void remember_as(void *p, size_t bytes, emu_kind kind, int imported)
+/* imported: cudaIpcOpenMemHandle's, with its count of opens. */
+static void remember_as(void *p, size_t bytes, emu_kind kind, int imported, unsigned *opens)
 {
     pthread_mutex_lock(&lock);
     if (nblocks == cap) {
@@ -172,13 +173,16 @@ static void remember_as(void *p, size_t bytes, emu_kind kind, int imported)
         if (!blocks)
             fatal_error("emu: out of memory for the table of device blocks");
     }
-    blocks[nblocks++] = (emu_block){(uintptr_t)p, bytes, kind, -1, imported};
+    blocks[nblocks++] = (emu_block){(uintptr_t)p, bytes, kind, -1, imported, opens};
     if (kind == EMU_DEVICE && guard && opened == 0)
         protect(&blocks[nblocks - 1], PROT_NONE);
     pthread_mutex_unlock(&lock);
 }
 
-static void remember(void *p, size_t bytes, emu_kind kind) { remember_as(p, bytes, kind, 0); }
+static void remember(void *p, size_t bytes, emu_kind kind)
+{
+    remember_as(p, bytes, kind, 0, NULL);
+}
 
 /* Drops p's block (a copy in *gone, if not NULL); 0, or -1 when p does not start a live block
  * of that kind. */
@@ -253,12 +257,20 @@ static void *host_alloc(size_t bytes, int device)
 static void device_free(void *p, const char *call)
 {
     emu_stream_flush_all();
-    emu_block b = {0, 0, EMU_DEVICE, -1, 0};
+    emu_block b = {0, 0, EMU_DEVICE, -1, 0, NULL};
     if (p && forget(p, EMU_DEVICE, &b) != 0)
         fatal_error("emu: %s of %p, which is not a live device block", call, p);
     if (b.imported)
         fatal_error("emu: %s of %p, another process's memory that cudaIpcOpenMemHandle opened "
                     "(cudaIpcCloseMemHandle closes it)", call, p);
+    if (b.opens) {
+        unsigned others = __atomic_load_n(b.opens, __ATOMIC_SEQ_CST);
+        if (others)
+            fatal_error("emu: %s of %p, which %u other process(es) still have open through CUDA "
+                        "IPC (undefined on a GPU: cudaIpcCloseMemHandle there first)", call, p,
+                        others);
+        munmap(b.opens, page_bytes());
+    }
     if (b.fd >= 0)
         close(b.fd);
     if (p && guarded())
@@ -492,7 +504,9 @@ cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a, const void
  * An exported block's pages become a memfd's, mapped at the same address (MAP_FIXED, its bytes
  * kept), and the handle names the exporting process and the descriptor; the importer maps the
  * same pages through /proc/<pid>/fd/<fd>. So two ranks share the bytes, as two processes on one
- * GPU do, and each process's guard closes its own mapping. Only blocks of pages of their own can
+ * GPU do, and each process's guard closes its own mapping. A page after the block's counts the
+ * processes that have it open: freeing it while one still does stops with one line (undefined
+ * on a GPU, and harmless here, where the pages outlive the free). Only blocks of pages of their own can
  * be remapped so: without the guard (an ASan build, HVDLAB_EMU_GUARD=0) export fails with
  * cudaErrorNotSupported, which the kit must survive too. */
 #define EMU_IPC_MAGIC 0x68766469u /* "hvdi" */
@@ -503,11 +517,21 @@ typedef struct {
     uint64_t bytes;
 } emu_ipc_handle;
 
+/* The count of opens: the memfd's page after the block's gb bytes, mapped. */
+static unsigned *open_count(int fd, size_t gb)
+{
+    void *c = mmap(NULL, page_bytes(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)gb);
+    if (c == MAP_FAILED)
+        fatal_error("emu: CUDA IPC: the count page of a shared block: %s", strerror(errno));
+    return c;
+}
+
 cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *h, void *p)
 {
     _Static_assert(sizeof(emu_ipc_handle) <= sizeof h->reserved, "the handle fits CUDA's");
     if (!guarded())
         return cudaErrorNotSupported;
+    emu_stream_flush_all(); /* no queued work writes the block while it is remapped */
     pthread_mutex_lock(&lock);
     emu_block *b = NULL;
     for (size_t i = 0; i < nblocks && !b; i++)
@@ -520,7 +544,7 @@ cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *h, void *p)
     if (b->fd < 0) {
         int fd = memfd_create("hvdlab-emu-device", MFD_CLOEXEC);
         char *keep = malloc(b->bytes ? b->bytes : 1);
-        if (fd < 0 || ftruncate(fd, (off_t)gb) != 0 || !keep)
+        if (fd < 0 || ftruncate(fd, (off_t)(gb + page_bytes())) != 0 || !keep)
             fatal_error("emu: cudaIpcGetMemHandle: no memfd of %zu bytes", gb);
         protect(b, PROT_READ | PROT_WRITE);
         memcpy(keep, p, b->bytes);
@@ -531,6 +555,7 @@ cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *h, void *p)
         if (opened == 0)
             protect(b, PROT_NONE);
         b->fd = fd;
+        b->opens = open_count(fd, gb);
     }
     emu_ipc_handle e = {EMU_IPC_MAGIC, (int32_t)getpid(), b->fd, b->bytes};
     pthread_mutex_unlock(&lock);
@@ -542,7 +567,8 @@ cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *h, void *p)
 /* A process cannot open its own handles: CUDA refuses that with an error too. */
 cudaError_t cudaIpcOpenMemHandle(void **p, cudaIpcMemHandle_t h, unsigned flags)
 {
-    (void)flags;
+    if (flags != cudaIpcMemLazyEnablePeerAccess) /* the one flag CUDA takes */
+        return cudaErrorInvalidValue;
     emu_ipc_handle e;
     memcpy(&e, h.reserved, sizeof e);
     if (e.magic != EMU_IPC_MAGIC)
@@ -552,13 +578,18 @@ cudaError_t cudaIpcOpenMemHandle(void **p, cudaIpcMemHandle_t h, unsigned flags)
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)e.pid, (int)e.fd);
     int fd = open(path, O_RDWR);
-    if (fd < 0)
-        fatal_error("emu: cudaIpcOpenMemHandle: open %s: %s", path, strerror(errno));
-    void *q = mmap(NULL, guard_bytes(e.bytes), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
+    if (fd < 0) { /* /proc hidden (hidepid), another PID namespace: refused, as a GPU may */
+        fprintf(stderr, "emu: cudaIpcOpenMemHandle: open %s: %s\n", path, strerror(errno));
+        return cudaErrorMapBufferObjectFailed;
+    }
+    const size_t gb = guard_bytes(e.bytes);
+    void *q = mmap(NULL, gb, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (q == MAP_FAILED)
         fatal_error("emu: cudaIpcOpenMemHandle: mmap of %s: %s", path, strerror(errno));
-    remember_as(q, e.bytes, EMU_DEVICE, 1);
+    unsigned *opens = open_count(fd, gb);
+    close(fd);
+    __atomic_add_fetch(opens, 1, __ATOMIC_SEQ_CST);
+    remember_as(q, e.bytes, EMU_DEVICE, 1, opens);
     *p = q;
     return cudaSuccess;
 }
@@ -569,6 +600,8 @@ cudaError_t cudaIpcCloseMemHandle(void *p)
     emu_block b;
     if (forget(p, EMU_DEVICE, &b) != 0 || !b.imported)
         fatal_error("emu: cudaIpcCloseMemHandle of %p, which cudaIpcOpenMemHandle did not open", p);
+    __atomic_sub_fetch(b.opens, 1, __ATOMIC_SEQ_CST);
+    munmap(b.opens, page_bytes());
     munmap(p, guard_bytes(b.bytes));
     return cudaSuccess;
 }

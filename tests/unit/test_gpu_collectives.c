@@ -94,7 +94,7 @@ static void passing(const char *env, int np, const char *want_path, int with_tim
 {
     char tl[1200] = "", full[1600], path_line[32];
     if (with_timeline)
-        snprintf(tl, sizeof tl, "HVD_TIMELINE=%s/gpu_timeline.json", dir);
+        snprintf(tl, sizeof tl, "HVD_TIMELINE=%s/gpu_timeline.%ld.json", dir, (long)getpid());
     snprintf(full, sizeof full, "%s %s HVD_CHECK_COLLECTIVES=%d", env, tl, np % 2);
     int rc = run(full, np, np == 1 || strstr(env, "mpi") ? "big" : "");
     snprintf(path_line, sizeof path_line, "path=%s\n", want_path);
@@ -130,7 +130,7 @@ static void passing(const char *env, int np, const char *want_path, int with_tim
     if (!with_timeline)
         return;
     char file[1300];
-    snprintf(file, sizeof file, "%s/gpu_timeline.json", dir);
+    snprintf(file, sizeof file, "%s/gpu_timeline.%ld.json", dir, (long)getpid());
     size_t len = 0;
     char *t = file_read(file, &len);
     expect(t != NULL, "%s: no timeline written", file);
