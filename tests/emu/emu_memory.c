@@ -184,22 +184,28 @@ static void remember(void *p, size_t bytes, emu_kind kind)
     remember_as(p, bytes, kind, 0, NULL);
 }
 
+/* The live block of that kind that p starts, or NULL. Called with lock held. */
+static emu_block *starting_at(const void *p, emu_kind kind)
+{
+    for (size_t i = 0; i < nblocks; i++)
+        if (blocks[i].base == (uintptr_t)p && blocks[i].kind == kind)
+            return &blocks[i];
+    return NULL;
+}
+
 /* Drops p's block (a copy in *gone, if not NULL); 0, or -1 when p does not start a live block
  * of that kind. */
 static int forget(const void *p, emu_kind kind, emu_block *gone)
 {
-    int found = -1;
     pthread_mutex_lock(&lock);
-    for (size_t i = 0; i < nblocks; i++)
-        if (blocks[i].base == (uintptr_t)p && blocks[i].kind == kind) {
-            if (gone)
-                *gone = blocks[i];
-            blocks[i] = blocks[--nblocks];
-            found = 0;
-            break;
-        }
+    emu_block *b = starting_at(p, kind);
+    if (b) {
+        if (gone)
+            *gone = *b;
+        *b = blocks[--nblocks];
+    }
     pthread_mutex_unlock(&lock);
-    return found;
+    return b ? 0 : -1;
 }
 
 /* The block holding p, device memory or pinned host memory as device says: 1 and its end in
@@ -506,9 +512,9 @@ cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a, const void
  * same pages through /proc/<pid>/fd/<fd>. So two ranks share the bytes, as two processes on one
  * GPU do, and each process's guard closes its own mapping. A page after the block's counts the
  * processes that have it open: freeing it while one still does stops with one line (undefined
- * on a GPU, and harmless here, where the pages outlive the free). Only blocks of pages of their own can
- * be remapped so: without the guard (an ASan build, HVDLAB_EMU_GUARD=0) export fails with
- * cudaErrorNotSupported, which the kit must survive too. */
+ * on a GPU, and harmless here, where the pages outlive the free). Only blocks of pages of their
+ * own can be remapped so: without the guard (an ASan build, HVDLAB_EMU_GUARD=0) export fails
+ * with cudaErrorNotSupported, which the kit must survive too. */
 #define EMU_IPC_MAGIC 0x68766469u /* "hvdi" */
 
 typedef struct {
@@ -533,11 +539,8 @@ cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *h, void *p)
         return cudaErrorNotSupported;
     emu_stream_flush_all(); /* no queued work writes the block while it is remapped */
     pthread_mutex_lock(&lock);
-    emu_block *b = NULL;
-    for (size_t i = 0; i < nblocks && !b; i++)
-        if (blocks[i].base == (uintptr_t)p && blocks[i].kind == EMU_DEVICE && !blocks[i].imported)
-            b = &blocks[i];
-    if (!b)
+    emu_block *b = starting_at(p, EMU_DEVICE);
+    if (!b || b->imported)
         fatal_error("emu: cudaIpcGetMemHandle of %p, which does not start a device block this "
                     "process allocated", p);
     const size_t gb = guard_bytes(b->bytes);

@@ -111,15 +111,14 @@ static void passing(const char *env, int np, const char *want_path, int with_tim
         printf("note: %s: CUDA IPC refused here, the host's window served\n", full);
         expect(!ipc_required(), "%s: CUDA IPC refused under the emulator's guard", full);
     }
-    if (by_gpu && mpi)
-        expect(strstr(out, np == 1      ? (by_ipc ? "HVDLAB_STAGED_REDUCE=ipc: one rank, nothing "
-                                                    "to add"
-                                                  : "HVDLAB_STAGED_REDUCE=gpu: one rank, nothing "
-                                                    "to add")
-                           : by_ipc     ? "HVDLAB_STAGED_REDUCE=ipc: summed on the GPUs, their "
-                                          "window shared by CUDA IPC"
-                                        : "HVDLAB_STAGED_REDUCE=gpu: summed on the GPUs") != NULL,
-               "%s: rank 0's line does not say who adds", full);
+    if (by_gpu && mpi) {
+        char says[160];
+        snprintf(says, sizeof says, "HVDLAB_STAGED_REDUCE=%s: %s", by_ipc ? "ipc" : "gpu",
+                 np == 1  ? "one rank, nothing to add"
+                 : by_ipc ? "summed on the GPUs, their window shared by CUDA IPC"
+                          : "summed on the GPUs");
+        expect(strstr(out, says) != NULL, "%s: rank 0's line does not say who adds", full);
+    }
     if (automatic)
         expect((strstr(out, "; summed on the GPUs from 1 MiB, by the CPU below") != NULL) ==
                    (np > 1),
@@ -147,10 +146,9 @@ static void passing(const char *env, int np, const char *want_path, int with_tim
         /* the pieces' copies and sums overlap: one span; no device group takes staged.c's
          * copy into the host buffer (the CPU reference's host tensors still take the host's
          * own passes) */
-        const char *want = by_ipc && !ipc_refused ? "\"IPC_GPU_ALLREDUCE\""
-                                                  : "\"STAGED_GPU_ALLREDUCE\"",
-                   *not = by_ipc && !ipc_refused ? "\"STAGED_GPU_ALLREDUCE\""
-                                                 : "\"IPC_GPU_ALLREDUCE\"";
+        const char *ipc = "\"IPC_GPU_ALLREDUCE\"", *host = "\"STAGED_GPU_ALLREDUCE\"";
+        const int on_gpu = by_ipc && !ipc_refused; /* the window on the GPUs */
+        const char *want = on_gpu ? ipc : host, *not = on_gpu ? host : ipc;
         expect(strstr(t, want) != NULL, "%s: its span is not in the timeline", want);
         expect(strstr(t, not) == NULL, "%s: in the timeline, the other window's span", not);
         expect(strstr(t, "\"MEMCPY_IN_HOST_BUFFER\"") == NULL,
