@@ -30,9 +30,9 @@ const char *gpu_ops_request_name(gpu_ops_request r); /* "auto", "nccl", "mpi" */
  * CPU; gpu: the GPUs, through a shared window of pinned host memory; ipc: the GPUs, through a
  * window in GPU memory that the ranks share by CUDA IPC (ipc_window.h), so that no piece passes
  * through the host (where a rank cannot open it, the host's window serves, said in one line).
- * ipc has not yet run on a GPU: an opt-in until a GPU session times it. On an H100 (2 ranks, make bench-allreduce-gpu, 2026-11-26) the GPUs' way
- * costs ~310 us at any size up to 1 MiB, where the CPU's takes 44-334 us, and is 1.6-3.2x
- * faster from 2 MiB on. */
+ * ipc has not yet run on a GPU: an opt-in until a GPU session times it. On an H100 (2 ranks,
+ * make bench-allreduce-gpu, 2026-11-26) the GPUs' way (gpu) costs ~310 us at any size up to
+ * 1 MiB, where the CPU's takes 44-334 us, and is 1.6-3.2x faster from 2 MiB on. */
 typedef enum {
     STAGED_REDUCE_AUTO = 0,
     STAGED_REDUCE_HOST = 1,
