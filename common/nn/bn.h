@@ -28,6 +28,9 @@ typedef struct {
     int n, c, hw;   /* input (N, C, H·W) */
     float eps;      /* BN_EPS in the model */
     float momentum; /* Keras convention, BN_MOMENTUM in the model */
+    int nhwc;       /* CUDA twins only: 1 when the tensors are (N, H·W, C), channel fastest (a
+                     * GPU model with HVDLAB_ACTIVATION_LAYOUT=nhwc); 0: (N, C, H·W). The CPU
+                     * functions take NCHW only */
 } bn_dims;
 
 /* out may equal in. mean and invstd (C) are written (saved for backward); run_mean and run_var

@@ -20,33 +20,20 @@
  * The cost of this layout: only C blocks run (16 to 640 in the WRNs), fewer than an H100 has
  * room for on the narrowest layers; so by default a large channel is split over blocks (below;
  * HVDLAB_BN_SPLIT=0 keeps one block per channel).
+ * NHWC tensors (bn_dims.nhwc, a GPU model with HVDLAB_ACTIVATION_LAYOUT=nhwc) go to
+ * bn_nhwc_cuda.cu from the same entry points; what both layouts share is in bn_cuda_fused.cuh.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/cuda_check.h"
 #include "base/env_switch.h"
+#include "nn/bn_cuda_fused.cuh"
 #include "nn/bn_walk.h"
 #include "nn/gpu_context.h"
-#include "nn/layer_math.h"
-
-extern "C" {
-#include "nn/bn.h"
-}
 
 #define BN_THREADS 512
 #define BN_WARPS (BN_THREADS / 32)
-
-/* What follows batch norm in a fused call (bn.c's bn_post), and on the GPU what may come before:
- * the bias of the convolution whose output in is, added to in first where the model folds it in
- * (bn_relu_*_pre_cuda; not on the CPU). */
-typedef struct {
-    int relu;
-    float p;          /* dropout rate, 0: none */
-    uint64_t key;     /* dropout key (act.h) */
-    const float *add; /* added last, or NULL */
-    const float *pre; /* (C) added to in first, or NULL */
-} bn_post;
 
 /* Sums a and b over the block; every thread gets both totals. Called by all threads. */
 static __device__ void block_sum2(double *a, double *b)
@@ -80,7 +67,6 @@ static __device__ void block_sum2(double *a, double *b)
     *b = tb;
     __syncthreads(); /* the shared slots are free again for the next call */
 }
-
 
 /* ---- Walking a channel ------------------------------------------------------------------------
  * The elements of channel c that one block covers: j in [j0, j1) (j = n·HW + hw), walked by its
@@ -172,21 +158,6 @@ struct batch_walk {
 #define BN_BATCH 4
 static_assert(BN_BATCH <= BN_WALK_BATCH_MAX, "bn_walk_take's limit");
 
-/* bn, then ReLU, the dropout mask of element idx and the add a (post.add's element), in that
- * order. */
-static __device__ __forceinline__ float apply_post(float x, float a, size_t idx, float m, float is,
-                                                   float g, float b, const bn_post &post,
-                                                   float keep, uint32_t drop)
-{
-    const float y = lm_bn_apply(x, m, is, g, b);
-    if (!post.relu)
-        return y;
-    float v = lm_relu(y);
-    if (post.p > 0.0f) /* drop = lm_uniform01 < p, as integers (bn.c) */
-        v = v * (lm_bits24(post.key, idx) < drop ? 0.0f : keep);
-    return post.add ? v + a : v;
-}
-
 /* The terms of the statistics' two sums: x − shift, and (x − mean)² formed in float. */
 struct shifted {
     float shift;
@@ -238,17 +209,6 @@ static __device__ __forceinline__ void apply_range(const chan_range &r, float *o
                 out[w.idx[u]] = apply_post(x[u], post.add ? a[u] : 0.0f, w.idx[u], m, is, g, b,
                                            post, keep, drop);
     }
-}
-
-/* Channel c's 1/sqrt(var + eps) for backward and its running statistics, from the batch mean
- * and the biased variance over Md elements (one thread of the channel's blocks calls it). */
-static __device__ __forceinline__ void store_stats(int c, float mf, float is, double var,
-                                                   double Md, float *invstd, float *run_mean,
-                                                   float *run_var, float momentum)
-{
-    invstd[c] = is;
-    run_mean[c] = lm_running(run_mean[c], mf, momentum);
-    run_var[c] = lm_running(run_var[c], (float)(Md > 1.0 ? var * Md / (Md - 1.0) : var), momentum);
 }
 
 template <int B>
@@ -325,32 +285,6 @@ static __global__ void bn_infer_kernel(float *out, const float *in, const float 
             c -= C;
     }
 }
-
-
-/* How dy is formed from dout (bn.c): as is, through the fused ReLU/dropout mask read off the
- * fused output, or through the ReLU mask recomputed from in. */
-enum { MASK_NONE, MASK_FROM_OUT, MASK_RECOMPUTE };
-
-template <int MODE>
-static __device__ __forceinline__ float masked_dy(float dy, float x, float o, float keep, float m,
-                                                  float is, float g, float b)
-{
-    if (MODE == MASK_FROM_OUT)
-        return dy * (o > 0.0f ? keep : 0.0f);
-    if (MODE == MASK_RECOMPUTE)
-        return lm_relu_grad(dy, lm_bn_apply(x, m, is, g, b));
-    return dy;
-}
-
-/* What backward reads, for the kernels (device pointers), and where the folded bias's gradient
- * goes. */
-struct bn_grad_in {
-    const float *dout, *in, *outp; /* outp: the fused output (MASK_FROM_OUT), else NULL */
-    const float *gamma, *beta, *mean, *invstd;
-    const float *pre; /* bn_post.pre of the forward, or NULL */
-    float *dpre;      /* with pre: += Σ din over each channel (the bias's gradient), else NULL */
-    float keep;       /* 1/(1 − p) of the dropout, 1 without */
-};
 
 /* One channel's share of it: its statistics and parameters. */
 struct grad_args {
@@ -641,7 +575,9 @@ static void backward(float *din, float *dgamma, float *dbeta, const bn_grad_in &
 {
     if (empty(d))
         return;
-    if (bn_batch() > 1)
+    if (d->nhwc)
+        bn_nhwc_backward(MODE, ACCUMULATE, din, dgamma, dbeta, gi, d);
+    else if (bn_batch() > 1)
         backward_b<MODE, ACCUMULATE, BN_BATCH>(din, dgamma, dbeta, gi, d);
     else
         backward_b<MODE, ACCUMULATE, 1>(din, dgamma, dbeta, gi, d);
@@ -681,7 +617,9 @@ static void forward_train(float *out, const float *in, const float *gamma, const
 {
     if (empty(d))
         return;
-    if (bn_batch() > 1)
+    if (d->nhwc)
+        bn_nhwc_forward_train(out, in, gamma, beta, mean, invstd, run_mean, run_var, post, d);
+    else if (bn_batch() > 1)
         forward_train_b<BN_BATCH>(out, in, gamma, beta, mean, invstd, run_mean, run_var, post, d);
     else
         forward_train_b<1>(out, in, gamma, beta, mean, invstd, run_mean, run_var, post, d);
@@ -693,6 +631,10 @@ static void forward_infer(float *out, const float *in, const float *gamma, const
 {
     if (empty(d))
         return;
+    if (d->nhwc) {
+        bn_nhwc_forward_infer(out, in, gamma, beta, run_mean, run_var, post, d);
+        return;
+    }
     const size_t total = (size_t)d->n * d->c * d->hw, C = (size_t)d->c;
     cudaStream_t st = gpu_context_stream();
     if (d->c <= BN_INFER_SHARED_C) {

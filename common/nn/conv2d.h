@@ -30,6 +30,8 @@ typedef struct {
                        * channel count is a multiple of 16 (in, out, din, dout) is in oneDNN's
                        * nChw16c layout (nn/blocked16.h), the others NCHW (the stem's 1-channel
                        * image); weights stay (Cout,Cin,k,k) */
+    int nhwc;         /* CUDA twins only: 1 when in, out, din and dout are (N, H, W, C) (a GPU
+                       * model with HVDLAB_ACTIVATION_LAYOUT=nhwc); weights stay (Cout,Cin,k,k) */
 } conv2d_dims;
 
 size_t conv2d_work_floats(const conv2d_dims *d);
@@ -63,12 +65,12 @@ void conv2d_gemm_backward(float *din, float *dw, float *db, const float *dout, c
                           const float *w, const conv2d_dims *d, float *work);
 
 #ifdef HVDLAB_CUDA
-/* CUDA twin (conv2d_cudnn.cu): cuDNN's convolutions on device pointers, NCHW, on the stream of
- * nn/gpu_context.h; forward overwrites out, backward accumulates (+=) into din, dw, db (any may
- * be NULL), as on the CPU. For each shape (N included) and TF32 setting the algorithms are
- * chosen once — measured by cudnnFind*, the fastest whose workspace fits
- * CONV2D_CUDNN_MAX_WORK_BYTES, cuDNN's heuristics (Get*_v7) if none does — and cached until
- * gpu_context_release.
+/* CUDA twin (conv2d_cudnn.cu): cuDNN's convolutions on device pointers, NCHW (NHWC with
+ * d->nhwc), on the stream of nn/gpu_context.h; forward overwrites out, backward accumulates (+=)
+ * into din, dw, db (any may be NULL), as on the CPU. For each shape (N and the layout included)
+ * and TF32 setting the algorithms are chosen once — measured by cudnnFind*, the fastest whose
+ * workspace fits CONV2D_CUDNN_MAX_WORK_BYTES, cuDNN's heuristics (Get*_v7) if none does — and
+ * cached until gpu_context_release.
  * Determinism: only algorithms cuDNN marks deterministic are chosen (the same input gives the
  * same bits, run after run, like PyTorch's torch.backends.cudnn.deterministic);
  * HVDLAB_CUDNN_DETERMINISTIC=0 in the environment (read at the first plan of a context) allows

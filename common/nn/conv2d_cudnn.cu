@@ -3,10 +3,17 @@
  * Public: conv2d_cudnn_work_floats, conv2d_cudnn_forward, conv2d_cudnn_backward,
  *         conv2d_cudnn_backward_set, conv2d_cudnn_algos, conv2d_cudnn_release.
  *
- * cuDNN 9's legacy convolution API, NCHW float32: weights (Cout, Cin, k, k) are cuDNN's KCRS
+ * cuDNN 9's legacy convolution API, float32: weights (Cout, Cin, k, k) are cuDNN's KCRS
  * filter layout, PyTorch's order, and conv2d.h's "same" convolution is cross-correlation with
- * padding k/2 and stride 1. NCHW because it is the layout of every other layer here; whether
- * NHWC is faster is a measurement for a GPU.
+ * padding k/2 and stride 1. Activations NCHW, or NHWC where the model keeps them so
+ * (conv2d_dims.nhwc: HVDLAB_ACTIVATION_LAYOUT=nhwc; on an H100 cuDNN's Find summed 8.4 ms for
+ * wrn-16-4's convolutions at batch 512 in NHWC against 10.9 in NCHW, and within 4 % at the other
+ * rows, bench-conv-layout-gpu). NHWC convolutions take NHWC filters (KRSC), as that bench timed
+ * them; the model's weights and gradients stay KCRS (checkpoints, optimizers and collectives do
+ * not see the layout), so a 3x3 convolution with more than one input channel turns its weights
+ * into KRSC before it uses them, and its filter gradient back into KCRS as it adds it
+ * (krsc_kernel): two passes over the weights, small beside the activations'. With k = 1 or one
+ * input channel the two orders are the same bytes.
  *
  * A plan per shape (N included, as cuDNN's choice depends on it) and TF32 setting holds the
  * descriptors and the three algorithms (forward, backward-data, backward-filter), made on first
@@ -44,7 +51,7 @@ extern "C" {
 #define CONV_PLANS_MAX 128
 
 typedef struct {
-    int n, cin, h, w, cout, k, tf32;
+    int n, cin, h, w, cout, k, tf32, nhwc;
     int det; /* deterministic algorithms only */
     cudnnTensorDescriptor_t x, y, bias;
     cudnnFilterDescriptor_t f;
@@ -69,6 +76,10 @@ static int bias_grad_cublas = -1; /* HVDLAB_BIAS_GRAD_CUBLAS, read at the first 
  * ones (max(H·W, N) of 1.0f) and row_sums (N·C, one sum per sample and channel). */
 static float *bias_ones, *bias_row_sums;
 static size_t bias_ones_n, bias_row_sums_n;
+/* An NHWC plan's KRSC weights and filter gradient (needs_krsc), grown at plan time to the
+ * largest such plan's filter. */
+static float *krsc_w, *krsc_dw;
+static size_t krsc_n;
 
 /* Whether a measured or suggested algorithm may be used: never one that rounds fp32 to fp16
  * (ALLOW_CONVERSION), with TF32 off only plain FMA math, and by default only deterministic ones
@@ -116,8 +127,9 @@ static cudnnConvolutionDescriptor_t conv_desc(int k, int tf32)
 
 static void describe(char *buf, size_t len, const conv_plan *p)
 {
-    snprintf(buf, len, "N=%d Cin=%d %dx%d Cout=%d k=%d TF32 %s%s", p->n, p->cin, p->h, p->w,
-             p->cout, p->k, p->tf32 ? "on" : "off", p->det ? "" : " nondeterministic allowed");
+    snprintf(buf, len, "N=%d Cin=%d %dx%d Cout=%d k=%d %s TF32 %s%s", p->n, p->cin, p->h, p->w,
+             p->cout, p->k, p->nhwc ? "NHWC" : "NCHW", p->tf32 ? "on" : "off",
+             p->det ? "" : " nondeterministic allowed");
 }
 
 static void no_algorithm(const conv_plan *p, const char *direction)
@@ -210,6 +222,8 @@ static void make_plan(conv_plan *p, const conv2d_dims *d, int tf32)
     *p = conv_plan{};
     p->n = d->n, p->cin = d->cin, p->h = d->h, p->w = d->w, p->cout = d->cout, p->k = d->k;
     p->tf32 = tf32;
+    p->nhwc = d->nhwc != 0;
+    const cudnnTensorFormat_t fmt = p->nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
     p->det = deterministic;
     if (d->k != 1 && d->k != 3) {
         describe(s, sizeof s, p);
@@ -219,14 +233,12 @@ static void make_plan(conv_plan *p, const conv2d_dims *d, int tf32)
     CUDA_CHECK(cudnnCreateTensorDescriptor(&p->y));
     CUDA_CHECK(cudnnCreateTensorDescriptor(&p->bias));
     CUDA_CHECK(cudnnCreateFilterDescriptor(&p->f));
-    CUDA_CHECK(cudnnSetTensor4dDescriptor(p->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, d->n, d->cin,
-                                          d->h, d->w));
-    CUDA_CHECK(cudnnSetTensor4dDescriptor(p->y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, d->n,
-                                          d->cout, d->h, d->w));
-    CUDA_CHECK(cudnnSetTensor4dDescriptor(p->bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, d->cout,
-                                          1, 1));
-    CUDA_CHECK(cudnnSetFilter4dDescriptor(p->f, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, d->cout,
-                                          d->cin, d->k, d->k));
+    CUDA_CHECK(cudnnSetTensor4dDescriptor(p->x, fmt, CUDNN_DATA_FLOAT, d->n, d->cin, d->h, d->w));
+    CUDA_CHECK(cudnnSetTensor4dDescriptor(p->y, fmt, CUDNN_DATA_FLOAT, d->n, d->cout, d->h, d->w));
+    /* (1, C, 1, 1): the same C floats in either format */
+    CUDA_CHECK(cudnnSetTensor4dDescriptor(p->bias, fmt, CUDNN_DATA_FLOAT, 1, d->cout, 1, 1));
+    CUDA_CHECK(cudnnSetFilter4dDescriptor(p->f, CUDNN_DATA_FLOAT, fmt, d->cout, d->cin, d->k,
+                                          d->k));
     p->fwd_desc = conv_desc(d->k, tf32);
     p->bwd_data_desc = conv_desc(d->k, tf32);
     p->bwd_filter_desc = conv_desc(d->k, tf32);
@@ -256,8 +268,10 @@ static __global__ void fill_kernel(float *p, size_t n, float v)
  * stream, as queued calls may still read the old ones). */
 static void bias_buffers(const conv2d_dims *d)
 {
-    const size_t hw = (size_t)d->h * d->w, ones = hw > (size_t)d->n ? hw : (size_t)d->n,
-                 rows = (size_t)d->n * d->cout;
+    /* NHWC: one product over all N·H·W pixels (bias_grad_by_cublas) */
+    const size_t hw = (size_t)d->h * d->w,
+                 ones = d->nhwc ? (size_t)d->n * hw : hw > (size_t)d->n ? hw : (size_t)d->n,
+                 rows = d->nhwc ? 0 : (size_t)d->n * d->cout;
     if (ones <= bias_ones_n && rows <= bias_row_sums_n)
         return;
     cudaStream_t st = gpu_context_stream();
@@ -278,16 +292,67 @@ static void bias_buffers(const conv2d_dims *d)
 
 /* db += the sum of dout (N, C, H, W) over N, H and W, by cuBLAS (column-major): dout is the
  * (H·W) x (N·C) matrix whose columns are the rows to sum, so row_sums = doutᵀ·ones; row_sums is
- * the C x N matrix of per-sample sums, so db += row_sums·ones. */
+ * the C x N matrix of per-sample sums, so db += row_sums·ones. NHWC: dout is the C x (N·H·W)
+ * matrix, so db += dout·ones at once. */
 static void bias_grad_by_cublas(float *db, const float *dout, const conv2d_dims *d)
 {
     cublasHandle_t cb = gpu_context_cublas();
     const int hw = d->h * d->w, rows = d->n * d->cout;
     const float one = 1.0f, zero = 0.0f;
+    if (d->nhwc) {
+        CUDA_CHECK(cublasSgemv(cb, CUBLAS_OP_N, d->cout, d->n * hw, &one, dout, d->cout,
+                               bias_ones, 1, &one, db, 1));
+        return;
+    }
     CUDA_CHECK(cublasSgemv(cb, CUBLAS_OP_T, hw, rows, &one, dout, hw, bias_ones, 1, &zero,
                            bias_row_sums, 1));
     CUDA_CHECK(cublasSgemv(cb, CUBLAS_OP_N, d->cout, d->n, &one, bias_row_sums, d->cout,
                            bias_ones, 1, &one, db, 1));
+}
+
+/* ---- KRSC weights for NHWC plans --------------------------------------------------------- */
+
+/* Whether a plan's cuDNN filter (KRSC) differs from the model's weights (KCRS) in memory. */
+static bool needs_krsc(const conv_plan *p) { return p->nhwc && p->k > 1 && p->cin > 1; }
+
+/* KCRS -> KRSC (TO_KRSC: dst = the KRSC copy of src), or back, added: dst (KCRS) += src (KRSC).
+ * One thread an element of the KCRS tensor, K x C x RS. */
+template <bool TO_KRSC>
+static __global__ void krsc_kernel(float *dst, const float *src, size_t n, int C, int RS)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const size_t k = i / ((size_t)C * RS), rest = i % ((size_t)C * RS);
+        const size_t c = rest / RS, rs = rest % RS, j = (k * RS + rs) * C + c;
+        if (TO_KRSC)
+            dst[j] = src[i];
+        else
+            dst[i] += src[j];
+    }
+}
+
+static void krsc_buffers(size_t floats)
+{
+    if (floats <= krsc_n)
+        return;
+    CUDA_CHECK(cudaStreamSynchronize(gpu_context_stream())); /* queued calls may read them */
+    gpu_context_free(krsc_w);
+    gpu_context_free(krsc_dw);
+    krsc_w = (float *)gpu_context_alloc(floats * sizeof(float));
+    krsc_dw = (float *)gpu_context_alloc(floats * sizeof(float));
+    krsc_n = floats;
+}
+
+/* The weights as cuDNN's filter descriptor takes them: w itself, or its KRSC copy. */
+static const float *filter_of(const conv_plan *p, const float *w)
+{
+    if (!needs_krsc(p))
+        return w;
+    const size_t n = (size_t)p->cout * p->cin * p->k * p->k;
+    cudaStream_t st = gpu_context_stream();
+    krsc_kernel<true><<<gpu_blocks(n), GPU_THREADS, 0, st>>>(krsc_w, w, n, p->cin, p->k * p->k);
+    CUDA_CHECK_LAUNCH(st);
+    return krsc_w;
 }
 
 static conv_plan *plan_for(const conv2d_dims *d)
@@ -300,7 +365,7 @@ static conv_plan *plan_for(const conv2d_dims *d)
     for (int i = 0; i < nplans; i++) {
         conv_plan *p = &plans[i];
         if (p->n == d->n && p->cin == d->cin && p->h == d->h && p->w == d->w &&
-            p->cout == d->cout && p->k == d->k && p->tf32 == tf32)
+            p->cout == d->cout && p->k == d->k && p->tf32 == tf32 && p->nhwc == (d->nhwc != 0))
             return p;
     }
     if (nplans == CONV_PLANS_MAX)
@@ -310,6 +375,8 @@ static conv_plan *plan_for(const conv2d_dims *d)
     make_plan(&plans[nplans], d, tf32);
     if (bias_grad_cublas)
         bias_buffers(d);
+    if (needs_krsc(&plans[nplans]))
+        krsc_buffers((size_t)d->cout * d->cin * d->k * d->k);
     return &plans[nplans++];
 }
 
@@ -375,8 +442,9 @@ extern "C" void conv2d_cudnn_algos(const conv2d_dims *d, char *buf, size_t len)
     }
     const conv_plan *p = plan_for(d);
 #define NAME(t, a) ((unsigned)(a) < sizeof t / sizeof *t ? t[(unsigned)(a)] : "?")
-    snprintf(buf, len, "fwd %s/%s, bwd-data %s/%s, bwd-filter %s/%s, workspace %zu B%s",
-             NAME(fwd, p->fwd), math_name(p->fwd_math), NAME(bwd_data, p->bwd_data),
+    snprintf(buf, len, "%sfwd %s/%s, bwd-data %s/%s, bwd-filter %s/%s, workspace %zu B%s",
+             p->nhwc ? "NHWC: " : "", NAME(fwd, p->fwd), math_name(p->fwd_math),
+             NAME(bwd_data, p->bwd_data),
              math_name(p->bwd_data_math), NAME(bwd_filter, p->bwd_filter),
              math_name(p->bwd_filter_math), p->work_bytes,
              p->det ? "" : ", nondeterministic allowed");
@@ -392,9 +460,9 @@ extern "C" void conv2d_cudnn_forward(float *out, const float *in, const float *w
     cudnnHandle_t h = gpu_context_cudnn();
     cudaStream_t st = gpu_context_stream();
     const float one = 1.0f, zero = 0.0f;
-    CUDA_CHECK(cudnnConvolutionForward(h, &one, p->x, in, p->f, w, p->fwd_desc, p->fwd,
-                                       workspace(p, work, work_floats), p->fwd_bytes, &zero, p->y,
-                                       out));
+    CUDA_CHECK(cudnnConvolutionForward(h, &one, p->x, in, p->f, filter_of(p, w), p->fwd_desc,
+                                       p->fwd, workspace(p, work, work_floats), p->fwd_bytes,
+                                       &zero, p->y, out));
     CUDA_CHECK_LAUNCH(st);
     if (b) {
         CUDA_CHECK(cudnnAddTensor(h, &one, p->bias, b, &one, p->y, out));
@@ -421,16 +489,26 @@ static void backward(float *din, float din_beta, float *dw, float *db, const flo
         CUDA_CHECK(cudnnConvolutionBackwardBias(h, &one, p->y, dout, &one, p->bias, db));
         CUDA_CHECK_LAUNCH(st);
     }
-    if (dw) {
+    if (dw && needs_krsc(p)) { /* into the KRSC scratch (=), then added into dw in KCRS */
+        const float zero = 0.0f;
+        const size_t n = (size_t)p->cout * p->cin * p->k * p->k;
+        CUDA_CHECK(cudnnConvolutionBackwardFilter(h, &one, p->x, in, p->y, dout,
+                                                  p->bwd_filter_desc, p->bwd_filter, ws,
+                                                  p->bwd_filter_bytes, &zero, p->f, krsc_dw));
+        CUDA_CHECK_LAUNCH(st);
+        krsc_kernel<false><<<gpu_blocks(n), GPU_THREADS, 0, st>>>(dw, krsc_dw, n, p->cin,
+                                                                  p->k * p->k);
+        CUDA_CHECK_LAUNCH(st);
+    } else if (dw) {
         CUDA_CHECK(cudnnConvolutionBackwardFilter(h, &one, p->x, in, p->y, dout,
                                                   p->bwd_filter_desc, p->bwd_filter, ws,
                                                   p->bwd_filter_bytes, &one, p->f, dw));
         CUDA_CHECK_LAUNCH(st);
     }
     if (din) {
-        CUDA_CHECK(cudnnConvolutionBackwardData(h, &one, p->f, w, p->y, dout, p->bwd_data_desc,
-                                                p->bwd_data, ws, p->bwd_data_bytes, &din_beta,
-                                                p->x, din));
+        CUDA_CHECK(cudnnConvolutionBackwardData(h, &one, p->f, filter_of(p, w), p->y, dout,
+                                                p->bwd_data_desc, p->bwd_data, ws,
+                                                p->bwd_data_bytes, &din_beta, p->x, din));
         CUDA_CHECK_LAUNCH(st);
     }
 }
@@ -453,7 +531,7 @@ extern "C" void conv2d_cudnn_backward_set(float *din, float *dw, float *db, cons
  * call after gpu_context_release does not make a new one. */
 extern "C" void conv2d_cudnn_release(void)
 {
-    if (nplans == 0 && !shared_work && !bias_ones && !bias_row_sums) {
+    if (nplans == 0 && !shared_work && !bias_ones && !bias_row_sums && !krsc_w) {
         deterministic = -1;
         bias_grad_cublas = -1;
         return;
@@ -477,6 +555,10 @@ extern "C" void conv2d_cudnn_release(void)
     gpu_context_free(bias_row_sums);
     bias_ones = bias_row_sums = NULL;
     bias_ones_n = bias_row_sums_n = 0;
+    gpu_context_free(krsc_w);
+    gpu_context_free(krsc_dw);
+    krsc_w = krsc_dw = NULL;
+    krsc_n = 0;
     deterministic = -1;
     bias_grad_cublas = -1;
 }

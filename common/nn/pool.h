@@ -13,6 +13,9 @@
 
 typedef struct {
     int n, c, h, w; /* input (N, C, H, W); max-pool output (N, C, H/2, W/2), GAP output (N, C) */
+    int nhwc;       /* CUDA twins only: 1 when input and max-pool output are (N, H, W, C) (a GPU
+                     * model with HVDLAB_ACTIVATION_LAYOUT=nhwc; GAP's output stays (N, C)); the
+                     * CPU functions take NCHW only */
 } pool_dims;
 
 void maxpool2_forward(float *out /* (N,C,H/2,W/2) */, const float *in /* (N,C,H,W) */,

@@ -20,7 +20,7 @@
 /* nn/gpu_context.h declares it for CUDA C++ only (emu_runtime.c). */
 cudaStream_t gpu_context_stream(void);
 
-/* ---- convolutions: the CPU's (conv2d.h), NCHW ------------------------------------------------ */
+/* ---- convolutions: the CPU's (conv2d.h), NCHW; NHWC through NCHW copies -------------------- */
 
 static float *shared_work;
 static size_t shared_work_floats;
@@ -65,10 +65,65 @@ typedef struct {
     size_t work_floats;
 } lib_call;
 
+/* NHWC <-> NCHW of an (N, C, HW) tensor, into a new buffer (to_nchw) or back into dst. */
+static float *to_nchw(const float *src, int N, int C, int HW)
+{
+    const size_t n = (size_t)N * C * HW;
+    float *dst = malloc((n ? n : 1) * sizeof *dst);
+    if (!dst)
+        fatal_error("emu: out of memory for an NHWC convolution's NCHW copy");
+    for (size_t i = 0; src && i < n; i++) {
+        const size_t hw = i % HW, c = i / HW % C, b = i / ((size_t)HW * C);
+        dst[i] = src[(b * HW + hw) * C + c];
+    }
+    return dst;
+}
+
+static void to_nhwc(float *dst, float *src, int N, int C, int HW)
+{
+    const size_t n = (size_t)N * C * HW;
+    for (size_t i = 0; i < n; i++) {
+        const size_t hw = i % HW, c = i / HW % C, b = i / ((size_t)HW * C);
+        dst[(b * HW + hw) * C + c] = src[i];
+    }
+    free(src);
+}
+
+/* An NHWC convolution (conv2d_dims.nhwc, as cuDNN takes it): the CPU's NCHW one on copies. */
+static void run_nhwc(const lib_call *c, float *work)
+{
+    conv2d_dims d = c->conv;
+    d.nhwc = 0;
+    const int N = d.n, HW = d.h * d.w;
+    float *in = to_nchw(c->in, N, d.cin, HW);
+    if (c->op == CONV_FORWARD) {
+        float *out = to_nchw(NULL, N, d.cout, HW);
+        conv2d_forward(out, in, c->w, c->b, &d, work);
+        to_nhwc(c->out, out, N, d.cout, HW);
+    } else {
+        /* backward adds into din, backward_set overwrites it: only the former reads it */
+        float *din = c->out ? to_nchw(c->op == CONV_BACKWARD ? c->out : NULL, N, d.cin, HW) : NULL;
+        float *dout = to_nchw(c->dout, N, d.cout, HW);
+        (c->op == CONV_BACKWARD ? conv2d_backward : conv2d_backward_set)(din, c->dw, c->db, dout,
+                                                                          in, c->w, &d, work);
+        if (din)
+            to_nhwc(c->out, din, N, d.cin, HW);
+        free(dout);
+    }
+    free(in);
+}
+
 static void run_call(void *p)
 {
     lib_call *c = p;
     emu_device_open();
+    if ((c->op == CONV_FORWARD || c->op == CONV_BACKWARD || c->op == CONV_BACKWARD_SET) &&
+        c->conv.nhwc) {
+        run_nhwc(c, work_for(&c->conv, c->work, c->work_floats));
+        emu_device_close();
+        free(c);
+        return;
+    }
     switch (c->op) {
     case CONV_FORWARD:
         conv2d_forward(c->out, c->in, c->w, c->b, &c->conv,

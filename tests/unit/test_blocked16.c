@@ -211,7 +211,8 @@ START_TEST(pools_exact)
 {
     const int shapes[4][4] = {{3, 16, 28, 28}, {2, 32, 14, 14}, {2, 64, 7, 7}, {2, 16, 5, 9}};
     for (int s = 0; s < 4; s++) {
-        const pool_dims pd = {shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3]};
+        const pool_dims pd = {
+            .n = shapes[s][0], .c = shapes[s][1], .h = shapes[s][2], .w = shapes[s][3]};
         const int N = pd.n, C = pd.c, HW = pd.h * pd.w, HWo = (pd.h / 2) * (pd.w / 2);
         const size_t n = (size_t)N * C * HW, np = (size_t)N * C * HWo;
         float *x = randf(n, -1, 1), *dy = randf(np, -1, 1), *dx1 = randf(n, -1, 1);

@@ -182,7 +182,8 @@ START_TEST(maxpool_backward_equals_reference)
     const int shapes[5][4] = {{3, 16, 28, 28}, {2, 32, 14, 14}, {2, 64, 28, 28},
                               {2, 128, 14, 14}, {3, 5, 7, 11}};
     for (int s = 0; s < 5; s++) {
-        const pool_dims pd = {shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3]};
+        const pool_dims pd = {
+            .n = shapes[s][0], .c = shapes[s][1], .h = shapes[s][2], .w = shapes[s][3]};
         const size_t n = (size_t)pd.n * pd.c * pd.h * pd.w;
         const size_t np = (size_t)pd.n * pd.c * (pd.h / 2) * (pd.w / 2);
         float *x = randf(n, -1, 1), *dy = randf(np, -1, 1), *y = malloc(np * sizeof *y);

@@ -18,7 +18,10 @@
  * runs Winograd on 3x3 layers with 32+ input channels; its worst error against a double
  * reference is ~4e-6 of the scale, like direct's (test_conv_backends.c), so either fits 1e-4,
  * but direct is the plainest sum and the reference test_wrn_cuda.c uses too. Nothing here uses
- * the nChw16c layout: these are the NCHW layers. Tolerances are stated
+ * the nChw16c layout: these are the NCHW layers. The GPU twins of batch norm, the pools and the
+ * convolutions also run on NHWC activations (a GPU model with HVDLAB_ACTIVATION_LAYOUT=nhwc):
+ * their inputs transposed on the way up, their outputs on the way back (nhwc_act), against the
+ * same NCHW CPU layers with the same tolerances. Tolerances are stated
  * relative to each tensor's scale, its largest magnitude on the CPU:
  *   max |gpu − cpu| <= tol · max |cpu|
  * with tol 1e-4 for the convolutions and dense (sums of up to ~20,000 products), 1e-5 for batch
@@ -115,11 +118,10 @@ static double rel_err(const float *got, const float *ref, size_t n)
     return scale > 0.0 ? e / scale : e;
 }
 
-/* The device tensor dev against the CPU's ref: within tol of ref's scale, or (tol < 0) the same
- * bits. */
-static void expect(const char *what, const float *dev, const float *ref, size_t n, double tol)
+/* got (the GPU's, on the host) against the CPU's ref: within tol of ref's scale, or (tol < 0)
+ * the same bits. Frees got. */
+static void expect_host(const char *what, float *got, const float *ref, size_t n, double tol)
 {
-    float *got = down(dev, n);
     if (tol < 0.0) {
         size_t i = 0;
         while (i < n && memcmp(&got[i], &ref[i], sizeof *ref) == 0)
@@ -133,30 +135,90 @@ static void expect(const char *what, const float *dev, const float *ref, size_t 
     }
     free(got);
 }
+
+/* The device tensor dev against the CPU's ref (expect_host). */
+static void expect(const char *what, const float *dev, const float *ref, size_t n, double tol)
+{
+    expect_host(what, down(dev, n), ref, n, tol);
+}
 #define EXACT (-1.0)
+
+/* ---- activations in either layout ----------------------------------------------------------
+ * The CPU layers take NCHW. With nhwc_act set, the cases below give the GPU twins their
+ * activations in NHWC (bn_dims, pool_dims and conv2d_dims .nhwc, as a GPU model with
+ * HVDLAB_ACTIVATION_LAYOUT=nhwc does): an (N, C, HW) tensor goes up transposed (upa, uploada)
+ * and comes back transposed before it is compared (expecta), so every comparison is the NCHW
+ * one. Per-channel vectors and weights have no layout. */
+static int nhwc_act;
+
+/* NCHW -> NHWC (to_nhwc 1) or back, of nt floats with c channels of hw pixels. */
+static float *transposed(const float *a, size_t nt, int c, int hw, int to_nhwc)
+{
+    float *t = malloc((nt ? nt : 1) * sizeof *t);
+    const size_t C = (size_t)c, HW = (size_t)hw;
+    for (size_t i = 0; i < nt; i++) { /* i: the NCHW offset */
+        const size_t x = i % HW, ch = i / HW % C, b = i / (HW * C), j = (b * HW + x) * C + ch;
+        if (to_nhwc)
+            t[j] = a[i];
+        else
+            t[i] = a[j];
+    }
+    return t;
+}
+
+/* The NCHW host tensor h into device memory d, in the layout the cases give the twins. */
+static void uploada(float *d, const float *h, size_t nt, int c, int hw)
+{
+    float *t = nhwc_act ? transposed(h, nt, c, hw, 1) : copyf(h, nt);
+    gpu_context_upload(d, t, nt * sizeof *t);
+    free(t);
+}
+
+static float *upa(const float *h, size_t nt, int c, int hw)
+{
+    float *d = gpu_context_alloc(nt * sizeof *d);
+    uploada(d, h, nt, c, hw);
+    return d;
+}
+
+/* expect for an activation tensor in the cases' layout. */
+static void expecta(const char *what, const float *dev, const float *ref, size_t nt, int c,
+                    int hw, double tol)
+{
+    float *got = down(dev, nt);
+    if (nhwc_act) {
+        float *t = transposed(got, nt, c, hw, 0);
+        free(got);
+        got = t;
+    }
+    expect_host(what, got, ref, nt, tol);
+}
 
 /* ---- convolution --------------------------------------------------------------------------- */
 #ifndef HVDLAB_CUDA_EMU /* cuDNN: not in the CPU emulator (the top) */
 
 static void conv_case(int n, int cin, int hw, int cout, int k, int bias)
 {
-    const conv2d_dims d = {.n = n, .cin = cin, .h = hw, .w = hw, .cout = cout, .k = k};
+    const conv2d_dims d = {
+        .n = n, .cin = cin, .h = hw, .w = hw, .cout = cout, .k = k, .nhwc = nhwc_act};
     const size_t ni = (size_t)n * cin * hw * hw, no = (size_t)n * cout * hw * hw,
                  nw = (size_t)cout * cin * k * k;
     char what[512], shape[64], algos[256];
     float *in = randf(ni, -1, 1), *w = randf(nw, -0.5f, 0.5f), *b = randf((size_t)cout, -1, 1);
     float *dout = randf(no, -1, 1), *din = randf(ni, -1, 1), *dw = randf(nw, -1, 1),
           *db = randf((size_t)cout, -1, 1);
-    float *d_in = up(in, ni), *d_w = up(w, nw), *d_b = up(b, (size_t)cout), *d_dout = up(dout, no);
-    float *d_din = up(din, ni), *d_dw = up(dw, nw), *d_db = up(db, (size_t)cout);
+    const int px = hw * hw;
+    float *d_in = upa(in, ni, cin, px), *d_w = up(w, nw), *d_b = up(b, (size_t)cout),
+          *d_dout = upa(dout, no, cout, px);
+    float *d_din = upa(din, ni, cin, px), *d_dw = up(dw, nw), *d_db = up(db, (size_t)cout);
     float *d_out = gpu_context_alloc(no * sizeof(float));
     float *work = malloc(conv2d_work_floats(&d) * sizeof *work + 1);
     float *out = malloc(no * sizeof *out);
     const size_t work_floats = conv2d_cudnn_work_floats(&d);
     float *d_work = gpu_context_alloc(work_floats * sizeof(float));
     const char *cublas_bias = getenv("HVDLAB_BIAS_GRAD_CUBLAS");
-    snprintf(shape, sizeof shape, "conv %dx%d %d->%d %dx%d%s%s", k, k, cin, cout, hw, hw,
-             bias ? "" : " (no bias)",
+    snprintf(shape, sizeof shape, "conv %dx%d %d->%d %dx%d%s%s%s", k, k, cin, cout, hw, hw,
+             nhwc_act ? " NHWC" : "", bias ? "" : " (no bias)",
              cublas_bias && !strcmp(cublas_bias, "1") ? " (bias gradient by cuBLAS)" : "");
     conv2d_cudnn_algos(&d, algos, sizeof algos);
     printf("%s: %s\n", shape, algos);
@@ -165,14 +227,14 @@ static void conv_case(int n, int cin, int hw, int cout, int k, int bias)
     conv2d_forward(out, in, w, bias ? b : NULL, &d, work);
     poison(d_out, no);
     conv2d_cudnn_forward(d_out, d_in, d_w, bias ? d_b : NULL, &d, d_work, work_floats);
-    expect(WHAT("forward"), d_out, out, no, 1e-4);
+    expecta(WHAT("forward"), d_out, out, no, cout, px, 1e-4);
 
     /* The stem's input gradient is never needed (the model passes NULL). */
     const int with_din = cin > 1;
     conv2d_backward(with_din ? din : NULL, dw, bias ? db : NULL, dout, in, w, &d, work);
     conv2d_cudnn_backward(with_din ? d_din : NULL, d_dw, bias ? d_db : NULL, d_dout, d_in, d_w,
                           &d, NULL, 0);
-    expect(WHAT("din +="), d_din, din, ni, 1e-4);
+    expecta(WHAT("din +="), d_din, din, ni, cin, px, 1e-4);
     expect(WHAT("dw +="), d_dw, dw, nw, 1e-4);
     expect(WHAT("db +="), d_db, db, (size_t)cout, 1e-4);
     if (with_din) { /* din =: what was there (NaN here) is neither added nor read */
@@ -180,7 +242,7 @@ static void conv_case(int n, int cin, int hw, int cout, int k, int bias)
         poison(d_din, ni);
         conv2d_cudnn_backward_set(d_din, d_dw, bias ? d_db : NULL, d_dout, d_in, d_w, &d, NULL,
                                   0);
-        expect(WHAT("din ="), d_din, din, ni, 1e-4);
+        expecta(WHAT("din ="), d_din, din, ni, cin, px, 1e-4);
         expect(WHAT("dw += after din ="), d_dw, dw, nw, 1e-4);
     }
 #undef WHAT
@@ -232,6 +294,25 @@ START_TEST(conv_bias_grad_cublas_matches_cpu)
     CK_AGREE();
 }
 END_TEST
+
+/* NHWC activations (HVDLAB_ACTIVATION_LAYOUT=nhwc): cuDNN's NHWC convolutions with KRSC filters
+ * made from the KCRS weights, the filter gradient added back in KCRS; every conv of wrn-16-1
+ * and wrn-16-4, without bias, and wrn-16-4's with the bias gradient by cuBLAS. */
+START_TEST(conv_nhwc_matches_cpu)
+{
+    nhwc_act = 1;
+    wrn16_convs(1, 8);
+    wrn16_convs(4, 8);
+    conv_case(8, 16, 14, 32, 3, 0);
+    setenv("HVDLAB_BIAS_GRAD_CUBLAS", "1", 1);
+    conv2d_cudnn_release();
+    wrn16_convs(4, 8);
+    unsetenv("HVDLAB_BIAS_GRAD_CUBLAS");
+    conv2d_cudnn_release();
+    nhwc_act = 0;
+    CK_AGREE();
+}
+END_TEST
 #endif
 
 /* ---- batch norm ---------------------------------------------------------------------------- */
@@ -241,7 +322,8 @@ static int bn_split, bn_batch; /* bn_cuda_set_split's, bn_cuda_set_batch's for t
 /* Inputs U(lo, hi), running variances U(rv_lo, rv_hi). */
 static void bn_case(int n, int c, int hw, float lo, float hi, float rv_lo, float rv_hi)
 {
-    const bn_dims d = {.n = n, .c = c, .hw = hw, .eps = BN_EPS, .momentum = BN_MOMENTUM};
+    const bn_dims d = {
+        .n = n, .c = c, .hw = hw, .eps = BN_EPS, .momentum = BN_MOMENTUM, .nhwc = nhwc_act};
     const size_t nt = (size_t)n * c * hw, C = (size_t)c;
     char what[200];
     /* An offset far from 0: the statistics must not lose the spread to it. */
@@ -251,23 +333,23 @@ static void bn_case(int n, int c, int hw, float lo, float hi, float rv_lo, float
           *dbt = randf(C, -1, 1);
     float *out = malloc(nt * sizeof *out), *mean = malloc(C * sizeof *mean),
           *invstd = malloc(C * sizeof *invstd);
-    float *d_in = up(in, nt), *d_g = up(g, C), *d_b = up(b, C), *d_rm = up(rm, C),
-          *d_rv = up(rv, C), *d_add = up(add, nt), *d_dout = up(dout, nt), *d_din = up(din, nt),
-          *d_dg = up(dg, C), *d_dbt = up(dbt, C);
+    float *d_in = upa(in, nt, c, hw), *d_g = up(g, C), *d_b = up(b, C), *d_rm = up(rm, C),
+          *d_rv = up(rv, C), *d_add = upa(add, nt, c, hw), *d_dout = upa(dout, nt, c, hw),
+          *d_din = upa(din, nt, c, hw), *d_dg = up(dg, C), *d_dbt = up(dbt, C);
     float *d_out = gpu_context_alloc(nt * sizeof(float)), *d_mean = gpu_context_alloc(C * 4),
           *d_invstd = gpu_context_alloc(C * 4);
     const float p = 0.3f;
     const uint64_t key = dropout_key(7, 3, 2);
 #define WHAT(s)                                                                                    \
     (snprintf(what, sizeof what, "bn%s%s N=%d C=%d HW=%d x~U(%g,%g) %s",                           \
-              bn_split > 0 ? " (split)" : "", bn_batch > 0 ? " (batched loads)" : "", n, c, hw,  \
-              lo, hi, s),                                                                          \
+              nhwc_act ? " (NHWC)" : bn_split > 0 ? " (split)" : "",                             \
+              bn_batch > 0 ? " (batched loads)" : "", n, c, hw, lo, hi, s),                        \
      what)
 
     bn_forward_train(out, in, g, b, mean, invstd, rm, rv, &d);
     poison(d_out, nt), poison(d_mean, C), poison(d_invstd, C);
     bn_forward_train_cuda(d_out, d_in, d_g, d_b, d_mean, d_invstd, d_rm, d_rv, &d);
-    expect(WHAT("forward_train out"), d_out, out, nt, 1e-5);
+    expecta(WHAT("forward_train out"), d_out, out, nt, c, hw, 1e-5);
     expect(WHAT("forward_train mean"), d_mean, mean, C, 1e-5);
     expect(WHAT("forward_train invstd"), d_invstd, invstd, C, 1e-5);
     expect(WHAT("running mean"), d_rm, rm, C, 1e-5);
@@ -276,23 +358,23 @@ static void bn_case(int n, int c, int hw, float lo, float hi, float rv_lo, float
     bn_forward_infer(out, in, g, b, rm, rv, &d);
     poison(d_out, nt);
     bn_forward_infer_cuda(d_out, d_in, d_g, d_b, d_rm, d_rv, &d);
-    expect(WHAT("forward_infer"), d_out, out, nt, 1e-5);
+    expecta(WHAT("forward_infer"), d_out, out, nt, c, hw, 1e-5);
 
     gpu_context_upload(d_mean, mean, C * sizeof(float));
     gpu_context_upload(d_invstd, invstd, C * sizeof(float));
     bn_backward(din, dg, dbt, dout, in, g, mean, invstd, &d);
     bn_backward_cuda(d_din, d_dg, d_dbt, d_dout, d_in, d_g, d_mean, d_invstd, &d);
-    expect(WHAT("backward din +="), d_din, din, nt, 1e-5);
+    expecta(WHAT("backward din +="), d_din, din, nt, c, hw, 1e-5);
     expect(WHAT("backward dgamma +="), d_dg, dg, C, 1e-5);
     expect(WHAT("backward dbeta +="), d_dbt, dbt, C, 1e-5);
 
     /* Fused, in place on in's copy, with dropout and the add. */
-    float *x = copyf(in, nt), *d_x = up(in, nt);
+    float *x = copyf(in, nt), *d_x = upa(in, nt, c, hw);
     bn_relu_forward_train(x, x, add, p, key, g, b, mean, invstd, rm, rv, &d);
     poison(d_mean, C), poison(d_invstd, C);
     bn_relu_forward_train_cuda(d_x, d_x, d_add, p, key, d_g, d_b, d_mean, d_invstd, d_rm, d_rv,
                                &d);
-    expect(WHAT("relu_forward_train +dropout +add, in place"), d_x, x, nt, 1e-5);
+    expecta(WHAT("relu_forward_train +dropout +add, in place"), d_x, x, nt, c, hw, 1e-5);
     expect(WHAT("relu_forward_train mean"), d_mean, mean, C, 1e-5);
     expect(WHAT("relu_forward_train invstd"), d_invstd, invstd, C, 1e-5);
     expect(WHAT("relu_forward_train running var"), d_rv, rv, C, 1e-5);
@@ -303,11 +385,11 @@ static void bn_case(int n, int c, int hw, float lo, float hi, float rv_lo, float
     gpu_context_upload(d_invstd, invstd, C * sizeof(float));
     /* Backward with the mask recomputed from in (the output had an add); din is "=". */
     float *junk = randf(nt, -9, 9);
-    gpu_context_upload(d_din, junk, nt * sizeof(float));
+    uploada(d_din, junk, nt, c, hw);
     bn_relu_backward(din, dg, dbt, dout, in, NULL, 0.0f, g, b, mean, invstd, &d);
     bn_relu_backward_cuda(d_din, d_dg, d_dbt, d_dout, d_in, NULL, 0.0f, d_g, d_b, d_mean,
                           d_invstd, &d);
-    expect(WHAT("relu_backward (mask from in) din ="), d_din, din, nt, 1e-5);
+    expecta(WHAT("relu_backward (mask from in) din ="), d_din, din, nt, c, hw, 1e-5);
     expect(WHAT("relu_backward (mask from in) dgamma +="), d_dg, dg, C, 1e-5);
     expect(WHAT("relu_backward (mask from in) dbeta +="), d_dbt, dbt, C, 1e-5);
 
@@ -316,23 +398,23 @@ static void bn_case(int n, int c, int hw, float lo, float hi, float rv_lo, float
     poison(d_out, nt), poison(d_mean, C), poison(d_invstd, C);
     bn_relu_forward_train_cuda(d_out, d_in, NULL, p, key, d_g, d_b, d_mean, d_invstd, d_rm, d_rv,
                                &d);
-    expect(WHAT("relu_forward_train +dropout"), d_out, out, nt, 1e-5);
-    gpu_context_upload(d_din, junk, nt * sizeof(float));
+    expecta(WHAT("relu_forward_train +dropout"), d_out, out, nt, c, hw, 1e-5);
+    uploada(d_din, junk, nt, c, hw);
     bn_relu_backward(din, dg, dbt, dout, in, out, p, g, b, mean, invstd, &d);
     /* the CPU's output and statistics, so both sides apply the same mask */
-    gpu_context_upload(d_out, out, nt * sizeof(float));
+    uploada(d_out, out, nt, c, hw);
     gpu_context_upload(d_mean, mean, C * sizeof(float));
     gpu_context_upload(d_invstd, invstd, C * sizeof(float));
     bn_relu_backward_cuda(d_din, d_dg, d_dbt, d_dout, d_in, d_out, p, d_g, d_b, d_mean, d_invstd,
                           &d);
-    expect(WHAT("relu_backward (mask from out) din ="), d_din, din, nt, 1e-5);
+    expecta(WHAT("relu_backward (mask from out) din ="), d_din, din, nt, c, hw, 1e-5);
     expect(WHAT("relu_backward (mask from out) dgamma +="), d_dg, dg, C, 1e-5);
     expect(WHAT("relu_backward (mask from out) dbeta +="), d_dbt, dbt, C, 1e-5);
 
     bn_relu_forward_infer(out, in, add, g, b, rm, rv, &d);
     poison(d_out, nt);
     bn_relu_forward_infer_cuda(d_out, d_in, d_add, d_g, d_b, d_rm, d_rv, &d);
-    expect(WHAT("relu_forward_infer +add"), d_out, out, nt, 1e-5);
+    expecta(WHAT("relu_forward_infer +add"), d_out, out, nt, c, hw, 1e-5);
 
     /* gamma 0, beta 1: bn gives exactly 1, so the fused output is the dropout mask itself. */
     float *zero = calloc(C, sizeof *zero), *one = malloc(C * sizeof *one);
@@ -344,7 +426,7 @@ static void bn_case(int n, int c, int hw, float lo, float hi, float rv_lo, float
     poison(d_out, nt);
     bn_relu_forward_train_cuda(d_out, d_in, NULL, p, key, d_g, d_b, d_mean, d_invstd, d_rm, d_rv,
                                &d);
-    expect(WHAT("fused dropout mask"), d_out, out, nt, EXACT);
+    expecta(WHAT("fused dropout mask"), d_out, out, nt, c, hw, EXACT);
 #undef WHAT
 
     float *bufs[] = {in, g, b, rm, rv, add, dout, din, dg, dbt, out, mean, invstd, x, junk, zero,
@@ -361,26 +443,29 @@ static void bn_case(int n, int c, int hw, float lo, float hi, float rv_lo, float
  * channels than bn_cuda.cu keeps in shared memory. */
 static void bn_infer_case(int n, int c, int hw)
 {
-    const bn_dims d = {.n = n, .c = c, .hw = hw, .eps = BN_EPS, .momentum = BN_MOMENTUM};
+    const bn_dims d = {
+        .n = n, .c = c, .hw = hw, .eps = BN_EPS, .momentum = BN_MOMENTUM, .nhwc = nhwc_act};
     const size_t nt = (size_t)n * c * hw, C = (size_t)c;
     char what[160];
     float *in = randf(nt, -2, 2), *add = randf(nt, -1, 1), *g = randf(C, 0.5f, 1.5f),
           *b = randf(C, -0.5f, 0.5f), *rm = randf(C, -1, 1), *rv = randf(C, 0.5f, 2.0f);
     float *out = malloc(nt * sizeof *out);
-    float *d_in = up(in, nt), *d_add = up(add, nt), *d_g = up(g, C), *d_b = up(b, C),
-          *d_rm = up(rm, C), *d_rv = up(rv, C), *d_out = gpu_context_alloc(nt * sizeof(float));
+    float *d_in = upa(in, nt, c, hw), *d_add = upa(add, nt, c, hw), *d_g = up(g, C),
+          *d_b = up(b, C), *d_rm = up(rm, C), *d_rv = up(rv, C),
+          *d_out = gpu_context_alloc(nt * sizeof(float));
 
     bn_forward_infer(out, in, g, b, rm, rv, &d);
     poison(d_out, nt);
     bn_forward_infer_cuda(d_out, d_in, d_g, d_b, d_rm, d_rv, &d);
-    snprintf(what, sizeof what, "bn N=%d C=%d HW=%d (%zu elements) forward_infer", n, c, hw, nt);
-    expect(what, d_out, out, nt, 1e-5);
+    snprintf(what, sizeof what, "bn%s N=%d C=%d HW=%d (%zu elements) forward_infer",
+             nhwc_act ? " (NHWC)" : "", n, c, hw, nt);
+    expecta(what, d_out, out, nt, c, hw, 1e-5);
     bn_relu_forward_infer(out, in, add, g, b, rm, rv, &d);
     poison(d_out, nt);
     bn_relu_forward_infer_cuda(d_out, d_in, d_add, d_g, d_b, d_rm, d_rv, &d);
-    snprintf(what, sizeof what, "bn N=%d C=%d HW=%d (%zu elements) relu_forward_infer +add", n,
-             c, hw, nt);
-    expect(what, d_out, out, nt, 1e-5);
+    snprintf(what, sizeof what, "bn%s N=%d C=%d HW=%d (%zu elements) relu_forward_infer +add",
+             nhwc_act ? " (NHWC)" : "", n, c, hw, nt);
+    expecta(what, d_out, out, nt, c, hw, 1e-5);
 
     free(in), free(add), free(g), free(b), free(rm), free(rv), free(out);
     float *dbufs[] = {d_in, d_add, d_g, d_b, d_rm, d_rv, d_out};
@@ -415,7 +500,8 @@ static void expect_channel_sums(const char *what, const float *dev, const float 
  * Σ din is 0 up to rounding, and a dpre left alone would pass. */
 static void bn_pre_case(int n, int c, int hw)
 {
-    const bn_dims d = {.n = n, .c = c, .hw = hw, .eps = BN_EPS, .momentum = BN_MOMENTUM};
+    const bn_dims d = {
+        .n = n, .c = c, .hw = hw, .eps = BN_EPS, .momentum = BN_MOMENTUM, .nhwc = nhwc_act};
     const size_t nt = (size_t)n * c * hw, C = (size_t)c, HW = (size_t)hw;
     const float p = 0.3f;
     const uint64_t key = dropout_key(9, 4, 1);
@@ -430,15 +516,16 @@ static void bn_pre_case(int n, int c, int hw)
     double *scale = malloc(C * sizeof *scale);
     for (size_t i = 0; i < nt; i++)
         in2[i] = in[i] + pre[(i / HW) % C];
-    float *d_in = up(in, nt), *d_pre = up(pre, C), *d_add = up(add, nt), *d_dout = up(dout, nt),
+    float *d_in = upa(in, nt, c, hw), *d_pre = up(pre, C), *d_add = upa(add, nt, c, hw),
+          *d_dout = upa(dout, nt, c, hw),
           *d_g = up(g, C), *d_b = up(b, C), *d_rm = up(rm, C), *d_rv = up(rv, C),
           *d_dpre = up(dpre, C), *d_dg = up(dg, C), *d_dbt = up(dbt, C);
     float *d_out = gpu_context_alloc(nt * sizeof(float)), *d_din = gpu_context_alloc(nt * 4),
           *d_mean = gpu_context_alloc(C * 4), *d_invstd = gpu_context_alloc(C * 4);
 #define WHAT(s)                                                                                    \
     (snprintf(what, sizeof what, "bn, bias folded in%s%s N=%d C=%d HW=%d %s",                      \
-              bn_split > 0 ? " (split)" : "", bn_batch > 0 ? " (batched loads)" : "", n, c, hw,  \
-              s),                                                                                  \
+              nhwc_act ? " (NHWC)" : bn_split > 0 ? " (split)" : "",                             \
+              bn_batch > 0 ? " (batched loads)" : "", n, c, hw, s),                                \
      what)
 
     /* training forward with the add, then with dropout and no add */
@@ -446,7 +533,7 @@ static void bn_pre_case(int n, int c, int hw)
     poison(d_out, nt), poison(d_mean, C), poison(d_invstd, C);
     bn_relu_forward_train_pre_cuda(d_out, d_in, d_pre, d_add, 0.0f, 0, d_g, d_b, d_mean,
                                    d_invstd, d_rm, d_rv, &d);
-    expect(WHAT("forward_train +add out"), d_out, out, nt, 1e-5);
+    expecta(WHAT("forward_train +add out"), d_out, out, nt, c, hw, 1e-5);
     expect(WHAT("forward_train mean"), d_mean, mean, C, 1e-5);
     expect(WHAT("forward_train invstd"), d_invstd, invstd, C, 1e-5);
     expect(WHAT("running mean"), d_rm, rm, C, 1e-5);
@@ -455,18 +542,18 @@ static void bn_pre_case(int n, int c, int hw)
     poison(d_out, nt);
     bn_relu_forward_train_pre_cuda(d_out, d_in, d_pre, NULL, p, key, d_g, d_b, d_mean, d_invstd,
                                    d_rm, d_rv, &d);
-    expect(WHAT("forward_train +dropout out"), d_out, out, nt, 1e-5);
+    expecta(WHAT("forward_train +dropout out"), d_out, out, nt, c, hw, 1e-5);
 
     bn_relu_forward_infer(din, in2, add, g, b, rm, rv, &d); /* din: scratch for the reference */
     poison(d_din, nt);
     bn_relu_forward_infer_pre_cuda(d_din, d_in, d_pre, d_add, d_g, d_b, d_rm, d_rv, &d);
-    expect(WHAT("forward_infer +add"), d_din, din, nt, 1e-5);
+    expecta(WHAT("forward_infer +add"), d_din, din, nt, c, hw, 1e-5);
 
     for (size_t i = 0; i < C; i++)
         mean[i] += 0.1f;
     gpu_context_upload(d_mean, mean, C * sizeof(float));
     gpu_context_upload(d_invstd, invstd, C * sizeof(float));
-    gpu_context_upload(d_out, out, nt * sizeof(float)); /* the CPU's mask on both sides */
+    uploada(d_out, out, nt, c, hw); /* the CPU's mask on both sides */
     for (int from_out = 1; from_out >= 0; from_out--) {
         const float *o = from_out ? out : NULL, *d_o = from_out ? d_out : NULL;
         const float q = from_out ? p : 0.0f;
@@ -484,8 +571,8 @@ static void bn_pre_case(int n, int c, int hw)
             dpre[ch] = (float)(dpre[ch] + sum);
             scale[ch] = abs_sum;
         }
-        expect(WHAT(from_out ? "relu_backward (mask from out) din =" : "relu_backward din ="),
-               d_din, din, nt, 1e-5);
+        expecta(WHAT(from_out ? "relu_backward (mask from out) din =" : "relu_backward din ="),
+                d_din, din, nt, c, hw, 1e-5);
         expect(WHAT("relu_backward dgamma +="), d_dg, dg, C, 1e-5);
         expect_channel_sums(WHAT("relu_backward dpre += (the bias's gradient)"), d_dpre, dpre,
                             scale, C, 1e-5);
@@ -583,6 +670,20 @@ START_TEST(bn_matches_cpu)
     bn_cuda_set_batch(-1);
     bn_infer_case(6, 10, 50021); /* ~3·2^20 elements: the grid goes round three times */
     bn_infer_case(2, 1500, 33);  /* channels beyond the shared-memory table */
+    /* NHWC (bn_nhwc_cuda.cu): tiles of 16 channels (C = 16), 32 (64) and five of 32 (160), one
+     * partial tile (3, 5); from 1 part of the rows (2·7 rows) to 49 (8·784) and 98 (32·196) */
+    nhwc_act = 1;
+    bn_case(8, 16, 784, 2.0f, 4.0f, 0.5f, 2.0f);
+    bn_case(8, 64, 196, 2.0f, 4.0f, 0.5f, 2.0f);
+    bn_case(4, 3, 30, 2.0f, 4.0f, 0.5f, 2.0f);
+    bn_case(8, 16, 196, 2.0f, 2.01f, 0.0f, 2e-5f);
+    bn_case(2, 5, 7, 2.0f, 2.01f, 0.0f, 2e-5f);
+    bn_case(32, 160, 196, 2.0f, 4.0f, 0.5f, 2.0f);
+    bn_pre_case(8, 16, 784);
+    bn_pre_case(4, 3, 30);
+    bn_pre_case(32, 160, 196);
+    bn_infer_case(2, 1500, 33);
+    nhwc_act = 0;
     CK_AGREE();
 }
 END_TEST
@@ -644,7 +745,7 @@ END_TEST
 
 static void pool_case(int n, int c, int h, int w)
 {
-    const pool_dims d = {.n = n, .c = c, .h = h, .w = w};
+    const pool_dims d = {.n = n, .c = c, .h = h, .w = w, .nhwc = nhwc_act};
     const size_t ni = (size_t)n * c * h * w, no = (size_t)n * c * (h / 2) * (w / 2),
                  ng = (size_t)n * c;
     char what[96];
@@ -653,32 +754,34 @@ static void pool_case(int n, int c, int h, int w)
         in[i] = floorf(in[i]);
     float *out = malloc(no * sizeof *out), *dout = randf(no, -1, 1), *din = randf(ni, -1, 1);
     float *gout = malloc(ng * sizeof *gout), *gdout = randf(ng, -1, 1);
-    float *d_in = up(in, ni), *d_dout = up(dout, no), *d_din = up(din, ni),
+    const int hw = h * w, hwo = (h / 2) * (w / 2);
+    const char *lay = nhwc_act ? " (NHWC)" : "";
+    float *d_in = upa(in, ni, c, hw), *d_dout = upa(dout, no, c, hwo), *d_din = upa(din, ni, c, hw),
           *d_gdout = up(gdout, ng);
     float *d_out = gpu_context_alloc(no * sizeof(float)), *d_gout = gpu_context_alloc(ng * 4);
 
     maxpool2_forward(out, in, &d);
     poison(d_out, no);
     maxpool2_forward_cuda(d_out, d_in, &d);
-    snprintf(what, sizeof what, "maxpool2_forward %dx%dx%dx%d", n, c, h, w);
-    expect(what, d_out, out, no, EXACT);
+    snprintf(what, sizeof what, "maxpool2_forward%s %dx%dx%dx%d", lay, n, c, h, w);
+    expecta(what, d_out, out, no, c, hwo, EXACT);
     maxpool2_backward(din, dout, in, out, &d);
     maxpool2_backward_cuda(d_din, d_dout, d_in, d_out, &d);
-    snprintf(what, sizeof what, "maxpool2_backward += %dx%dx%dx%d", n, c, h, w);
-    expect(what, d_din, din, ni, EXACT);
+    snprintf(what, sizeof what, "maxpool2_backward +=%s %dx%dx%dx%d", lay, n, c, h, w);
+    expecta(what, d_din, din, ni, c, hw, EXACT);
 
     free(in);
     in = randf(ni, -1, 1);
-    gpu_context_upload(d_in, in, ni * sizeof(float));
+    uploada(d_in, in, ni, c, hw);
     gap_forward(gout, in, &d);
     poison(d_gout, ng);
     gap_forward_cuda(d_gout, d_in, &d);
-    snprintf(what, sizeof what, "gap_forward %dx%dx%dx%d", n, c, h, w);
+    snprintf(what, sizeof what, "gap_forward%s %dx%dx%dx%d", lay, n, c, h, w);
     expect(what, d_gout, gout, ng, EXACT);
     gap_backward(din, gdout, &d);
     gap_backward_cuda(d_din, d_gdout, &d);
-    snprintf(what, sizeof what, "gap_backward += %dx%dx%dx%d", n, c, h, w);
-    expect(what, d_din, din, ni, EXACT);
+    snprintf(what, sizeof what, "gap_backward +=%s %dx%dx%dx%d", lay, n, c, h, w);
+    expecta(what, d_din, din, ni, c, hw, EXACT);
 
     free(in), free(out), free(dout), free(din), free(gout), free(gdout);
     gpu_context_free(d_in), gpu_context_free(d_dout), gpu_context_free(d_din);
@@ -687,11 +790,14 @@ static void pool_case(int n, int c, int h, int w)
 
 START_TEST(pool_same_bits)
 {
-    pool_case(8, 16, 28, 28);
-    pool_case(8, 64, 14, 14);
-    pool_case(8, 256, 7, 7);
-    pool_case(3, 5, 7, 9); /* odd: the last row and column are dropped */
-    pool_case(32, 96, 29, 30); /* 2,672,640 inputs: GAP backward beyond one grid */
+    for (nhwc_act = 0; nhwc_act <= 1; nhwc_act++) { /* NCHW, then NHWC */
+        pool_case(8, 16, 28, 28);
+        pool_case(8, 64, 14, 14);
+        pool_case(8, 256, 7, 7);
+        pool_case(3, 5, 7, 9);     /* odd: the last row and column are dropped */
+        pool_case(32, 96, 29, 30); /* 2,672,640 inputs: GAP backward beyond one grid */
+    }
+    nhwc_act = 0;
     CK_AGREE();
 }
 END_TEST
@@ -826,6 +932,7 @@ static Suite *suite(void)
 #ifndef HVDLAB_CUDA_EMU
     tcase_add_test(tc, conv_matches_cpu);
     tcase_add_test(tc, conv_bias_grad_cublas_matches_cpu);
+    tcase_add_test(tc, conv_nhwc_matches_cpu);
 #endif
     suite_add_tcase(s, tc);
     return s;
