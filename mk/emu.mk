@@ -5,8 +5,8 @@
 #     cuDNN and cuBLAS cases);
 #   make test-emu-model (~8 min, apart for its time): test_wrn_emu, test_wrn_cuda.c, the whole
 #     GPU model against the CPU model, where the GPU model's convolutions and dense layers are
-#     the CPU's own (tests/emu/emu_libs.c); by default, then with HVDLAB_BN_BATCH=1 and
-#     HVDLAB_BIAS_IN_BN=1 (tests/emu/run_emu.sh);
+#     the CPU's own (tests/emu/emu_libs.c); by default, then with HVDLAB_BN_BATCH=1,
+#     HVDLAB_BIAS_IN_BN=1 and HVDLAB_ACTIVATION_LAYOUT=nhwc (tests/emu/run_emu.sh);
 #   make test-emu-coll (part of make test, ~140 s): test_gpu_collectives.c and prog_gpu_coll.c as
 #     the GPU build runs them, under mpirun: NCCL of one rank (tests/emu/emu_nccl.c), the
 #     host-staged paths with 2 and 3 ranks on the one emulated GPU;
@@ -49,7 +49,7 @@ emu_run = $(if $(filter 1,$(CUDA)),\
 test-emu:  ## the GPU kernels of bn, act, pool and xent emulated on the CPU against the CPU layers (no GPU needed)
 	@$(call emu_run,$(EMU)/test_twins_emu,timeout 600 $(EMU)/test_twins_emu)
 
-test-emu-model:  ## the whole GPU model emulated on the CPU against the CPU model, three ways (~8 min; no GPU needed)
+test-emu-model:  ## the whole GPU model emulated on the CPU against the CPU model, four ways (~8 min; no GPU needed)
 	@$(call emu_run,$(EMU)/test_wrn_emu,TEST_TIMEOUT=900 sh tests/emu/run_emu.sh $(EMU)/test_wrn_emu)
 
 test-emu-coll:  ## the collectives on emulated device buffers (NCCL of one rank; staged, 2 and 3 ranks) against the CPU runtime (~140 s; no GPU needed)

@@ -10,7 +10,9 @@
  *
  * Activations are NCHW, or nChw16c on a blocked CPU model (m->blocked, wrn_build.c): the stem
  * conv then reads the NCHW image and writes nChw16c, every layer after it keeps that layout,
- * and GAP's (B, 64K) output is plain again for the dense layer.
+ * and GAP's (B, 64K) output is plain again for the dense layer. On an NHWC GPU model (m->nhwc)
+ * the same: the one-channel image is the same bytes in NCHW and NHWC, and GAP's output is
+ * (B, 64K) in both.
  *
  * On a GPU model (m->gpu) the same code runs with every tensor on the device: each layer call
  * picks its CUDA twin (WRN_DISPATCH here and in wrn_block.c), the batch goes up through
@@ -43,7 +45,7 @@ static float *block_input(wrn_model *m, int b)
 static pool_dims group_dims(const wrn_model *m, int g, int B)
 {
     const wrn_block *last = &m->blocks[(g + 1) * m->per_group - 1];
-    return (pool_dims){.n = B, .c = last->cout, .h = last->h, .w = last->w};
+    return (pool_dims){.n = B, .c = last->cout, .h = last->h, .w = last->w, .nhwc = m->nhwc};
 }
 
 static uint64_t block_key(const wrn_model *m, int b)

@@ -51,9 +51,10 @@ typedef struct {
     size_t count;   /* images in the batch */
 } wrn_result;
 
-/* "nchw" or "nChw16c": the layout of the model's activations (a CPU model on oneDNN's AVX-512
- * kernels keeps them blocked; HVDLAB_ACTIVATION_LAYOUT, wrn_layout.c). Results are the same up
- * to float rounding; parameters, gradients and checkpoints are the same layout either way. */
+/* "nchw", "nChw16c" or "nhwc": the layout of the model's activations (a CPU model on oneDNN's
+ * AVX-512 kernels keeps them blocked; a GPU model NHWC when asked; HVDLAB_ACTIVATION_LAYOUT,
+ * wrn_layout.c). Results are the same up to float rounding; parameters, gradients and
+ * checkpoints are the same layout either way. */
 const char *wrn_activation_layout(const wrn_model *m);
 
 /* Training mode: zeroes grads, forward with batch statistics and dropout, loss, backward into

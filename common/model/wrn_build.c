@@ -216,13 +216,18 @@ static size_t offset_of(const param_view *views, int n, const char *prefix, cons
     return pv ? pv->offset : 0; /* every name asked for was added by build_views */
 }
 
+/* The layers' layout flags: nChw16c on the CPU, NHWC on a GPU (wrn_layout.c). */
+typedef struct {
+    int blocked, nhwc;
+} layout;
+
 static void wire_conv(param_set *ps, wrn_conv *c, const char *prefix, int cin, int cout, int k,
-                      int hw, int blocked)
+                      int hw, layout lo)
 {
     const size_t ow = offset_of(ps->views, ps->nviews, prefix, "w");
     const size_t ob = offset_of(ps->views, ps->nviews, prefix, "b");
-    c->d = (conv2d_dims){
-        .n = 0, .cin = cin, .h = hw, .w = hw, .cout = cout, .k = k, .blocked = blocked};
+    c->d = (conv2d_dims){.n = 0, .cin = cin, .h = hw, .w = hw, .cout = cout, .k = k,
+                         .blocked = lo.blocked, .nhwc = lo.nhwc};
     c->w = ps->params + ow;
     c->dw = ps->grads + ow;
     c->b = ps->params + ob;
@@ -243,11 +248,12 @@ static float *take(carver *cv, size_t floats)
 }
 
 static void wire_bn(param_set *ps, wrn_bn *bn, carver *cv, const char *prefix, int c, int hw,
-                    int blocked)
+                    layout lo)
 {
     const size_t og = offset_of(ps->views, ps->nviews, prefix, "gamma");
     const size_t ob = offset_of(ps->views, ps->nviews, prefix, "beta");
-    bn->d = (bn_dims){.n = 0, .c = c, .hw = hw, .eps = BN_EPS, .momentum = BN_MOMENTUM};
+    bn->d = (bn_dims){
+        .n = 0, .c = c, .hw = hw, .eps = BN_EPS, .momentum = BN_MOMENTUM, .nhwc = lo.nhwc};
     bn->gamma = ps->params + og;
     bn->dgamma = ps->grads + og;
     bn->beta = ps->params + ob;
@@ -256,7 +262,7 @@ static void wire_bn(param_set *ps, wrn_bn *bn, carver *cv, const char *prefix, i
     bn->run_var = ps->state + offset_of(ps->state_views, ps->n_state_views, prefix, "var");
     bn->mean = take(cv, (size_t)c);
     bn->invstd = take(cv, (size_t)c);
-    bn->blocked = blocked;
+    bn->blocked = lo.blocked;
 }
 
 /* Points every layer at its parameters and every activation into the arena (or, with
@@ -269,9 +275,10 @@ static void wire(wrn_model *m, carver *cv)
     const size_t stem_act = B * WRN_STEM * WRN_IMG * WRN_IMG;
     size_t max_act = stem_act, work = 0;
     char pre[PARAM_NAME_LEN], name[PARAM_NAME_LEN + 8];
+    const layout lo = {.blocked = m->blocked, .nhwc = m->nhwc};
 
-    wire_conv(ps, &m->stem_conv, "stem.conv", 1, WRN_STEM, 3, WRN_IMG, m->blocked);
-    wire_bn(ps, &m->stem_bn, cv, "stem.bn", WRN_STEM, WRN_IMG * WRN_IMG, m->blocked);
+    wire_conv(ps, &m->stem_conv, "stem.conv", 1, WRN_STEM, 3, WRN_IMG, lo);
+    wire_bn(ps, &m->stem_bn, cv, "stem.bn", WRN_STEM, WRN_IMG * WRN_IMG, lo);
     m->stem_c = take(cv, stem_act);
     m->stem_r = take(cv, stem_act);
     work = conv2d_work_floats(&m->stem_conv.d);
@@ -286,16 +293,16 @@ static void wire(wrn_model *m, carver *cv)
         block_prefix(pre, sizeof pre, m->per_group, b);
         if (blk->has_short) {
             snprintf(name, sizeof name, "%s.short", pre);
-            wire_conv(ps, &blk->shortcut, name, blk->cin, blk->cout, 1, hw, m->blocked);
+            wire_conv(ps, &blk->shortcut, name, blk->cin, blk->cout, 1, hw, lo);
         }
         snprintf(name, sizeof name, "%s.conv1", pre);
-        wire_conv(ps, &blk->conv1, name, blk->cin, blk->cout, 3, hw, m->blocked);
+        wire_conv(ps, &blk->conv1, name, blk->cin, blk->cout, 3, hw, lo);
         snprintf(name, sizeof name, "%s.bn1", pre);
-        wire_bn(ps, &blk->bn1, cv, name, blk->cout, hw * hw, m->blocked);
+        wire_bn(ps, &blk->bn1, cv, name, blk->cout, hw * hw, lo);
         snprintf(name, sizeof name, "%s.conv2", pre);
-        wire_conv(ps, &blk->conv2, name, blk->cout, blk->cout, 3, hw, m->blocked);
+        wire_conv(ps, &blk->conv2, name, blk->cout, blk->cout, 3, hw, lo);
         snprintf(name, sizeof name, "%s.bn2", pre);
-        wire_bn(ps, &blk->bn2, cv, name, blk->cout, hw * hw, m->blocked);
+        wire_bn(ps, &blk->bn2, cv, name, blk->cout, hw * hw, lo);
         const size_t act = B * (size_t)blk->cout * hw * hw;
         blk->c1 = take(cv, act);
         blk->r1 = take(cv, act);
@@ -340,6 +347,7 @@ static wrn_model *create_on_gpu(wrn_model *m, uint64_t seed, const char *name, c
 {
     param_set *ps = &m->ps;
     ps->device = 1;
+    m->nhwc = wrn_layout_nhwc(); /* before wire: the convs' plans depend on it */
     carver cv = {0};
     wire(m, &cv); /* measure */
     const size_t bytes = (2 * ps->n + ps->n_state + cv.used) * sizeof(float) +

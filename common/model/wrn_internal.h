@@ -45,6 +45,7 @@ struct wrn_model {
 
     int gpu;               /* 1: everything above lives on the GPU (params.device too) */
     int blocked;           /* 1: CPU activations in nChw16c (wrn_activation_layout, wrn.h) */
+    int nhwc;              /* 1: GPU activations in NHWC (the same) */
     size_t work_floats;    /* floats at work */
     struct wrn_input *input; /* GPU: the batch's way up (wrn_gpu.h) */
 };
@@ -52,5 +53,7 @@ struct wrn_model {
 /* 1: this CPU model keeps its activations in nChw16c (wrn_layout.c; reads
  * HVDLAB_ACTIVATION_LAYOUT). Needs cfg, per_group and nblocks. */
 int wrn_layout_blocked(const wrn_model *m);
+/* 1: this GPU model keeps its activations in NHWC (wrn_layout.c; reads the same variable). */
+int wrn_layout_nhwc(void);
 
 #endif

@@ -1,6 +1,6 @@
-/* wrn_layout.c — which layout a CPU model keeps its activations in: NCHW, or oneDNN's nChw16c
- * (nn/blocked16.h), chosen once in wrn_create.
- * Public: wrn_activation_layout (wrn.h); wrn_layout_blocked (wrn_internal.h).
+/* wrn_layout.c — which layout a model keeps its activations in, chosen once in wrn_create: on the
+ * CPU NCHW or oneDNN's nChw16c (nn/blocked16.h), on a GPU NCHW or NHWC.
+ * Public: wrn_activation_layout (wrn.h); wrn_layout_blocked, wrn_layout_nhwc (wrn_internal.h).
  *
  * Why: oneDNN's AVX-512 convolutions read and write nChw16c; with NCHW activations every conv
  * call reorders its input and output (and their gradients) in and out of it (conv2d_dnnl.c),
@@ -11,8 +11,14 @@
  * the dnnl backend and oneDNN preferring nChw16c for every conv of the model (its AVX-512
  * kernels; on AVX2 it wants nChw8c and the model stays NCHW); nchw: NCHW always (the layout
  * before this choice existed); nChw16c: blocked on the dnnl backend even where oneDNN prefers
- * another layout (it then reorders, for tests). Another value: a warning, then auto. GPU
- * models are always NCHW (the caller does not ask).
+ * another layout (it then reorders, for tests). Another value: a warning, then auto.
+ *
+ * A GPU model: auto and nchw give NCHW; nhwc gives NHWC, where cuDNN's convolutions take NHWC
+ * tensors and NHWC (KRSC) filters (nn/conv2d_cudnn.cu), and batch norm and the pools have NHWC
+ * kernels. Why: on an H100 cuDNN's Find summed 8.4 ms for wrn-16-4's convolutions at batch 512
+ * in NHWC against 10.9 ms in NCHW (within 4 % at wrn-16-10 and at batch 128;
+ * bench-conv-layout-gpu, 2026-11-26). An opt-in until a GPU has timed the whole step both ways
+ * (tools/gpu_session.sh). nChw16c on a GPU model, or nhwc on a CPU one: a warning, then auto.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +31,7 @@
 #include "nn/conv2d_dnnl.h"
 #endif
 
-enum { WANT_AUTO, WANT_NCHW, WANT_BLOCKED };
+enum { WANT_AUTO, WANT_NCHW, WANT_BLOCKED, WANT_NHWC };
 
 static int wanted(void)
 {
@@ -36,8 +42,18 @@ static int wanted(void)
         return WANT_NCHW;
     if (strcmp(e, "nChw16c") == 0)
         return WANT_BLOCKED;
-    fprintf(stderr, "hvdlab: warning: HVDLAB_ACTIVATION_LAYOUT=%s is not auto, nchw or nChw16c; "
-                    "using auto\n", e);
+    if (strcmp(e, "nhwc") == 0)
+        return WANT_NHWC;
+    fprintf(stderr, "hvdlab: warning: HVDLAB_ACTIVATION_LAYOUT=%s is not auto, nchw, nChw16c or "
+                    "nhwc; using auto\n", e);
+    return WANT_AUTO;
+}
+
+/* The layout asked for that this model's device does not have: one warning, then auto. */
+static int other_device(const char *want, const char *device)
+{
+    fprintf(stderr, "hvdlab: warning: HVDLAB_ACTIVATION_LAYOUT=%s is not for a model on %s; "
+                    "using auto\n", want, device);
     return WANT_AUTO;
 }
 
@@ -63,7 +79,9 @@ static int all_prefer_blocked(const wrn_model *m)
 
 int wrn_layout_blocked(const wrn_model *m)
 {
-    const int want = wanted();
+    int want = wanted();
+    if (want == WANT_NHWC)
+        want = other_device("nhwc", "the CPU");
     if (want == WANT_NCHW)
         return 0;
     const int dnnl = strcmp(conv2d_backend(), "dnnl") == 0;
@@ -81,4 +99,15 @@ int wrn_layout_blocked(const wrn_model *m)
 #endif
 }
 
-const char *wrn_activation_layout(const wrn_model *m) { return m->blocked ? "nChw16c" : "nchw"; }
+int wrn_layout_nhwc(void)
+{
+    const int want = wanted();
+    if (want == WANT_BLOCKED)
+        other_device("nChw16c", "a GPU");
+    return want == WANT_NHWC;
+}
+
+const char *wrn_activation_layout(const wrn_model *m)
+{
+    return m->blocked ? "nChw16c" : m->nhwc ? "nhwc" : "nchw";
+}

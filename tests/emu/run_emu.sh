@@ -1,7 +1,7 @@
 #!/bin/sh
 # run_emu.sh WRN — make test-emu-model's runs of the emulated GPU model's suite: as the CUDA build
 # trains by default, then with each GPU opt-in that changes the model's path (tools/gpu_session.sh's
-# "batch" stage runs the same three on a GPU). Ends with one line "emu: N passed, N failed".
+# "batch" stage runs the same on a GPU). Ends with one line "emu: N passed, N failed".
 # Env: TEST_TIMEOUT (s, each run).
 set -u
 [ $# -eq 1 ] || { echo "usage: run_emu.sh WRN" >&2; exit 2; }
@@ -9,7 +9,7 @@ timeout_s=${TEST_TIMEOUT:-900}
 pass=0
 fail=0
 failed=""
-for opt in "" HVDLAB_BN_BATCH=1 HVDLAB_BIAS_IN_BN=1; do
+for opt in "" HVDLAB_BN_BATCH=1 HVDLAB_BIAS_IN_BN=1 HVDLAB_ACTIVATION_LAYOUT=nhwc; do
     label="$(basename "$1")${opt:+ $opt}"
     echo "== $label"
     if timeout "$timeout_s" env $opt "$1"; then

@@ -169,11 +169,17 @@ END_TEST
 START_TEST(layout_choice)
 {
     wrn_model *a = make("wrn-10-1", "auto"), *n = make("wrn-10-1", "nchw");
-    wrn_model *bogus = make("wrn-10-1", "NHWC"); /* a warning on stderr, then auto */
+    wrn_model *bogus = make("wrn-10-1", "nChw8c"); /* a warning on stderr, then auto */
     CK_EXPECT(strcmp(wrn_activation_layout(bogus), wrn_activation_layout(a)) == 0,
-              "HVDLAB_ACTIVATION_LAYOUT=NHWC gave %s, auto %s", wrn_activation_layout(bogus),
+              "HVDLAB_ACTIVATION_LAYOUT=nChw8c gave %s, auto %s", wrn_activation_layout(bogus),
               wrn_activation_layout(a));
     wrn_free(bogus);
+    /* nhwc is a GPU model's layout: on the CPU a warning, then auto */
+    wrn_model *gpu_only = make("wrn-10-1", "nhwc");
+    CK_EXPECT(strcmp(wrn_activation_layout(gpu_only), wrn_activation_layout(a)) == 0,
+              "HVDLAB_ACTIVATION_LAYOUT=nhwc on the CPU gave %s, auto %s",
+              wrn_activation_layout(gpu_only), wrn_activation_layout(a));
+    wrn_free(gpu_only);
     printf("  this machine, %s backend: HVDLAB_ACTIVATION_LAYOUT=auto gives %s\n",
            conv2d_backend(), wrn_activation_layout(a));
 #ifdef HVDLAB_DNNL

@@ -10,7 +10,9 @@
  * direct), not the default of an AVX-512 machine (nChw16c + Winograd): the GPU model is NCHW,
  * so its activations (r1 below) compare element by element, and direct convolutions add no
  * Winograd transform error (up to 4.2e-6 of a conv's scale). The CPU default is held to this
- * reference by test_wrn_blocked.c and test_wrn_rounding.c.
+ * reference by test_wrn_blocked.c and test_wrn_rounding.c. The GPU model takes the layout the
+ * suite was started with (HVDLAB_ACTIVATION_LAYOUT=nhwc: NHWC activations, r1 turned to NCHW
+ * before it is compared; parameters, gradients and checkpoints have no layout).
  *
  * The tolerances are tests/lib/wrn_match.h's (err = max |gpu − cpu| / max(max |cpu|, floor) per
  * named view, l2 = ||gpu − cpu||₂ / ||cpu||₂). cuDNN against oneDNN is a change of rounding, and
@@ -97,12 +99,17 @@ static void batch(float *x, int *y)
         y[i] = (int)(lm_splitmix64(&rng) % WRN_CLASSES);
 }
 
+/* HVDLAB_ACTIVATION_LAYOUT as the suite was started with: the GPU model's (nchw, or nhwc:
+ * tests/emu/run_emu.sh and tools/gpu_session.sh run the suite both ways). */
+static const char *gpu_layout;
+
 static wrn_model *model(int gpu, float dropout)
 {
     wrn_config cfg = {.depth = 16, .width = 2, .dropout = dropout};
     char err[256];
     compute_device_set(gpu ? 0 : -1);
-    setenv("HVDLAB_ACTIVATION_LAYOUT", "nchw", 1); /* the CPU reference: see the top */
+    /* the CPU reference NCHW: see the top */
+    setenv("HVDLAB_ACTIVATION_LAYOUT", gpu && gpu_layout ? gpu_layout : "nchw", 1);
     wrn_model *m = wrn_create(&cfg, NB, 7, err, sizeof err);
     unsetenv("HVDLAB_ACTIVATION_LAYOUT");
     compute_device_set(-1);
@@ -267,6 +274,8 @@ END_TEST
 START_TEST(dropout_masks_agree)
 {
     wrn_model *g = model(1, 0.3f), *c = model(0, 0.3f);
+    ck_assert_msg(!gpu_layout || strcmp(gpu_layout, "nhwc") != 0 || g->nhwc,
+                  "HVDLAB_ACTIVATION_LAYOUT=nhwc gave a GPU model in %s", wrn_activation_layout(g));
     float *x = malloc((size_t)NB * PIX * sizeof *x);
     int y[NB];
     batch(x, y);
@@ -276,6 +285,14 @@ START_TEST(dropout_masks_agree)
         const wrn_block *bc = &c->blocks[b];
         const size_t n = (size_t)NB * bc->cout * bc->h * bc->w;
         float *r = host(g->blocks[b].r1, n, 1);
+        if (g->nhwc) { /* (N, H·W, C) -> NCHW, to compare element by element */
+            const size_t C = (size_t)bc->cout, HW = (size_t)bc->h * bc->w;
+            float *t = malloc(n * sizeof *t);
+            for (size_t i = 0; i < n; i++)
+                t[i] = r[(i / (C * HW) * HW + i % HW) * C + i / HW % C];
+            free(r);
+            r = t;
+        }
         size_t dropped = 0;
         for (size_t i = 0; i < n; i++)
             dropped += bc->r1[i] == 0.0f;
@@ -359,6 +376,10 @@ int main(int argc, char **argv)
     if (rc != 0)
         return rc;
     setenv("CK_FORK", "no", 1); /* CUDA does not survive a fork */
+    const char *lay = getenv("HVDLAB_ACTIVATION_LAYOUT");
+    gpu_layout = lay ? strdup(lay) : NULL;
+    printf("test_wrn_cuda: the GPU model's activations as HVDLAB_ACTIVATION_LAYOUT=%s gives them\n",
+           gpu_layout ? gpu_layout : "(unset)");
     gpu_context_set_tf32(0);
 #ifdef HVDLAB_DNNL
     conv2d_dnnl_set_algo("direct"); /* the CPU reference: see the top */
