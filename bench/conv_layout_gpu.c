@@ -10,13 +10,14 @@
  * adding for the shortcuts, no din for the stem; the algorithms its plans chose), with the bias,
  * with it in the forward pass only, and without it: the differences are the bias passes
  * (cudnnAddTensor forward, cudnnConvolutionBackwardBias backward), each on its own, and what is
- * left beyond Find's sum the way the kit calls cuDNN. A fourth time with the bias gradient by
- * cuBLAS (HVDLAB_BIAS_GRAD_CUBLAS=1): which of the two ways to make it the default.
+ * left beyond Find's sum the way the kit calls cuDNN. A fourth time with NHWC activations (a model
+ * with HVDLAB_ACTIVATION_LAYOUT=nhwc: its KRSC weights made each call), and a fifth with the bias
+ * gradient by cuBLAS (HVDLAB_BIAS_GRAD_CUBLAS=1): which of the ways to make the default.
  *
  * Usage: conv_layout_gpu [--models wrn-16-4,wrn-16-10] [--batches 128,512]
  * Prints "conv.<model>.b<batch>.<nchw|nhwc>.<fastest|deterministic>_ms <ms> ms" lines; -1 where
  * some convolution of the step had no usable (or no deterministic) algorithm in that layout;
- * and "conv.<model>.b<batch>.<kit|kit_nobias|kit_fwd_bias|kit_cublas_bias>_ms <ms> ms".
+ * and "conv.<model>.b<batch>.<kit|kit_nobias|kit_fwd_bias|kit_nhwc|kit_cublas_bias>_ms <ms> ms".
  * A CPU build, or no GPU: one line saying so, exit 77.
  */
 #include <stdio.h>
@@ -141,10 +142,12 @@ static best step(cudnnHandle_t h, cudnnTensorFormat_t fmt, int tf32, int K, int 
 /* One convolution as the model runs it, forward and backward, in ms a call (after two calls
  * that make its plan). how: 's' din = (3x3), 'a' din += (shortcut), 'n' no din (stem).
  * bias: 2 with the bias and its gradient, 1 with the bias in the forward pass only (db NULL),
- * 0 without either (b and db NULL), the convolution's own calls alone. */
-static double kit_shape(int n, int cin, int cout, int hw, int k, char how, int bias)
+ * 0 without either (b and db NULL), the convolution's own calls alone. nhwc: NHWC activations,
+ * as a model with HVDLAB_ACTIVATION_LAYOUT=nhwc calls them (KRSC weights made each call). */
+static double kit_shape(int n, int cin, int cout, int hw, int k, char how, int bias, int nhwc)
 {
-    const conv2d_dims d = {.n = n, .cin = cin, .h = hw, .w = hw, .cout = cout, .k = k};
+    const conv2d_dims d = {
+        .n = n, .cin = cin, .h = hw, .w = hw, .cout = cout, .k = k, .nhwc = nhwc};
     const size_t ni = (size_t)n * cin * hw * hw * sizeof(float),
                  no = (size_t)n * cout * hw * hw * sizeof(float),
                  nw = (size_t)cout * cin * k * k * sizeof(float), nb = (size_t)cout * sizeof(float);
@@ -177,9 +180,10 @@ static double kit_shape(int n, int cin, int cout, int hw, int k, char how, int b
 }
 
 /* The kit's calls for one step of wrn-16-K (the shapes of step() below), bias as kit_shape's,
- * its gradient by cuBLAS or by cuDNN. conv2d_cudnn reads the switch at its first plan, so
- * a change of it drops the plans (and Find runs again); the same setting keeps them. */
-static double kit_step(int K, int n, int bias, int cublas_bias)
+ * its gradient by cuBLAS or by cuDNN, activations NCHW or NHWC. conv2d_cudnn reads the switch at
+ * its first plan, so a change of it drops the plans (and Find runs again); the same setting
+ * keeps them. */
+static double kit_step(int K, int n, int bias, int cublas_bias, int nhwc)
 {
     static int plans_cublas = -1; /* the setting the current plans were made with */
     if (cublas_bias != plans_cublas) {
@@ -187,14 +191,14 @@ static double kit_step(int K, int n, int bias, int cublas_bias)
         conv2d_cudnn_release();
         plans_cublas = cublas_bias;
     }
-    double ms = kit_shape(n, 1, 16, 28, 3, 'n', bias);
+    double ms = kit_shape(n, 1, 16, 28, 3, 'n', bias, nhwc);
     int cin = 16;
     for (int g = 0; g < 3; g++) {
         const int w = (16 << g) * K, hw = 28 >> g;
-        ms += kit_shape(n, cin, w, hw, 3, 's', bias);
+        ms += kit_shape(n, cin, w, hw, 3, 's', bias, nhwc);
         if (cin != w)
-            ms += kit_shape(n, cin, w, hw, 1, 'a', bias);
-        ms += 3 * kit_shape(n, w, w, hw, 3, 's', bias);
+            ms += kit_shape(n, cin, w, hw, 1, 'a', bias, nhwc);
+        ms += 3 * kit_shape(n, w, w, hw, 3, 's', bias, nhwc);
         cin = w;
     }
     return ms;
@@ -232,10 +236,11 @@ int main(int argc, char **argv)
             printf("conv.%s.b%d.nchw.deterministic_ms %.3f ms\n", m, n, nchw.deterministic);
             printf("conv.%s.b%d.nhwc.fastest_ms %.3f ms\n", m, n, nhwc.fastest);
             printf("conv.%s.b%d.nhwc.deterministic_ms %.3f ms\n", m, n, nhwc.deterministic);
-            printf("conv.%s.b%d.kit_ms %.3f ms\n", m, n, kit_step(K, n, 2, 0));
-            printf("conv.%s.b%d.kit_nobias_ms %.3f ms\n", m, n, kit_step(K, n, 0, 0));
-            printf("conv.%s.b%d.kit_fwd_bias_ms %.3f ms\n", m, n, kit_step(K, n, 1, 0));
-            printf("conv.%s.b%d.kit_cublas_bias_ms %.3f ms\n", m, n, kit_step(K, n, 2, 1));
+            printf("conv.%s.b%d.kit_ms %.3f ms\n", m, n, kit_step(K, n, 2, 0, 0));
+            printf("conv.%s.b%d.kit_nobias_ms %.3f ms\n", m, n, kit_step(K, n, 0, 0, 0));
+            printf("conv.%s.b%d.kit_fwd_bias_ms %.3f ms\n", m, n, kit_step(K, n, 1, 0, 0));
+            printf("conv.%s.b%d.kit_nhwc_ms %.3f ms\n", m, n, kit_step(K, n, 2, 0, 1));
+            printf("conv.%s.b%d.kit_cublas_bias_ms %.3f ms\n", m, n, kit_step(K, n, 2, 1, 0));
             fflush(stdout);
         }
     }

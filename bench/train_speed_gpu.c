@@ -140,6 +140,7 @@ static void one(const char *name, int batch, int iters, int prof_steps)
     printf("kit.%s.b%d.step_ms %.2f ms\n", tag, batch, 1e3 * dt / iters);
     printf("kit.%s.b%d.peak_gpu %.1f MiB\n", tag, batch,
            (double)(peak > base ? peak - base : 0) / (1024.0 * 1024.0));
+    printf("kit.%s.b%d.activation_layout %s name\n", tag, batch, wrn_activation_layout(m));
     fflush(stdout);
     if (prof_steps > 0)
         profile(m, opt, x, y, batch, prof_steps, tag);

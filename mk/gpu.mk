@@ -11,17 +11,18 @@ GPU_LOG := build/cuda/gpu-check
 # session's command stops at 10 minutes); exit 124 in the summary means the stage timed out.
 STAGE = timeout -k 10
 
-# tools/bench_train_gpu.sh: each row three ways (as the kit trains by default, with
-# HVDLAB_CUDNN_DETERMINISTIC=0, with HVDLAB_BN_SPLIT=0), then the peer, then its line at once.
+# tools/bench_train_gpu.sh: each row three ways (as the kit trains by default, with NHWC
+# activations, with HVDLAB_BN_BATCH=1), then the peer, then its line at once.
 bench-train-gpu:  ## kit vs PyTorch (--device cuda) on the GPU: wrn-16-4/10 at batch 128/512, images/s, ratio, peak GPU memory
 	@+$(GPU_BUILD) build/cuda/bench/train_speed_gpu >/dev/null
 	@sh tools/bench_train_gpu.sh
 
 # NCHW or NHWC (issue 12: "whichever measures faster"): cuDNN's Find times every algorithm of
 # every convolution of one training step in both layouts (bench/conv_layout_gpu.c); the kit
-# keeps NCHW, so a faster NHWC would be the next change. Then the kit's own calls for the same
-# step, timed with the bias, with it in the forward pass only, and without: beside Find's
-# deterministic NCHW sum, what each bias pass and its way of calling cuDNN cost; and with the
+# trains NCHW by default, NHWC with HVDLAB_ACTIVATION_LAYOUT=nhwc. Then the kit's own calls for
+# the same step, timed with the bias, with it in the forward pass only, and without: beside Find's
+# deterministic NCHW sum, what each bias pass and its way of calling cuDNN cost; in NHWC as a
+# model with HVDLAB_ACTIVATION_LAYOUT=nhwc calls them (KRSC weights included); and with the
 # bias gradient by cuBLAS (HVDLAB_BIAS_GRAD_CUBLAS=1) instead of cuDNN. Apart from gpu-check
 # (time).
 .PHONY: bench-conv-layout-gpu
@@ -31,10 +32,10 @@ bench-conv-layout-gpu:  ## on a GPU: the step's convolutions in NCHW and in NHWC
 	@for m in wrn-16-4 wrn-16-10; do for b in 128 512; do \
 	  awk -v t="conv.$$m.b$$b." -v m=$$m -v b=$$b 'index($$1, t) == 1 {v[substr($$1, length(t) + 1)] = $$2} \
 	    END {if (!("nchw.fastest_ms" in v)) exit; \
-	      printf "bench-conv-layout-gpu: %-9s batch %3d: convolutions per step NCHW %s ms (deterministic %s), NHWC %s ms (deterministic %s); as the kit calls them (NCHW) %s ms, %s ms without the bias, %s ms with it in the forward pass only, %s ms with the bias gradient by cuBLAS\n", \
+	      printf "bench-conv-layout-gpu: %-9s batch %3d: convolutions per step NCHW %s ms (deterministic %s), NHWC %s ms (deterministic %s); as the kit calls them (NCHW) %s ms, %s ms without the bias, %s ms with it in the forward pass only, %s ms in NHWC, %s ms with the bias gradient by cuBLAS\n", \
 	        m, b, v["nchw.fastest_ms"], v["nchw.deterministic_ms"], v["nhwc.fastest_ms"], v["nhwc.deterministic_ms"], \
 	        ("kit_ms" in v) ? v["kit_ms"] : "-", ("kit_nobias_ms" in v) ? v["kit_nobias_ms"] : "-", \
-	        ("kit_fwd_bias_ms" in v) ? v["kit_fwd_bias_ms"] : "-", \
+	        ("kit_fwd_bias_ms" in v) ? v["kit_fwd_bias_ms"] : "-", ("kit_nhwc_ms" in v) ? v["kit_nhwc_ms"] : "-", \
 	        ("kit_cublas_bias_ms" in v) ? v["kit_cublas_bias_ms"] : "-"}' \
 	    build/cuda/conv_layout.txt; done; done
 

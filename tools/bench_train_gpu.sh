@@ -4,9 +4,11 @@
 # processes so one failure costs only its row.
 #
 # A row runs the kit three ways: as it trains by default (deterministic cuDNN algorithms, batch
-# norm split over blocks), with HVDLAB_CUDNN_DETERMINISTIC=0 (the choice the peer's
-# cudnn.benchmark makes) and with HVDLAB_BN_BATCH=1 (batch norm's threads issue several loads
-# before using any; the opt-in this bench is to decide); then the peer; then its
+# norm split over blocks, NCHW activations), with HVDLAB_ACTIVATION_LAYOUT=nhwc (NHWC
+# activations: cuDNN's NHWC convolutions, batch norm's and the pools' NHWC kernels) and with
+# HVDLAB_BN_BATCH=1 (batch norm's threads issue several loads before using any): the opt-ins
+# this bench is to decide (HVDLAB_CUDNN_DETERMINISTIC=0, the peer's cudnn.benchmark choice, was
+# the second way until an H100 timed it at 0.96-1.00x the default); then the peer; then its
 # "bench-train-gpu: <model> batch <b>: ..." line at once, so that a run cut short (gpu-check's
 # stage limit, a GPU session's end) keeps the rows it finished. Then, per row,
 # where the GPU time goes (the kit's --profile lines), and a last line naming any row without
@@ -35,16 +37,18 @@ row_line() {
     p=$(val "torch.$1.b$2.images_per_s" "$torchf")
     km=$(val "kit.$1.b$2.peak_gpu" "$kitf")
     pm=$(val "torch.$1.b$2.peak_gpu" "$torchf")
-    nd=$(val "kitnd.$1.b$2.images_per_s" "$kitf")
+    nh=$(val "kitnhwc.$1.b$2.images_per_s" "$kitf")
+    nm=$(val "kitnhwc.$1.b$2.peak_gpu" "$kitf")
     bt=$(val "kitbt.$1.b$2.images_per_s" "$kitf")
-    awk -v m="$1" -v b="$2" -v k="$k" -v p="$p" -v km="$km" -v pm="$pm" -v nd="$nd" -v bt="$bt" '
+    awk -v m="$1" -v b="$2" -v k="$k" -v p="$p" -v km="$km" -v pm="$pm" -v nh="$nh" -v nm="$nm" \
+        -v bt="$bt" '
         function r(x) { return x > 0 && p > 0 ? sprintf("%.2f", x / p) : "-" }
         function s(x) { return x == "" ? "-" : x }
         BEGIN {
             printf "bench-train-gpu: %-9s batch %3d: kit %8s images/s, torch %8s, ratio %5s; " \
-                   "peak GPU MiB kit %s, torch %s; kit with nondeterministic cuDNN algorithms " \
-                   "%s images/s (ratio %s), with HVDLAB_BN_BATCH=1 %s (ratio %s)\n",
-                   m, b, s(k), s(p), r(k), s(km), s(pm), s(nd), r(nd), s(bt), r(bt)
+                   "peak GPU MiB kit %s, torch %s; kit with NHWC activations %s images/s " \
+                   "(ratio %s, peak %s MiB), with HVDLAB_BN_BATCH=1 %s (ratio %s)\n",
+                   m, b, s(k), s(p), r(k), s(km), s(pm), s(nh), r(nh), s(nm), s(bt), r(bt)
         }'
     [ -n "$k" ] && [ -n "$p" ]
 }
@@ -53,8 +57,8 @@ missing=
 for m in $MODELS; do
     for b in $BATCHES; do
         "$KIT" --models "$m" --batches "$b" 2>&1 | tee -a "$kitf"
-        HVDLAB_CUDNN_DETERMINISTIC=0 "$KIT" --models "$m" --batches "$b" --profile 0 2>&1 |
-            sed 's/^kit\./kitnd./' | tee -a "$kitf"
+        HVDLAB_ACTIVATION_LAYOUT=nhwc "$KIT" --models "$m" --batches "$b" 2>&1 |
+            sed 's/^kit\./kitnhwc./' | tee -a "$kitf"
         HVDLAB_BN_BATCH=1 "$KIT" --models "$m" --batches "$b" 2>&1 | sed 's/^kit\./kitbt./' |
             tee -a "$kitf"
         # shellcheck disable=SC2086 # PEER is a command line
@@ -64,11 +68,12 @@ for m in $MODELS; do
     done
 done
 
-# Where the GPU time goes: the profiled step and its four largest parts, default and batched BN.
+# Where the GPU time goes: the profiled step and its four largest parts, each way.
 for m in $MODELS; do
     for b in $BATCHES; do
-        for v in kit kitbt; do
+        for v in kit kitnhwc kitbt; do
             awk -v t="$v.$m.b$b." -v m="$m" -v b="$b" -v v="$v" '
+                BEGIN { way["kit"] = ""; way["kitnhwc"] = " NHWC"; way["kitbt"] = " HVDLAB_BN_BATCH=1" }
                 index($1, t) == 1 && $1 ~ /prof_step_ms$/ { s = $2 }
                 index($1, t) == 1 && $1 ~ /\.prof$/ && n < 4 {
                     w = $7; for (i = 8; i <= NF; i++) w = w " " $i
@@ -77,7 +82,7 @@ for m in $MODELS; do
                 END {
                     if (n) printf "bench-train-gpu:   %s b%d%s where the GPU time goes " \
                                   "(profiled step %s ms): %s\n",
-                                  m, b, v == "kitbt" ? " HVDLAB_BN_BATCH=1" : "", s, l
+                                  m, b, way[v], s, l
                 }' "$kitf"
         done
     done

@@ -2,11 +2,12 @@
 # tools/gpu_session.sh — one GPU session in one device `run` call (DEVELOPERS.md): the machine's
 # facts, make gpu-check, then, while time is left, each failed CUDA suite again with synchronous
 # launches, NCHW against NHWC (bench-conv-layout-gpu), the opt-ins (the bias gradient by cuBLAS,
-# batch norm's batched loads, the bias folded into batch norm) over the whole step, what limits a
-# training step under Nsight Systems (bench-train-gpu-nsys), the graders on the planted answers
-# (gpu-planted), the model's suite with each opt-in and solution 10 with them, solution 10 on two
-# ranks sharing the GPU with the staged gradients added as by default, by the CPU, by the GPUs
-# and by the GPUs through CUDA IPC (and grade10 with the GPUs), and PyTorch through torch.compile.
+# batch norm's batched loads, the bias folded into batch norm, NHWC activations) over the whole
+# step, what limits a training step under Nsight Systems (bench-train-gpu-nsys), the graders on
+# the planted answers (gpu-planted), the model's suite with each opt-in and solution 10 with
+# them, solution 10 on two ranks sharing the GPU with the staged gradients added as by default,
+# by the CPU, by the GPUs and by the GPUs through CUDA IPC (and grade10 with the GPUs), and
+# PyTorch through torch.compile.
 # Everything stops by BUDGET seconds (default 560) after the start, so that the call ends inside
 # its limit and the logs come back: all of them as one archive, $OUT/gpu-logs.tgz (a call
 # returns at most 8 files from $OUT; gpu-check writes more).
@@ -72,25 +73,33 @@ done
 # NCHW or NHWC: issue 12 asks for the faster, said from a measurement.
 make_stage layout 60 "NCHW or NHWC" bench-conv-layout-gpu '^bench-conv-layout-gpu:'
 # The opt-ins a measurement is to decide, the whole training step: the kit's bench as by
-# default (000), with the bias gradient by cuBLAS (100: HVDLAB_BIAS_GRAD_CUBLAS=1), with that and
-# batch norm's batched loads (110: HVDLAB_BN_BATCH=1; gpu-check's bench times it alone), and with
-# the batched loads and the bias folded into batch norm (011: HVDLAB_BIAS_IN_BN=1), twice,
-# interleaved, on every row: which together reach PyTorch's figures of gpu-check's bench.
+# default, with the bias gradient by cuBLAS and batch norm's batched loads
+# (HVDLAB_BIAS_GRAD_CUBLAS=1 HVDLAB_BN_BATCH=1; gpu-check's bench times the batched loads alone),
+# with the batched loads and the bias folded into batch norm (HVDLAB_BIAS_IN_BN=1), and with NHWC
+# activations, the bias folded in and its gradient by cuBLAS (HVDLAB_ACTIVATION_LAYOUT=nhwc;
+# gpu-check's bench times NHWC alone), twice, interleaved, on every row: which together reach
+# PyTorch's figures of gpu-check's bench.
 if todo switches && [ "$(left)" -gt 100 ]; then
     echo "== the opt-ins, whole step: the kit's images/s (cuBLAS bias gradient, batched BN" \
-        "loads, bias folded into BN)"
+        "loads, bias folded into BN, NHWC)"
     for row in "wrn-16-4 512" "wrn-16-10 512" "wrn-16-10 128" "wrn-16-4 128"; do
         # shellcheck disable=SC2086 # the row is two words: model and batch
         set -- $row
-        for sw in 000 100 110 011 000 100 110 011; do
+        for sw in - C,B B,F N,F,C - C,B B,F N,F,C; do
             [ "$(left)" -gt 80 ] || break 2
-            c=${sw%??} bt=${sw#?} f=${sw#??}
-            bt=${bt%?}
-            HVDLAB_BIAS_GRAD_CUBLAS=$c HVDLAB_BN_BATCH=$bt HVDLAB_BIAS_IN_BN=$f timeout -k 5 60 \
-                build/cuda/bench/train_speed_gpu --models "$1" --batches "$2" --profile 0 \
-                > $LOG.switches 2>&1
-            echo "$1 b$2 HVDLAB_BIAS_GRAD_CUBLAS=$c HVDLAB_BN_BATCH=$bt HVDLAB_BIAS_IN_BN=$f:" \
-                "exit $?, $(grep -h images_per_s $LOG.switches)"
+            vars=
+            for v in $(echo "$sw" | tr , ' '); do
+                case $v in
+                C) vars="$vars HVDLAB_BIAS_GRAD_CUBLAS=1" ;;
+                B) vars="$vars HVDLAB_BN_BATCH=1" ;;
+                F) vars="$vars HVDLAB_BIAS_IN_BN=1" ;;
+                N) vars="$vars HVDLAB_ACTIVATION_LAYOUT=nhwc" ;;
+                esac
+            done
+            # shellcheck disable=SC2086 # vars: one word a variable
+            env $vars timeout -k 5 60 build/cuda/bench/train_speed_gpu --models "$1" \
+                --batches "$2" --profile 0 > $LOG.switches 2>&1
+            echo "$1 b$2${vars:- as by default}: exit $?, $(grep -h images_per_s $LOG.switches)"
         done
     done
     done_stage switches
@@ -103,20 +112,28 @@ make_stage nsys 90 "what limits a training step: Nsight Systems" bench-train-gpu
 # gpu-check for its 8 minutes).
 make_stage planted 120 "planted answers, CUDA build" gpu-planted '^planted answers:|WRONG'
 # The opt-ins that change which kernels run, each with the whole model's suite (test_twins_cuda
-# in gpu-check compares their layers already): batch norm's batched loads (HVDLAB_BN_BATCH=1)
-# and the bias folded into batch norm (HVDLAB_BIAS_IN_BN=1); then solution 10 with both.
+# in gpu-check compares their layers already): batch norm's batched loads (HVDLAB_BN_BATCH=1),
+# the bias folded into batch norm (HVDLAB_BIAS_IN_BN=1) and NHWC activations
+# (HVDLAB_ACTIVATION_LAYOUT=nhwc); then solution 10 with the first two, and with NHWC and the
+# bias folded in.
 if todo batch && [ "$(left)" -gt 100 ]; then
-    echo "== the opt-ins: the model's suite with each, solution 10 with both"
-    for sw in HVDLAB_BN_BATCH HVDLAB_BIAS_IN_BN; do
-        env "$sw=1" timeout -k 5 90 build/cuda/tests/unit/test_wrn_cuda > "$LOG.batch.$sw" 2>&1
-        echo "$sw=1 test_wrn_cuda: exit $? at $(at)"
-        grep -E '^[0-9]+%|FAIL' "$LOG.batch.$sw" | head -5
+    echo "== the opt-ins: the model's suite with each, solution 10 with them"
+    for sw in HVDLAB_BN_BATCH=1 HVDLAB_BIAS_IN_BN=1 HVDLAB_ACTIVATION_LAYOUT=nhwc; do
+        env "$sw" timeout -k 5 90 build/cuda/tests/unit/test_wrn_cuda > "$LOG.batch.${sw%=*}" 2>&1
+        echo "$sw test_wrn_cuda: exit $? at $(at)"
+        grep -E '^[0-9]+%|FAIL' "$LOG.batch.${sw%=*}" | head -5
     done
-    d=$(mktemp -d)
-    HVDLAB_BN_BATCH=1 HVDLAB_BIAS_IN_BN=1 timeout -k 5 60 build/cuda/solutions/step10 --epochs 2 \
-        --model wrn-16-4 --train-subset 0 --test-subset 0 --log-dir "$d" > $LOG.batch.step10 2>&1
-    echo "solution 10: exit $? at $(at)"; grep -iE 'images/sec|test.*acc' $LOG.batch.step10 | tail -2
-    rm -rf "$d"
+    for sw in "HVDLAB_BN_BATCH=1 HVDLAB_BIAS_IN_BN=1" \
+        "HVDLAB_ACTIVATION_LAYOUT=nhwc HVDLAB_BIAS_IN_BN=1"; do
+        [ "$(left)" -gt 70 ] || break
+        d=$(mktemp -d)
+        # shellcheck disable=SC2086 # sw: one word a variable
+        env $sw timeout -k 5 60 build/cuda/solutions/step10 --epochs 2 --model wrn-16-4 \
+            --train-subset 0 --test-subset 0 --log-dir "$d" > $LOG.batch.step10 2>&1
+        echo "solution 10 with $sw: exit $? at $(at)"
+        grep -iE 'images/sec|test.*acc' $LOG.batch.step10 | tail -2
+        rm -rf "$d"
+    done
     done_stage batch
 fi
 # Two ranks sharing the GPU, the workshop laptop's case: solution 10 for 2 epochs with the staged
