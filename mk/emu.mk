@@ -1,9 +1,9 @@
 # mk/emu.mk — the CUDA build of the runtime with its GPU kernels run on the CPU by the emulator in
 # tests/emu/ (README there), for a machine without a GPU:
-#   make test-emu (part of make test, ~30 s): test_twins_emu, test_twins_cuda.c's cases of the
+#   make test-emu (part of make test, ~40 s): test_twins_emu, test_twins_cuda.c's cases of the
 #     kit's kernels (bn, act, pool, xent) against the CPU layers (HVDLAB_CUDA_EMU leaves out the
 #     cuDNN and cuBLAS cases);
-#   make test-emu-model (~8 min, apart for its time): test_wrn_emu, test_wrn_cuda.c, the whole
+#   make test-emu-model (~10 min, apart for its time): test_wrn_emu, test_wrn_cuda.c, the whole
 #     GPU model against the CPU model, where the GPU model's convolutions and dense layers are
 #     the CPU's own (tests/emu/emu_libs.c); by default, then with HVDLAB_BN_BATCH=1,
 #     HVDLAB_BIAS_IN_BN=1 and HVDLAB_ACTIVATION_LAYOUT=nhwc (tests/emu/run_emu.sh);
@@ -49,7 +49,7 @@ emu_run = $(if $(filter 1,$(CUDA)),\
 test-emu:  ## the GPU kernels of bn, act, pool and xent emulated on the CPU against the CPU layers (no GPU needed)
 	@$(call emu_run,$(EMU)/test_twins_emu,timeout 600 $(EMU)/test_twins_emu)
 
-test-emu-model:  ## the whole GPU model emulated on the CPU against the CPU model, four ways (~8 min; no GPU needed)
+test-emu-model:  ## the whole GPU model emulated on the CPU against the CPU model, four ways (~10 min; no GPU needed)
 	@$(call emu_run,$(EMU)/test_wrn_emu,TEST_TIMEOUT=900 sh tests/emu/run_emu.sh $(EMU)/test_wrn_emu)
 
 test-emu-coll:  ## the collectives on emulated device buffers (NCCL of one rank; staged, 2 and 3 ranks) against the CPU runtime (~140 s; no GPU needed)

@@ -85,9 +85,11 @@ void bn_relu_backward(float *din /* (N,C,HW) = */, float *dgamma /* (C) += */,
 /* CUDA twins (bn_cuda.cu): the same arguments as device pointers (d stays on the host), the
  * stream of nn/gpu_context.h, the same conventions (running update, variance correction, eps,
  * fused ReLU/dropout/add, = or += outputs). A channel's sums are taken in double in a fixed
- * order, so results do not depend on timing; they match the CPU to rounding. Training forward
- * and backward split a large channel over several blocks (bn_cuda.cu), or run one block per
- * channel with HVDLAB_BN_SPLIT=0 in the environment or bn_cuda_set_split(0). With
+ * order, so results do not depend on timing; they match the CPU to rounding. With d->nhwc the
+ * tensors are NHWC (bn_nhwc_cuda.cu; the two switches below are the NCHW kernels' and do not
+ * apply). Training forward and backward split a large channel over several blocks
+ * (bn_cuda.cu), or run one block per channel with HVDLAB_BN_SPLIT=0 in the environment or
+ * bn_cuda_set_split(0). With
  * HVDLAB_BN_BATCH=1 (or bn_cuda_set_batch(1); off by default until a GPU has timed it) a thread
  * issues the loads of several of its elements before it uses any; the same sums in the same
  * order, so the same results. Each environment variable is read at the first call, and again at

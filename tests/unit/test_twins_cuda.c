@@ -670,8 +670,11 @@ START_TEST(bn_matches_cpu)
     bn_cuda_set_batch(-1);
     bn_infer_case(6, 10, 50021); /* ~3·2^20 elements: the grid goes round three times */
     bn_infer_case(2, 1500, 33);  /* channels beyond the shared-memory table */
-    /* NHWC (bn_nhwc_cuda.cu): tiles of 16 channels (C = 16), 32 (64) and five of 32 (160), one
-     * partial tile (3, 5); from 1 part of the rows (2·7 rows) to 49 (8·784) and 98 (32·196) */
+    /* NHWC (bn_nhwc_cuda.cu): tiles of 16 channels (C = 16), 32 (64) and five of 32 (160), a
+     * tile of fewer (3, 5), a last tile partial (48 = 32 + 16, 33 = 32 + 1); from 1 part of the
+     * rows (2·7 rows, and one row: 1·1) to 49 (8·784), 98 (32·196) and 392 (64·784: more
+     * partials a channel than the finishing block has threads), and capped at 2048 blocks
+     * (4·784 rows of 2048 channels: 64 tiles of 32 parts) */
     nhwc_act = 1;
     bn_case(8, 16, 784, 2.0f, 4.0f, 0.5f, 2.0f);
     bn_case(8, 64, 196, 2.0f, 4.0f, 0.5f, 2.0f);
@@ -679,9 +682,14 @@ START_TEST(bn_matches_cpu)
     bn_case(8, 16, 196, 2.0f, 2.01f, 0.0f, 2e-5f);
     bn_case(2, 5, 7, 2.0f, 2.01f, 0.0f, 2e-5f);
     bn_case(32, 160, 196, 2.0f, 4.0f, 0.5f, 2.0f);
+    bn_case(3, 48, 37, 2.0f, 4.0f, 0.5f, 2.0f);
+    bn_case(1, 33, 1, 2.0f, 4.0f, 0.5f, 2.0f);
+    bn_case(64, 16, 784, 2.0f, 4.0f, 0.5f, 2.0f);
+    bn_case(4, 2048, 784, 2.0f, 4.0f, 0.5f, 2.0f);
     bn_pre_case(8, 16, 784);
     bn_pre_case(4, 3, 30);
     bn_pre_case(32, 160, 196);
+    bn_pre_case(64, 16, 784);
     bn_infer_case(2, 1500, 33);
     nhwc_act = 0;
     CK_AGREE();
