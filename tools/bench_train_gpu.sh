@@ -87,6 +87,21 @@ for m in $MODELS; do
         done
     done
 done
+# The layout verdict: NHWC's images/s over NCHW's per row, and whether NHWC wins every row
+# (the rule for making it the default; issue 12: "NCHW or NHWC, whichever measures faster").
+awk -v models="$MODELS" -v batches="$BATCHES" '
+    { v[$1] = $2 }
+    END {
+        nm = split(models, M, " "); nb = split(batches, B, " "); all = 1; n = 0
+        for (i = 1; i <= nm; i++) for (j = 1; j <= nb; j++) {
+            t = M[i] ".b" B[j] ".images_per_s"; k = v["kit." t]; h = v["kitnhwc." t]
+            r = k > 0 && h > 0 ? sprintf("%.2f", h / k) : "-"
+            if (r == "-" || r + 0 <= 1.0) all = 0
+            l = l sprintf("%s%s b%s %s", n++ ? ", " : "", M[i], B[j], r)
+        }
+        printf "bench-train-gpu: NHWC against NCHW (images/s ratio): %s; %s\n", l,
+               all ? "faster at every row" : "not faster at every row"
+    }' "$kitf"
 if [ -n "$missing" ]; then
     err=$(cat "$kitf" "$torchf" | grep -m1 -i 'error')
     echo "bench-train-gpu: no figure for$missing; first error: ${err:-none printed}"

@@ -135,6 +135,10 @@ static __global__ void __launch_bounds__(NT)
     double s = 0.0, unused = 0.0;
     if (l.on) {
         const float ref = SQUARED ? mean[l.c] : input_at(in, pre, 0, l.c, C);
+        /* four rows' loads in flight before their adds, which keep their order (so their bits):
+         * one load a thread at a time is too few to keep an H100's memory busy (bn_cuda.cu's
+         * HVDLAB_BN_BATCH counts it); the loops that also store cannot, as out may be in */
+#pragma unroll 4
         for (size_t m = l.m0 + (size_t)l.lr; m < l.m1; m += (size_t)l.R) {
             const float t = input_at(in, pre, m, l.c, C) - ref;
             s += SQUARED ? (double)(t * t) : (double)t;
@@ -289,6 +293,7 @@ static __global__ void __launch_bounds__(NT)
     double sdy = 0.0, sdyx = 0.0;
     if (l.on) {
         const chan_vals v(gi, l.c);
+#pragma unroll 4 /* as sum_kernel's */
         for (size_t r = l.m0 + (size_t)l.lr; r < l.m1; r += (size_t)l.R) {
             float x;
             const float t = dy_at<MODE>(gi, r, l.c, C, v.m, v.is, v.g, v.b, &x);

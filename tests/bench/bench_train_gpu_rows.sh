@@ -65,6 +65,8 @@ grep -q '^bench-train-gpu:   wrn-16-10 b512 HVDLAB_BN_BATCH=1 where the GPU time
 check "the profile lines" $?
 grep -q '^bench-train-gpu:   wrn-16-4 b128 NHWC where the GPU time goes (profiled step 16.67 ms): 40.0 % bn forward, 30.0 % conv backward$' "$d/out"
 check "the NHWC way's profile line" $?
+grep -q '^bench-train-gpu: NHWC against NCHW (images/s ratio): wrn-16-4 b128 1.20, wrn-16-4 b512 1.20, wrn-16-10 b128 1.20, wrn-16-10 b512 1.20; faster at every row$' "$d/out"
+check "the layout verdict" $?
 ! grep -q 'no figure' "$d/out"
 check "no missing-row line" $?
 [ -s "$d/raw/bench_gpu.kit" ] && [ -s "$d/raw/bench_gpu.torch" ] && [ ! -e "$d/run-out" ]
@@ -80,5 +82,7 @@ grep -q '^bench-train-gpu: no figure for wrn-16-10/b128; first error: hvdlab: er
 check "the missing row named, with the first error" $?
 grep -q '^bench-train-gpu: wrn-16-10 batch 512: kit   4000.0' "$d/out"
 check "the rows after it still run" $?
+grep -q '^bench-train-gpu: NHWC against NCHW (images/s ratio): .*wrn-16-10 b128 -, .*; not faster at every row$' "$d/out"
+check "a failed row: the layout verdict says not every row" $?
 
 finish

@@ -296,13 +296,15 @@ START_TEST(conv_bias_grad_cublas_matches_cpu)
 END_TEST
 
 /* NHWC activations (HVDLAB_ACTIVATION_LAYOUT=nhwc): cuDNN's NHWC convolutions with KRSC filters
- * made from the KCRS weights, the filter gradient added back in KCRS; every conv of wrn-16-1
- * and wrn-16-4, without bias, and wrn-16-4's with the bias gradient by cuBLAS. */
+ * made from the KCRS weights, the filter gradient added back in KCRS; every conv of wrn-16-1,
+ * wrn-16-4 and wrn-16-10 (at batch 2: up to 640 channels), without bias, and wrn-16-4's with the
+ * bias gradient by cuBLAS. */
 START_TEST(conv_nhwc_matches_cpu)
 {
     nhwc_act = 1;
     wrn16_convs(1, 8);
     wrn16_convs(4, 8);
+    wrn16_convs(10, 2);
     conv_case(8, 16, 14, 32, 3, 0);
     setenv("HVDLAB_BIAS_GRAD_CUBLAS", "1", 1);
     conv2d_cudnn_release();
