@@ -196,43 +196,54 @@ static __global__ void __launch_bounds__(NT)
 
 static size_t rows(const bn_dims *d) { return (size_t)d->n * (size_t)d->hw; }
 
-/* Three arrays of C·P partials, then (backward) two of C floats, in the context's scratch. */
-static double *scratch(const bn_dims *d, const nhwc_grid &g, double **p2, double **p3,
-                       float **f)
+/* What a training call launches with: the stream, the grid of (parts, tiles), the blocks of the
+ * per-channel kernels (a block a channel), and in the context's scratch three arrays of C·P
+ * partials, then (backward) two of C floats. */
+struct nhwc_launch {
+    cudaStream_t st;
+    nhwc_grid g;
+    dim3 grid;
+    unsigned cb;
+    size_t M;
+    double *p1, *p2, *p3;
+    float *f;
+};
+
+static nhwc_launch launch_for(const bn_dims *d)
 {
-    const size_t cp = (size_t)d->c * (size_t)g.P;
-    double *p1 = (double *)gpu_context_scratch(3 * cp * sizeof(double) +
-                                               2 * (size_t)d->c * sizeof(float));
-    *p2 = p1 + cp;
-    *p3 = p1 + 2 * cp;
-    *f = (float *)(p1 + 3 * cp);
-    return p1;
+    nhwc_launch l;
+    l.st = gpu_context_stream();
+    l.g = grid_for(d);
+    l.grid = dim3((unsigned)l.g.P, (unsigned)l.g.T);
+    l.cb = (unsigned)d->c;
+    l.M = rows(d);
+    const size_t cp = (size_t)d->c * (size_t)l.g.P;
+    l.p1 = (double *)gpu_context_scratch(3 * cp * sizeof(double) +
+                                         2 * (size_t)d->c * sizeof(float));
+    l.p2 = l.p1 + cp;
+    l.p3 = l.p1 + 2 * cp;
+    l.f = (float *)(l.p1 + 3 * cp);
+    return l;
 }
 
 void bn_nhwc_forward_train(float *out, const float *in, const float *gamma, const float *beta,
                            float *mean, float *invstd, float *run_mean, float *run_var,
                            const bn_post &post, const bn_dims *d)
 {
-    cudaStream_t st = gpu_context_stream();
-    const nhwc_grid g = grid_for(d);
-    const size_t M = rows(d);
-    double *p2, *p3;
-    float *f;
-    double *p1 = scratch(d, g, &p2, &p3, &f);
-    const dim3 grid((unsigned)g.P, (unsigned)g.T);
-    const unsigned cb = (unsigned)d->c; /* the per-channel kernels: a block a channel */
-    sum_kernel<0><<<grid, NT, 0, st>>>(p1, in, post.pre, (const float *)NULL, d->c, g.CT, M);
-    CUDA_CHECK_LAUNCH(st);
-    mean_kernel<<<cb, FT, 0, st>>>(mean, p1, in, post.pre, d->c, g.P, M);
-    CUDA_CHECK_LAUNCH(st);
-    sum_kernel<1><<<grid, NT, 0, st>>>(p2, in, post.pre, mean, d->c, g.CT, M);
-    CUDA_CHECK_LAUNCH(st);
-    stats_kernel<<<cb, FT, 0, st>>>(invstd, run_mean, run_var, mean, p2, g.P, M, d->eps,
-                                    d->momentum);
-    CUDA_CHECK_LAUNCH(st);
-    apply_kernel<<<grid, NT, 0, st>>>(out, in, gamma, beta, mean, invstd, post, d->c, g.CT, M,
-                                      (size_t)d->hw);
-    CUDA_CHECK_LAUNCH(st);
+    const nhwc_launch l = launch_for(d);
+    const int C = d->c, CT = l.g.CT, P = l.g.P;
+    sum_kernel<0><<<l.grid, NT, 0, l.st>>>(l.p1, in, post.pre, (const float *)NULL, C, CT, l.M);
+    CUDA_CHECK_LAUNCH(l.st);
+    mean_kernel<<<l.cb, FT, 0, l.st>>>(mean, l.p1, in, post.pre, C, P, l.M);
+    CUDA_CHECK_LAUNCH(l.st);
+    sum_kernel<1><<<l.grid, NT, 0, l.st>>>(l.p2, in, post.pre, mean, C, CT, l.M);
+    CUDA_CHECK_LAUNCH(l.st);
+    stats_kernel<<<l.cb, FT, 0, l.st>>>(invstd, run_mean, run_var, mean, l.p2, P, l.M, d->eps,
+                                        d->momentum);
+    CUDA_CHECK_LAUNCH(l.st);
+    apply_kernel<<<l.grid, NT, 0, l.st>>>(out, in, gamma, beta, mean, invstd, post, C, CT, l.M,
+                                          (size_t)d->hw);
+    CUDA_CHECK_LAUNCH(l.st);
 }
 
 /* ---- inference: elementwise, channel = index mod C ------------------------------------------ */
@@ -366,27 +377,21 @@ template <int MODE, bool ACCUMULATE>
 static void backward_nhwc(float *din, float *dgamma, float *dbeta, const bn_grad_in &gi,
                           const bn_dims *d)
 {
-    cudaStream_t st = gpu_context_stream();
-    const nhwc_grid g = grid_for(d);
-    const size_t M = rows(d);
-    double *p2, *p3;
-    float *mdy;
-    double *p1 = scratch(d, g, &p2, &p3, &mdy);
-    float *mdyx = mdy + d->c;
-    const dim3 grid((unsigned)g.P, (unsigned)g.T);
-    const unsigned cb = (unsigned)d->c; /* the per-channel kernels: a block a channel */
-    grad_sums_kernel<MODE><<<grid, NT, 0, st>>>(p1, p2, gi, d->c, g.CT, M);
-    CUDA_CHECK_LAUNCH(st);
-    grad_params_kernel<<<cb, FT, 0, st>>>(dgamma, dbeta, mdy, mdyx, p1, p2, g.P, M);
-    CUDA_CHECK_LAUNCH(st);
+    const nhwc_launch l = launch_for(d);
+    const int C = d->c, CT = l.g.CT, P = l.g.P;
+    float *mdy = l.f, *mdyx = l.f + C;
+    grad_sums_kernel<MODE><<<l.grid, NT, 0, l.st>>>(l.p1, l.p2, gi, C, CT, l.M);
+    CUDA_CHECK_LAUNCH(l.st);
+    grad_params_kernel<<<l.cb, FT, 0, l.st>>>(dgamma, dbeta, mdy, mdyx, l.p1, l.p2, P, l.M);
+    CUDA_CHECK_LAUNCH(l.st);
     if (!din)
         return;
-    grad_apply_kernel<MODE, ACCUMULATE><<<grid, NT, 0, st>>>(din, p3, mdy, mdyx, gi, d->c, g.CT,
-                                                             M);
-    CUDA_CHECK_LAUNCH(st);
+    grad_apply_kernel<MODE, ACCUMULATE><<<l.grid, NT, 0, l.st>>>(din, l.p3, mdy, mdyx, gi, C, CT,
+                                                                 l.M);
+    CUDA_CHECK_LAUNCH(l.st);
     if (gi.dpre) {
-        dpre_kernel<<<cb, FT, 0, st>>>(gi.dpre, p3, g.P);
-        CUDA_CHECK_LAUNCH(st);
+        dpre_kernel<<<l.cb, FT, 0, l.st>>>(gi.dpre, l.p3, P);
+        CUDA_CHECK_LAUNCH(l.st);
     }
 }
 

@@ -637,29 +637,36 @@ static void bn_batch_same_bits(int n, int c, int hw)
     free(in), free(add), free(dout), free(g), free(b), free(rv), free(rm), free(din0);
 }
 
+/* The batch-norm cases both layouts run (NCHW split or not: 3 parts at 8·784, 24 at 64·784;
+ * NHWC: 49 parts at 8·784, 98 at 32·196, 392 at 64·784). */
+static void bn_cases_both_layouts(void)
+{
+    bn_case(8, 16, 784, 2.0f, 4.0f, 0.5f, 2.0f);
+    bn_case(8, 64, 196, 2.0f, 4.0f, 0.5f, 2.0f);
+    bn_case(4, 3, 30, 2.0f, 4.0f, 0.5f, 2.0f);
+    /* variance ~8e-6 against eps 1e-5, in training and (running variances too) in inference */
+    bn_case(8, 16, 196, 2.0f, 2.01f, 0.0f, 2e-5f);
+    bn_case(2, 5, 7, 2.0f, 2.01f, 0.0f, 2e-5f);
+    bn_case(64, 16, 784, 2.0f, 4.0f, 0.5f, 2.0f);
+    bn_case(32, 160, 196, 2.0f, 4.0f, 0.5f, 2.0f);
+    bn_pre_case(8, 16, 784);
+    bn_pre_case(4, 3, 30);
+    bn_pre_case(32, 160, 196);
+}
+
 START_TEST(bn_matches_cpu)
 {
     /* one block per channel, then split over several (bn_cuda.cu: parts of >= 2048 elements, so
-     * the first case and the last three take 3, 24, 3 and 6 parts; uneven where M/P is not whole);
+     * 8·784 rows take 3 parts, 64·784 24, 32·196 3 and 64·196 6; uneven where M/P is not whole);
      * each with a thread's loads one at a time, then in batches (HVDLAB_BN_BATCH) */
     for (int way = 0; way < 4; way++) {
         bn_split = way & 1;
         bn_batch = way >> 1;
         bn_cuda_set_split(bn_split);
         bn_cuda_set_batch(bn_batch);
-        bn_case(8, 16, 784, 2.0f, 4.0f, 0.5f, 2.0f);
-        bn_case(8, 64, 196, 2.0f, 4.0f, 0.5f, 2.0f);
+        bn_cases_both_layouts();
         bn_case(8, 256, 49, 2.0f, 4.0f, 0.5f, 2.0f);
-        bn_case(4, 3, 30, 2.0f, 4.0f, 0.5f, 2.0f);
-        /* variance ~8e-6 against eps 1e-5, in training and (running variances too) in inference */
-        bn_case(8, 16, 196, 2.0f, 2.01f, 0.0f, 2e-5f);
-        bn_case(2, 5, 7, 2.0f, 2.01f, 0.0f, 2e-5f);
-        bn_case(64, 16, 784, 2.0f, 4.0f, 0.5f, 2.0f);
-        bn_case(32, 160, 196, 2.0f, 4.0f, 0.5f, 2.0f);
         bn_case(64, 16, 196, 2.0f, 2.01f, 0.0f, 2e-5f);
-        bn_pre_case(8, 16, 784); /* 3 parts split */
-        bn_pre_case(4, 3, 30);
-        bn_pre_case(32, 160, 196);
     }
     for (bn_split = 0; bn_split <= 1; bn_split++) {
         bn_cuda_set_split(bn_split);
@@ -678,19 +685,10 @@ START_TEST(bn_matches_cpu)
      * partials a channel than the finishing block has threads), and capped at 2048 blocks
      * (4·784 rows of 2048 channels: 64 tiles of 32 parts) */
     nhwc_act = 1;
-    bn_case(8, 16, 784, 2.0f, 4.0f, 0.5f, 2.0f);
-    bn_case(8, 64, 196, 2.0f, 4.0f, 0.5f, 2.0f);
-    bn_case(4, 3, 30, 2.0f, 4.0f, 0.5f, 2.0f);
-    bn_case(8, 16, 196, 2.0f, 2.01f, 0.0f, 2e-5f);
-    bn_case(2, 5, 7, 2.0f, 2.01f, 0.0f, 2e-5f);
-    bn_case(32, 160, 196, 2.0f, 4.0f, 0.5f, 2.0f);
+    bn_cases_both_layouts();
     bn_case(3, 48, 37, 2.0f, 4.0f, 0.5f, 2.0f);
     bn_case(1, 33, 1, 2.0f, 4.0f, 0.5f, 2.0f);
-    bn_case(64, 16, 784, 2.0f, 4.0f, 0.5f, 2.0f);
     bn_case(4, 2048, 784, 2.0f, 4.0f, 0.5f, 2.0f);
-    bn_pre_case(8, 16, 784);
-    bn_pre_case(4, 3, 30);
-    bn_pre_case(32, 160, 196);
     bn_pre_case(64, 16, 784);
     bn_infer_case(2, 1500, 33);
     nhwc_act = 0;
