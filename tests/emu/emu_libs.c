@@ -14,6 +14,7 @@
 #include "base/fatal.h"
 #include "emu_memory.h"
 #include "emu_stream.h"
+#include "lib/nhwc.h"
 #include "nn/conv2d.h"
 #include "nn/dense.h"
 
@@ -72,20 +73,14 @@ static float *to_nchw(const float *src, int N, int C, int HW)
     float *dst = malloc((n ? n : 1) * sizeof *dst);
     if (!dst)
         fatal_error("emu: out of memory for an NHWC convolution's NCHW copy");
-    for (size_t i = 0; src && i < n; i++) {
-        const size_t hw = i % HW, c = i / HW % C, b = i / ((size_t)HW * C);
-        dst[i] = src[(b * HW + hw) * C + c];
-    }
+    if (src)
+        nhwc_transpose(dst, src, n, (size_t)C, (size_t)HW, 0);
     return dst;
 }
 
 static void to_nhwc(float *dst, float *src, int N, int C, int HW)
 {
-    const size_t n = (size_t)N * C * HW;
-    for (size_t i = 0; i < n; i++) {
-        const size_t hw = i % HW, c = i / HW % C, b = i / ((size_t)HW * C);
-        dst[(b * HW + hw) * C + c] = src[i];
-    }
+    nhwc_transpose(dst, src, (size_t)N * C * HW, (size_t)C, (size_t)HW, 1);
     free(src);
 }
 

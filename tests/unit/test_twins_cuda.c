@@ -60,6 +60,7 @@
 
 #include "lib/ck_mpi.h"
 #include "lib/fill.h"
+#include "lib/nhwc.h"
 #include "nn/act.h"
 #include "nn/bn.h"
 #include "nn/conv2d.h"
@@ -151,18 +152,12 @@ static void expect(const char *what, const float *dev, const float *ref, size_t 
  * one. Per-channel vectors and weights have no layout. */
 static int nhwc_act;
 
-/* NCHW -> NHWC (to_nhwc 1) or back, of nt floats with c channels of hw pixels. */
+/* NCHW -> NHWC (to_nhwc 1) or back, of nt floats with c channels of hw pixels, into a new
+ * buffer. */
 static float *transposed(const float *a, size_t nt, int c, int hw, int to_nhwc)
 {
     float *t = malloc((nt ? nt : 1) * sizeof *t);
-    const size_t C = (size_t)c, HW = (size_t)hw;
-    for (size_t i = 0; i < nt; i++) { /* i: the NCHW offset */
-        const size_t x = i % HW, ch = i / HW % C, b = i / (HW * C), j = (b * HW + x) * C + ch;
-        if (to_nhwc)
-            t[j] = a[i];
-        else
-            t[i] = a[j];
-    }
+    nhwc_transpose(t, a, nt, (size_t)c, (size_t)hw, to_nhwc);
     return t;
 }
 

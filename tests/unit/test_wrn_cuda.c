@@ -76,6 +76,7 @@
 #include "ckpt/ckpt.h"
 #include "lib/ck_mpi.h"
 #include "lib/fill.h"
+#include "lib/nhwc.h"
 #include "lib/tmpdir.h"
 #include "lib/wrn_match.h"
 #include "model/wrn_internal.h"
@@ -286,10 +287,8 @@ START_TEST(dropout_masks_agree)
         const size_t n = (size_t)NB * bc->cout * bc->h * bc->w;
         float *r = host(g->blocks[b].r1, n, 1);
         if (g->nhwc) { /* (N, H·W, C) -> NCHW, to compare element by element */
-            const size_t C = (size_t)bc->cout, HW = (size_t)bc->h * bc->w;
             float *t = malloc(n * sizeof *t);
-            for (size_t i = 0; i < n; i++)
-                t[i] = r[(i / (C * HW) * HW + i % HW) * C + i / HW % C];
+            nhwc_transpose(t, r, n, (size_t)bc->cout, (size_t)bc->h * bc->w, 0);
             free(r);
             r = t;
         }
