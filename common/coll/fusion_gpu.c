@@ -191,9 +191,9 @@ static void node_run(const fusion_entry *e, size_t len, float scale, fusion_stat
         fusion_mark(e, len, "MEMCPY_IN_FUSION_BUFFER", 'E');
     }
     /* one span: the copies down, the host's barriers and the copies up and sums overlap */
-    fusion_mark(e, len, staged_node_activity(), 'B');
+    fusion_mark(e, len, staged_node_activity(total * esize), 'B');
     staged_node_allreduce(d, total, fp16, scale, s, what);
-    fusion_mark(e, len, staged_node_activity(), 'E');
+    fusion_mark(e, len, staged_node_activity(total * esize), 'E');
     if (!in_place) {
         fusion_mark(e, len, "MEMCPY_OUT_FUSION_BUFFER", 'B');
         unpack(e, len, d, fp16, 1.0f, s);

@@ -5,6 +5,7 @@
  *         gpu_ops_set_stream, gpu_ops_stream. */
 #include "coll/gpu_ops.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,7 +62,7 @@ const char *staged_reduce_name(staged_reduce r)
 static struct {
     gpu_path path;
     int node_reduce; /* gpu_ops_node_reduce */
-    int node_ipc; /* gpu_ops_node_ipc */
+    size_t node_ipc_min_bytes; /* gpu_ops_node_ipc_min_bytes */
     size_t node_min_bytes; /* gpu_ops_node_reduce_min_bytes */
     int staged_hugepages; /* gpu_ops_staged_hugepages */
     int device;
@@ -124,6 +125,7 @@ void gpu_ops_init(const gpu_ops_config *c)
 {
     memset(&G, 0, sizeof G);
     G.device = -1;
+    G.node_ipc_min_bytes = SIZE_MAX; /* no window on the GPUs unless below says so */
     G.staged_hugepages = c->staged_hugepages;
     gpu_wait_set_bounds(c->rank, c->warn_s, c->limit_s);
     gpu_id me;
@@ -167,18 +169,23 @@ void gpu_ops_init(const gpu_ops_config *c)
         G.node_reduce = with == c->size && one_host && c->size > 1;
         G.node_min_bytes =
             c->staged_reduce == STAGED_REDUCE_AUTO ? STAGED_REDUCE_AUTO_MIN_BYTES : 0;
-        G.node_ipc = G.node_reduce && c->staged_reduce == STAGED_REDUCE_IPC;
+        if (G.node_reduce && c->staged_reduce == STAGED_REDUCE_IPC)
+            G.node_ipc_min_bytes = 0;
+        else if (G.node_reduce && c->staged_reduce == STAGED_REDUCE_AUTO)
+            G.node_ipc_min_bytes = STAGED_REDUCE_AUTO_IPC_MIN_BYTES;
         if (c->staged_reduce == STAGED_REDUCE_GPU || c->staged_reduce == STAGED_REDUCE_IPC)
             snprintf(adds, sizeof adds, "; HVDLAB_STAGED_REDUCE=%s: %s",
                      staged_reduce_name(c->staged_reduce),
-                     G.node_ipc       ? "summed on the GPUs, their window shared by CUDA IPC"
+                     G.node_ipc_min_bytes == 0 ? "summed on the GPUs, their window shared by "
+                                                 "CUDA IPC"
                      : G.node_reduce  ? "summed on the GPUs"
                      : with < c->size ? "a rank has no GPU, the CPU adds"
                      : !one_host      ? "the ranks span hosts, the CPU adds"
                                       : "one rank, nothing to add");
         else if (G.node_reduce) /* auto: said only where it applies */
-            snprintf(adds, sizeof adds, "; summed on the GPUs from %zu MiB, by the CPU below",
-                     G.node_min_bytes >> 20);
+            snprintf(adds, sizeof adds,
+                     "; summed on the GPUs from %zu MiB (through CUDA IPC from %zu MiB), by the "
+                     "CPU below", G.node_min_bytes >> 20, G.node_ipc_min_bytes >> 20);
     }
     if (me.has) {
         CUDA_CHECK(cudaSetDevice(G.device));
@@ -210,7 +217,7 @@ void gpu_ops_shutdown(void)
 
 gpu_path gpu_ops_path(void) { return G.path; }
 int gpu_ops_node_reduce(void) { return G.node_reduce; }
-int gpu_ops_node_ipc(void) { return G.node_ipc; }
+size_t gpu_ops_node_ipc_min_bytes(void) { return G.node_ipc_min_bytes; }
 size_t gpu_ops_node_reduce_min_bytes(void) { return G.node_min_bytes; }
 int gpu_ops_staged_hugepages(void) { return G.staged_hugepages; }
 
@@ -246,7 +253,7 @@ void gpu_ops_init(const gpu_ops_config *c) { (void)c; }
 void gpu_ops_shutdown(void) {}
 gpu_path gpu_ops_path(void) { return GPU_PATH_NONE; }
 int gpu_ops_node_reduce(void) { return 0; }
-int gpu_ops_node_ipc(void) { return 0; }
+size_t gpu_ops_node_ipc_min_bytes(void) { return SIZE_MAX; }
 size_t gpu_ops_node_reduce_min_bytes(void) { return 0; }
 int gpu_ops_staged_hugepages(void) { return 0; }
 int gpu_ops_is_device(const void *p)

@@ -26,13 +26,15 @@ int gpu_ops_parse(const char *v, gpu_ops_request *out);
 const char *gpu_ops_request_name(gpu_ops_request r); /* "auto", "nccl", "mpi" */
 
 /* HVDLAB_STAGED_REDUCE: on the host-staged path, who adds the device groups of one host's ranks.
- * auto (the default): the GPUs from STAGED_REDUCE_AUTO_MIN_BYTES on, the CPU below; host: the
- * CPU; gpu: the GPUs, through a shared window of pinned host memory; ipc: the GPUs, through a
- * window in GPU memory that the ranks share by CUDA IPC (ipc_window.h), so that no piece passes
- * through the host (where a rank cannot open it, the host's window serves, said in one line).
- * ipc has not yet run on a GPU: an opt-in until a GPU session times it. On an H100 (2 ranks,
- * make bench-allreduce-gpu, 2026-11-26) the GPUs' way (gpu) costs ~310 us at any size up to
- * 1 MiB, where the CPU's takes 44-334 us, and is 1.6-3.2x faster from 2 MiB on. */
+ * auto (the default): the CPU below STAGED_REDUCE_AUTO_MIN_BYTES, the GPUs through the host's
+ * window from there, and through CUDA IPC from STAGED_REDUCE_AUTO_IPC_MIN_BYTES; host: the CPU;
+ * gpu: the GPUs, through a shared window of pinned host memory; ipc: the GPUs, through a window
+ * in GPU memory that the ranks share by CUDA IPC (ipc_window.h), so that no piece passes through
+ * the host (where a rank cannot open it, the host's window serves, said in one line).
+ * Why those sizes (2 ranks on one GPU, make bench-allreduce-gpu): on an H100 (2026-11-26) the
+ * host's window costs ~310 us at any size up to 1 MiB, where the CPU takes 44-334 us, and is
+ * 1.6-3.2x faster from 2 MiB; on an H200 (2026-11-27) IPC costs ~450 us up to 4 MiB, and is
+ * 1.7x the host's window at 8 MiB and 6-7x from 64 MiB, where it passes its copy ceiling. */
 typedef enum {
     STAGED_REDUCE_AUTO = 0,
     STAGED_REDUCE_HOST = 1,
@@ -40,6 +42,7 @@ typedef enum {
     STAGED_REDUCE_IPC = 3
 } staged_reduce;
 #define STAGED_REDUCE_AUTO_MIN_BYTES ((size_t)1 << 20)
+#define STAGED_REDUCE_AUTO_IPC_MIN_BYTES ((size_t)8 << 20)
 /* "", "auto", "host", "gpu", "ipc". Returns 0, or -1 for anything else. */
 int staged_reduce_parse(const char *v, staged_reduce *out);
 const char *staged_reduce_name(staged_reduce r); /* "auto", "host", "gpu", "ipc" */
@@ -64,8 +67,10 @@ gpu_path gpu_ops_path(void);
  * one host (by name). The same on every rank. Asked for with gpu where it cannot be, rank 0 says
  * why in its one line and the CPU adds as before (auto says nothing: nobody asked). */
 int gpu_ops_node_reduce(void);
-/* Where gpu_ops_node_reduce: 1 when HVDLAB_STAGED_REDUCE=ipc asks for the window on the GPUs. */
-int gpu_ops_node_ipc(void);
+/* Where gpu_ops_node_reduce: the smallest group, in bytes on the wire, to go through the window
+ * on the GPUs (ipc_window.h; auto: STAGED_REDUCE_AUTO_IPC_MIN_BYTES; ipc: 0), or SIZE_MAX where
+ * none is asked for (gpu). */
+size_t gpu_ops_node_ipc_min_bytes(void);
 /* Where gpu_ops_node_reduce: the smallest group, in bytes on the wire, the GPUs add (auto:
  * STAGED_REDUCE_AUTO_MIN_BYTES; gpu and ipc: 0); the CPU adds smaller ones. */
 size_t gpu_ops_node_reduce_min_bytes(void);

@@ -4,6 +4,7 @@
 
 #include "coll/staged_node.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,11 +24,13 @@
 #define IPC_PIECE_FACTOR 8
 
 static struct {
-    int ready;        /* w initialised on the host's node */
+    int ready;        /* w and wi initialised on the host's node */
     int refused;      /* a rank could not pin the window: the CPU adds, for the job's life */
-    node_stage w;
-    ipc_window ipc;   /* the slots on the GPUs instead (HVDLAB_STAGED_REDUCE=ipc), when open */
-    int on_gpu;       /* 1: w's slots are ipc's: the sum reads them where they are */
+    node_stage w;     /* the host's window (HVDLAB_STAGED_REDUCE gpu, auto below the IPC size) */
+    node_stage wi;    /* the slots on the GPUs (ipc; auto from gpu_ops_node_ipc_min_bytes) */
+    ipc_window ipc;   /* wi's slots, when open */
+    int on_gpu;       /* 1: wi's slots are open on every rank */
+    int host_open;    /* 1: w's window is mapped and pinned on every rank */
     char *pinned;     /* the window's slots as registered with CUDA (NULL: not yet) */
     char *scratch;    /* device, host window only: one piece per rank, the others' come up here */
     size_t scratch_bytes;
@@ -35,17 +38,18 @@ static struct {
     cudaStream_t up;  /* the others' pieces up and the sums; the copies down go on the ops stream */
 } N;
 
-/* One call's ops context: where its copies down go, and its name for errors. */
+/* One call's ops context: where its copies down go, its name for errors, and which window. */
 typedef struct {
     cudaStream_t down;
     const char *what;
+    int on_gpu; /* 1: wi's slots, on the GPUs; 0: w's, in the host's window */
 } call_ctx;
 
 static void down(void *ctx, const char *buf, char *slot, size_t bytes)
 {
     const call_ctx *c = ctx;
     CUDA_CHECK(cudaMemcpyAsync(slot, buf, bytes,
-                               N.on_gpu ? cudaMemcpyDeviceToDevice : cudaMemcpyDeviceToHost,
+                               c->on_gpu ? cudaMemcpyDeviceToDevice : cudaMemcpyDeviceToHost,
                                c->down));
 }
 
@@ -60,11 +64,11 @@ static void down_wait(void *ctx)
 static void reduce(void *ctx, char *buf, char *const *slots, int me, int L, size_t n, shm_elem t,
                    float scale)
 {
-    (void)ctx;
+    const call_ctx *c = ctx;
     size_t es = t == SHM_F16 ? 2 : 4;
     for (int r = 0; r < L; r++) {
-        N.x[r] = r == me ? buf : N.on_gpu ? slots[r] : N.scratch + (size_t)r * N.w.piece;
-        if (r != me && !N.on_gpu)
+        N.x[r] = r == me ? buf : c->on_gpu ? slots[r] : N.scratch + (size_t)r * N.w.piece;
+        if (r != me && !c->on_gpu)
             CUDA_CHECK(cudaMemcpyAsync((void *)N.x[r], slots[r], n * es, cudaMemcpyHostToDevice,
                                        N.up));
     }
@@ -79,20 +83,21 @@ static void reduce_wait(void *ctx)
 
 static const node_stage_ops GPU_OPS = {down, down_wait, reduce, reduce_wait};
 
-/* HVDLAB_STAGED_REDUCE=ipc: the slots on the GPUs, once, collective. 1 when open on every rank;
- * else each rank that failed says why in one line, and the host's window serves instead. */
+/* HVDLAB_STAGED_REDUCE ipc or auto: the slots on the GPUs, once, collective. 1 when open on every
+ * rank; else each rank that failed says why in one line, and the host's window serves instead. */
 static int open_on_gpu(void)
 {
     char why[200];
     size_t piece = IPC_PIECE_FACTOR * node_stage_piece_bytes();
-    if (ipc_window_open(&N.ipc, N.w.node->comm, piece, why, sizeof why) != 0) {
+    if (ipc_window_open(&N.ipc, N.wi.node->comm, piece, why, sizeof why) != 0) {
         if (why[0])
             fprintf(stderr, "hvdlab: warning: staged tensors summed on the GPUs through CUDA IPC "
-                    "(HVDLAB_STAGED_REDUCE=ipc): rank %d: %s; the host's shared window serves "
-                    "instead\n", hvd_rank(), why);
+                    "(HVDLAB_STAGED_REDUCE=%s): rank %d: %s; the host's shared window serves "
+                    "instead\n", gpu_ops_node_ipc_min_bytes() == 0 ? "ipc" : "auto",
+                    hvd_rank(), why);
         return 0;
     }
-    node_stage_attach(&N.w, N.ipc.bases, piece);
+    node_stage_attach(&N.wi, N.ipc.bases, piece);
     return N.on_gpu = 1;
 }
 
@@ -142,14 +147,16 @@ static int open_on_host(void)
     return 1;
 }
 
-/* A window (on the GPUs when asked for and possible, else the host's), the table of pieces and
- * the stream: once, collective. 0, on every rank alike, when there can be none. */
+/* The windows (on the GPUs when asked for and possible; the host's unless every group goes to
+ * the GPUs' window), the table of pieces and the stream: once, collective. 0, on every rank
+ * alike, when there can be none. */
 static int prepare(MPI_Comm comm)
 {
     if (N.refused)
         return 0;
     if (!N.ready) {
         node_stage_init(&N.w, allreduce_host_node(comm));
+        node_stage_init(&N.wi, allreduce_host_node(comm));
         N.ready = 1;
         if (N.w.node->size > FUSION_CUDA_MAX_RANKS) { /* the same on every rank */
             if (N.w.node->rank == 0)
@@ -160,10 +167,12 @@ static int prepare(MPI_Comm comm)
             N.refused = 1;
             return 0;
         }
-        if (gpu_ops_node_ipc())
+        if (gpu_ops_node_ipc_min_bytes() != SIZE_MAX)
             open_on_gpu(); /* the same answer on every rank */
     }
-    if (!N.on_gpu && !open_on_host()) {
+    /* the host's window: for the groups below the IPC size, or all where IPC is not open */
+    const int need_host = !N.on_gpu || gpu_ops_node_ipc_min_bytes() > 0;
+    if (need_host && !N.host_open && !(N.host_open = open_on_host())) {
         N.refused = 1;
         return 0;
     }
@@ -179,6 +188,10 @@ int staged_node_usable(MPI_Comm comm)
     return gpu_ops_node_reduce() && allreduce_host_node(comm) != NULL && prepare(comm);
 }
 
+/* Whether a group of these bytes on the wire goes through the window on the GPUs: the same on
+ * every rank (the same group; the window opened on every rank or on none). */
+static int on_gpu(size_t bytes) { return N.on_gpu && bytes >= gpu_ops_node_ipc_min_bytes(); }
+
 void staged_node_allreduce(void *dev, size_t n, int fp16, float scale, cudaStream_t s,
                            const char *what)
 {
@@ -186,13 +199,14 @@ void staged_node_allreduce(void *dev, size_t n, int fp16, float scale, cudaStrea
         return;
     /* The sums on the up stream write dev only after the first copy down has been waited for,
      * which waits for everything before it on s: no event needed. */
-    call_ctx c = {.down = s, .what = what};
-    node_stage_allreduce(&N.w, dev, n, fp16 ? SHM_F16 : SHM_F32, scale, &GPU_OPS, &c);
+    call_ctx c = {.down = s, .what = what, .on_gpu = on_gpu(n * (fp16 ? 2 : 4))};
+    node_stage_allreduce(c.on_gpu ? &N.wi : &N.w, dev, n, fp16 ? SHM_F16 : SHM_F32, scale,
+                         &GPU_OPS, &c);
 }
 
-const char *staged_node_activity(void)
+const char *staged_node_activity(size_t bytes)
 {
-    return N.on_gpu ? "IPC_GPU_ALLREDUCE" : "STAGED_GPU_ALLREDUCE";
+    return on_gpu(bytes) ? "IPC_GPU_ALLREDUCE" : "STAGED_GPU_ALLREDUCE";
 }
 
 void staged_node_free(void)
@@ -202,8 +216,9 @@ void staged_node_free(void)
     if (N.pinned)
         cudaHostUnregister(N.pinned);
     if (N.on_gpu) /* every rank is here (hvd_shutdown): the others' reads are over */
-        ipc_window_close(&N.ipc, N.w.node->comm);
+        ipc_window_close(&N.ipc, N.wi.node->comm);
     node_stage_free(&N.w);
+    node_stage_free(&N.wi);
     free(N.x);
     if (N.scratch)
         cudaFree(N.scratch);

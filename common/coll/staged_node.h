@@ -1,6 +1,6 @@
 /* staged_node.h — the host-staged allreduce of device buffers summed on the GPUs
- * (HVDLAB_STAGED_REDUCE auto, for groups from 1 MiB, or gpu): node_stage.h's protocol with CUDA
- * copies and kernels.
+ * (HVDLAB_STAGED_REDUCE auto, for groups from 1 MiB, gpu or ipc): node_stage.h's protocol with
+ * CUDA copies and kernels.
  *
  * For the ranks of one host that stage through the host (they share GPUs: NCCL refuses them):
  * each rank's buffer goes down in pieces into its slot of a shared window pinned with
@@ -13,7 +13,12 @@
  * With HVDLAB_STAGED_REDUCE=ipc the window is in GPU memory instead (ipc_window.h): each rank's
  * slots are its own cudaMalloc, opened by the others through CUDA IPC; a piece goes into its
  * slot by a copy within the GPU and the sum reads the others' slots where they lie, so no piece
- * passes through the host. Where a rank cannot export or open, the host's window serves.
+ * passes through the host. Where a rank cannot export or open, the host's window serves. With
+ * auto both windows are open (the GPUs' 64 MiB a rank), and a group takes the GPUs' from
+ * gpu_ops_node_ipc_min_bytes (8 MiB), the host's below: IPC's fixed cost is the larger, its
+ * speed far the higher (gpu_ops.h). Both windows' calls meet at the host's one barrier, in the
+ * same order on every rank; a call's barrier comes after every rank's reads of the call before,
+ * whichever window that used, so a window's slots are never written while another reads them.
  */
 #ifndef HVDLAB_STAGED_NODE_H
 #define HVDLAB_STAGED_NODE_H
@@ -36,9 +41,10 @@ int staged_node_usable(MPI_Comm comm);
 void staged_node_allreduce(void *dev, size_t n, int fp16, float scale, cudaStream_t s,
                            const char *what);
 #endif
-/* The timeline's name for a sum on this path: IPC_GPU_ALLREDUCE where the window is on the GPUs
- * (HVDLAB_STAGED_REDUCE=ipc, opened), else STAGED_GPU_ALLREDUCE. After staged_node_usable. */
-const char *staged_node_activity(void);
+/* The timeline's name for a sum on this path of a group of these bytes on the wire:
+ * IPC_GPU_ALLREDUCE where it goes through the window on the GPUs, else STAGED_GPU_ALLREDUCE.
+ * After staged_node_usable. */
+const char *staged_node_activity(size_t bytes);
 /* Unpins and unmaps the window, frees the device scratch and the stream (allreduce_free: the
  * window belongs to the host's ranks as allreduce_init found them). */
 void staged_node_free(void);

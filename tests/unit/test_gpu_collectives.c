@@ -4,7 +4,8 @@
  *   -n 2, -n 3                   chosen automatically: host-staged when the ranks outnumber the
  *                                GPUs (path=mpi), else NCCL
  *   -n 1, 2, 3 with HVD_GPU_OPERATIONS=mpi      host-staged, forced; by default (auto) groups
- *                                from 1 MiB summed on the GPUs, smaller ones by the CPU
+ *                                from 1 MiB summed on the GPUs (through CUDA IPC from 8 MiB),
+ *                                smaller ones by the CPU
  *   -n 2, 3 with HVDLAB_STAGED_REDUCE=host      host-staged, every group summed by the CPU
  *   -n 2, 3 with HVDLAB_STAGED_HOST=hugepages   the same from a registered huge-page buffer
  *   -n 2, 3 with HVDLAB_STAGED_REDUCE=gpu       host-staged, every group summed on the GPUs
@@ -96,7 +97,8 @@ static void passing(const char *env, int np, const char *want_path, int with_tim
     if (with_timeline)
         snprintf(tl, sizeof tl, "HVD_TIMELINE=%s/gpu_timeline.%ld.json", dir, (long)getpid());
     snprintf(full, sizeof full, "%s %s HVD_CHECK_COLLECTIVES=%d", env, tl, np % 2);
-    int rc = run(full, np, np == 1 || strstr(env, "mpi") ? "big" : "");
+    const int big = np == 1 || strstr(env, "mpi") != NULL; /* the 384 MiB case too */
+    int rc = run(full, np, big ? "big" : "");
     snprintf(path_line, sizeof path_line, "path=%s\n", want_path);
     expect(rc == 0, "%s: exit status not 0", full);
     expect(strstr(out, path_line) != NULL, "%s: not on the expected path", full);
@@ -105,8 +107,10 @@ static void passing(const char *env, int np, const char *want_path, int with_tim
               by_gpu = by_ipc || strstr(env, "HVDLAB_STAGED_REDUCE=gpu") != NULL,
               by_cpu = strstr(env, "HVDLAB_STAGED_REDUCE=host") != NULL;
     const int mpi = strcmp(want_path, "mpi") == 0, automatic = mpi && !by_gpu && !by_cpu;
-    /* ipc: every rank opened the others' slots, or every rank went to the host's window */
-    const int ipc_refused = by_ipc && strstr(out, "the host's shared window serves instead");
+    /* ipc (and auto): every rank opened the others' slots, or every rank went to the host's
+     * window */
+    const int ipc_refused = (by_ipc || automatic) &&
+                            strstr(out, "the host's shared window serves instead");
     if (ipc_refused) {
         printf("note: %s: CUDA IPC refused here, the host's window served\n", full);
         expect(!ipc_required(), "%s: CUDA IPC refused under the emulator's guard", full);
@@ -120,8 +124,8 @@ static void passing(const char *env, int np, const char *want_path, int with_tim
         expect(strstr(out, says) != NULL, "%s: rank 0's line does not say who adds", full);
     }
     if (automatic)
-        expect((strstr(out, "; summed on the GPUs from 1 MiB, by the CPU below") != NULL) ==
-                   (np > 1),
+        expect((strstr(out, "; summed on the GPUs from 1 MiB (through CUDA IPC from 8 MiB), by "
+                            "the CPU below") != NULL) == (np > 1),
                "%s: rank 0's line does not say who adds (only with several ranks)", full);
     if (by_cpu)
         expect(strstr(out, "summed on the GPUs") == NULL, "%s: the GPUs add, asked for the CPU",
@@ -138,10 +142,15 @@ static void passing(const char *env, int np, const char *want_path, int with_tim
     if (strcmp(want_path, "nccl") == 0) {
         expect(strstr(t, "\"NCCL_ALLREDUCE\"") != NULL, "%s: no NCCL_ALLREDUCE", file);
     } else if (automatic && np > 1) {
-        /* the 1 Mi-float cases on the GPUs, the small ones through the host buffer */
+        /* the 1 Mi-float cases on the GPUs through the host's window, the 384 MiB one (where
+         * run) through the GPUs' (unless CUDA refused IPC), the small ones through the host
+         * buffer */
         expect(strstr(t, "\"STAGED_GPU_ALLREDUCE\"") != NULL &&
                    strstr(t, "\"MEMCPY_IN_HOST_BUFFER\"") != NULL,
                "%s: want both STAGED_GPU_ALLREDUCE and MEMCPY_IN_HOST_BUFFER", file);
+        expect((strstr(t, "\"IPC_GPU_ALLREDUCE\"") != NULL) == (big && !ipc_refused),
+               "%s: IPC_GPU_ALLREDUCE missing for the 384 MiB group, or there without it or "
+               "though CUDA IPC was refused", file);
     } else if (by_gpu && np > 1) {
         /* the pieces' copies and sums overlap: one span; no device group takes staged.c's
          * copy into the host buffer (the CPU reference's host tensors still take the host's
