@@ -1,24 +1,26 @@
 #!/bin/sh
 # bench_train_gpu_nsys.sh — make bench-train-gpu-nsys: what limits the kit's training step on the
 # GPU (issue 12 asks: kernel launch overhead, a slow layer, the input copy), measured with Nsight
-# Systems. For each row (default: wrn-16-4 at batch 512, the row furthest behind PyTorch) and each
-# way batch norm loads (one element a thread at a time, the default, and batched,
-# HVDLAB_BN_BATCH=1, the opt-in this is to help decide), nsys
+# Systems. For each row (default: wrn-16-4 at batch 512, the row furthest behind PyTorch in NCHW)
+# and each way (as the kit trains by default, NHWC, and in NCHW), nsys
 # records the timed steps of bench/train_speed_gpu (the program brackets them with
 # cudaProfilerStart/Stop), exports them to SQLite, and tools/nsys_gpu_busy.py prints how busy the
 # GPU was, the kernels and the copies, per step. A row that fails prints the tail of its log; the
 # exit is then 1.
 #
 # Env: NSYS (nsys; else found on PATH, in $CUDA_HOME/bin (/usr/local/cuda), its
-# nsight-systems-*/bin, /opt/nvidia/nsight-systems/*/bin, or under NSYS_ROOTS),
-# KIT (build/cuda/bench/train_speed_gpu), ROWS ("wrn-16-4:512"), BN_BATCH ("0 1": the values of
-# HVDLAB_BN_BATCH), STEPS (10), BENCH_DIR (build/cuda: the reports, exports and logs go there as
-# nsys_<model>_b<batch>_batch<v>.*).
+# nsight-systems-*/bin, /opt/nvidia/nsight-systems/*/bin, or under NSYS_ROOTS, where a copy
+# inside Nsight Compute comes last: on an H200 on 2026-11-27 the only one found, under
+# /opt/nvidia/nsight-compute/, recorded but could not import its capture),
+# KIT (build/cuda/bench/train_speed_gpu), ROWS ("wrn-16-4:512"), WAYS ("default
+# HVDLAB_ACTIVATION_LAYOUT=nchw": each default or one VAR=value), STEPS (10), BENCH_DIR
+# (build/cuda: the reports, exports and logs go there as nsys_<model>_b<batch>_<way>.*, the way
+# default or the value).
 # tests/bench/bench_train_gpu_nsys.sh runs it with a stand-in nsys.
 set -u
 KIT=${KIT:-build/cuda/bench/train_speed_gpu}
 ROWS=${ROWS:-wrn-16-4:512}
-BN_BATCH=${BN_BATCH:-0 1}
+WAYS=${WAYS:-default HVDLAB_ACTIVATION_LAYOUT=nchw}
 STEPS=${STEPS:-10}
 BENCH_DIR=${BENCH_DIR:-build/cuda}
 # Where the installers put it: the CUDA toolkit's own folder or its nsight-systems-<version>
@@ -35,7 +37,8 @@ if [ -z "${NSYS:-}" ]; then
     done
     # shellcheck disable=SC2086 # NSYS_ROOTS is a list
     [ -z "$NSYS" ] && NSYS=$(find $NSYS_ROOTS -maxdepth 8 -type f -name nsys -perm -u+x \
-        2>/dev/null | sort | tail -1)
+        2>/dev/null | sort | awk '/nsight-compute/ { c = $0; next } { s = $0 }
+                                  END { print s != "" ? s : c }')
 fi
 if [ -z "$NSYS" ] || [ ! -x "$NSYS" ]; then
     echo "bench-train-gpu-nsys: no nsys${NSYS:+ at $NSYS} (looked on PATH, in" \
@@ -49,11 +52,13 @@ mkdir -p "$BENCH_DIR" || exit 2
 rc=0
 for row in $ROWS; do
     m=${row%:*} b=${row#*:}
-    for bt in $BN_BATCH; do
-        o=$BENCH_DIR/nsys_${m}_b${b}_batch$bt
-        label="$m batch $b, HVDLAB_BN_BATCH=$bt"
+    for way in $WAYS; do
+        set -- # no variable: as by default
+        [ "$way" = default ] || set -- "$way"
+        o=$BENCH_DIR/nsys_${m}_b${b}_${way##*=}
+        label="$m batch $b, $([ "$way" = default ] && echo "as by default" || echo "$way")"
         rm -f "$o".nsys-rep "$o".sqlite
-        if HVDLAB_BN_BATCH=$bt "$NSYS" profile --trace=cuda --sample=none --cpuctxsw=none \
+        if env "$@" "$NSYS" profile --trace=cuda --sample=none --cpuctxsw=none \
             --capture-range=cudaProfilerApi --capture-range-end=stop --force-overwrite=true \
             -o "$o" "$KIT" --models "$m" --batches "$b" --iters "$STEPS" --profile 0 \
             >"$o.log" 2>&1 &&
@@ -68,6 +73,9 @@ for row in $ROWS; do
             rc=1
             echo "bench-train-gpu-nsys: $label: failed; the end of $o.log:"
             tail -5 "$o.log" | sed 's/^/  /'
+            [ -e "$o.qdstrm" ] && [ ! -e "$o.nsys-rep" ] &&
+                echo "bench-train-gpu-nsys: $NSYS recorded $o.qdstrm but made no report from" \
+                    "it (no importer beside it); NSYS=path names a whole Nsight Systems"
         fi
     done
 done

@@ -1,12 +1,12 @@
 #!/bin/sh
 # bench_train_gpu_nsys.sh — tools/bench_train_gpu_nsys.sh (make bench-train-gpu-nsys) and
 # tools/nsys_gpu_busy.py with a stand-in for nsys: its profile runs the bench's stand-in and
-# records the options and HVDLAB_BN_BATCH it got; its export writes an SQLite file with the
+# records the options and HVDLAB_ACTIVATION_LAYOUT it got; its export writes an SQLite file with the
 # tables of Nsight Systems' export schema that nsys_gpu_busy.py reads, holding known intervals:
 # two steps; kernels on two streams that overlap, copies, a memset. Checked: the busy share is
 # the union of the intervals (overlaps once), per step; the kernels' order and shares; the copies;
-# both batch-norm ways run; an export without kernels, a failing profile and a missing nsys
-# each give their line and exit 1. Runs without a GPU: it checks the processing, not a measurement.
+# both ways run; an export without kernels, a failing profile and a missing nsys each give their
+# line and exit 1; found under NSYS_ROOTS, an nsys inside Nsight Compute comes last. Runs without a GPU: it checks the processing, not a measurement.
 set -u
 SCRIPT=${1:-tools/bench_train_gpu_nsys.sh}
 TEST=bench_train_gpu_nsys
@@ -39,15 +39,19 @@ db.execute("INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET VALUES (?, ?)", (ms(18), ms(2
 db.commit()
 EOF
 # nsys: "profile [options] -o OUT PROGRAM ARGS" writes OUT.nsys-rep and runs PROGRAM; "export
-# [options] -o FILE REPORT" writes FILE. FAIL_BATCH=v fails the profile with that HVDLAB_BN_BATCH.
+# [options] -o FILE REPORT" writes FILE. FAIL_LAYOUT=v fails the profile with that
+# HVDLAB_ACTIVATION_LAYOUT (unset: "unset"); NO_IMPORT=1 records a capture but makes no report
+# of it, as Nsight Compute's copy of nsys did on an H200.
 cat >"$d/nsys" <<EOF
 #!/bin/sh
 cmd=\$1; shift
 case \$cmd in
 profile)
-    echo "profile \$* HVDLAB_BN_BATCH=\${HVDLAB_BN_BATCH:-unset}" >>"$d/calls"
-    [ "\${HVDLAB_BN_BATCH:-}" = "\${FAIL_BATCH:-x}" ] && { echo "nsys: the program failed"; exit 1; }
+    echo "profile \$* HVDLAB_ACTIVATION_LAYOUT=\${HVDLAB_ACTIVATION_LAYOUT:-unset}" >>"$d/calls"
+    [ "\${HVDLAB_ACTIVATION_LAYOUT:-unset}" = "\${FAIL_LAYOUT:-x}" ] &&
+        { echo "nsys: the program failed"; exit 1; }
     while [ "\$1" != -o ]; do shift; done
+    [ -n "\${NO_IMPORT:-}" ] && { : >"\$2.qdstrm"; echo "Importer error status"; exit 1; }
     echo "report" >"\$2.nsys-rep"; shift 2
     "\$@" ;;
 export)
@@ -64,27 +68,32 @@ export NSYS="$d/nsys" KIT="$d/kit" BENCH_DIR="$d/raw" STEPS=2
 
 sh "$SCRIPT" >"$d/out" 2>&1
 check "both ways: exit 0" $?
-grep -q '^bench-train-gpu-nsys: wrn-16-4 batch 512, HVDLAB_BN_BATCH=1: 2 steps; a step spans 10.00 ms on the GPU, busy 8.00 ms (80.0 %), idle 2.00 ms' "$d/out"
+grep -q '^bench-train-gpu-nsys: wrn-16-4 batch 512, HVDLAB_ACTIVATION_LAYOUT=nchw: 2 steps; a step spans 10.00 ms on the GPU, busy 8.00 ms (80.0 %), idle 2.00 ms' "$d/out"
 check "busy: the union of the intervals, per step" $?
-grep -q '^bench-train-gpu-nsys: wrn-16-4 batch 512, HVDLAB_BN_BATCH=0: kernels 2 a step, 7.00 ms summed (mean 3500.0 us each); memory copies 0.500 ms, 1.00 MiB a step$' "$d/out"
+grep -q '^bench-train-gpu-nsys: wrn-16-4 batch 512, as by default: kernels 2 a step, 7.00 ms summed (mean 3500.0 us each); memory copies 0.500 ms, 1.00 MiB a step$' "$d/out"
 check "kernels and copies per step" $?
-k1=$(grep -n 'HVDLAB_BN_BATCH=0:.*4.000 ms  40.0 %    1x cudnn_conv_kernel$' "$d/out" | cut -d: -f1)
-k2=$(grep -n 'HVDLAB_BN_BATCH=0:.*3.000 ms  30.0 %    1x bn_train_kernel$' "$d/out" | cut -d: -f1)
+k1=$(grep -n 'as by default:.*4.000 ms  40.0 %    1x cudnn_conv_kernel$' "$d/out" | cut -d: -f1)
+k2=$(grep -n 'as by default:.*3.000 ms  30.0 %    1x bn_train_kernel$' "$d/out" | cut -d: -f1)
 [ -n "$k1" ] && [ -n "$k2" ] && [ "$k1" -lt "$k2" ]
 check "the kernels, largest first, with shares of the span" $?
-grep -q '^bench-train-gpu-nsys: wrn-16-4 batch 512, HVDLAB_BN_BATCH=1: under nsys the bench measured 12345.6 images/s$' "$d/out"
+grep -q '^bench-train-gpu-nsys: wrn-16-4 batch 512, HVDLAB_ACTIVATION_LAYOUT=nchw: under nsys the bench measured 12345.6 images/s$' "$d/out"
 check "the bench's own figure under nsys" $?
 [ "$(grep -c -- '--capture-range=cudaProfilerApi --capture-range-end=stop' "$d/calls")" -eq 2 ] &&
-    grep -q 'HVDLAB_BN_BATCH=0$' "$d/calls" && grep -q 'HVDLAB_BN_BATCH=1$' "$d/calls"
+    grep -q 'HVDLAB_ACTIVATION_LAYOUT=unset$' "$d/calls" &&
+    grep -q 'HVDLAB_ACTIVATION_LAYOUT=nchw$' "$d/calls"
 check "nsys records the profiler range, once per way" $?
 
-FAIL_BATCH=0 sh "$SCRIPT" >"$d/out" 2>&1
-[ $? -eq 1 ] && grep -q '^bench-train-gpu-nsys: wrn-16-4 batch 512, HVDLAB_BN_BATCH=0: failed; the end of .*nsys_wrn-16-4_b512_batch0.log:$' "$d/out" &&
-    grep -q '^  nsys: the program failed$' "$d/out" && grep -q 'HVDLAB_BN_BATCH=1: 2 steps' "$d/out"
+FAIL_LAYOUT=unset sh "$SCRIPT" >"$d/out" 2>&1
+[ $? -eq 1 ] && grep -q '^bench-train-gpu-nsys: wrn-16-4 batch 512, as by default: failed; the end of .*nsys_wrn-16-4_b512_default.log:$' "$d/out" &&
+    grep -q '^  nsys: the program failed$' "$d/out" && grep -q 'HVDLAB_ACTIVATION_LAYOUT=nchw: 2 steps' "$d/out"
 check "a failed profile: its line, its log's end, the next way still runs, exit 1" $?
 
-EMPTY=empty BN_BATCH=0 sh "$SCRIPT" >"$d/out" 2>&1
-[ $? -eq 1 ] && grep -q 'HVDLAB_BN_BATCH=0: no kernels in .*nsys_wrn-16-4_b512_batch0.sqlite' "$d/out"
+NO_IMPORT=1 WAYS=default sh "$SCRIPT" >"$d/out" 2>&1
+[ $? -eq 1 ] && grep -q "^bench-train-gpu-nsys: $d/nsys recorded .*nsys_wrn-16-4_b512_default.qdstrm but made no report from it (no importer beside it); NSYS=path names a whole Nsight Systems$" "$d/out"
+check "a capture without a report: the line saying so, exit 1" $?
+
+EMPTY=empty WAYS=default sh "$SCRIPT" >"$d/out" 2>&1
+[ $? -eq 1 ] && grep -q 'as by default: no kernels in .*nsys_wrn-16-4_b512_default.sqlite' "$d/out"
 check "an export without kernels: one line, exit 1" $?
 
 NSYS=$d/none sh "$SCRIPT" >"$d/out" 2>&1
@@ -92,12 +101,16 @@ NSYS=$d/none sh "$SCRIPT" >"$d/out" 2>&1
 check "no nsys: one line, exit 1" $?
 
 # Not named, not on PATH nor in the usual folders: found under NSYS_ROOTS, and said which
-mkdir -p "$d/roots/nsight-systems-2025.5.1/target-linux-x64" "$d/nocuda"
+# (Nsight Compute's copy, which sorts after it, comes last)
+mkdir -p "$d/roots/nsight-systems-2025.5.1/target-linux-x64" "$d/nocuda" \
+    "$d/roots/opt/nvidia/nsight-compute/2025.3.1/host/target-linux-x64"
 cp "$d/nsys" "$d/roots/nsight-systems-2025.5.1/target-linux-x64/nsys"
-env -u NSYS PATH=/usr/bin:/bin CUDA_HOME="$d/nocuda" NSYS_ROOTS="$d/roots" BN_BATCH=1 \
+cp "$d/nsys" "$d/roots/opt/nvidia/nsight-compute/2025.3.1/host/target-linux-x64/nsys"
+env -u NSYS PATH=/usr/bin:/bin CUDA_HOME="$d/nocuda" NSYS_ROOTS="$d/roots" \
+    WAYS=HVDLAB_ACTIVATION_LAYOUT=nchw \
     sh "$SCRIPT" >"$d/out" 2>&1
 [ $? -eq 0 ] && grep -qx "bench-train-gpu-nsys: $d/roots/nsight-systems-2025.5.1/target-linux-x64/nsys" "$d/out" &&
-    grep -q 'HVDLAB_BN_BATCH=1: 2 steps' "$d/out"
+    grep -q 'HVDLAB_ACTIVATION_LAYOUT=nchw: 2 steps' "$d/out"
 check "nsys found under NSYS_ROOTS" $?
 env -u NSYS PATH=/usr/bin:/bin CUDA_HOME="$d/nocuda" NSYS_ROOTS="$d/nocuda" sh "$SCRIPT" >"$d/out" 2>&1
 [ $? -eq 1 ] && [ "$(wc -l <"$d/out")" -eq 1 ] && grep -q "and under $d/nocuda; NSYS=path names it" "$d/out"
