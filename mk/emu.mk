@@ -5,8 +5,9 @@
 #     cuDNN and cuBLAS cases);
 #   make test-emu-model (~10 min, apart for its time): test_wrn_emu, test_wrn_cuda.c, the whole
 #     GPU model against the CPU model, where the GPU model's convolutions and dense layers are
-#     the CPU's own (tests/emu/emu_libs.c); by default, then with HVDLAB_BN_BATCH=1,
-#     HVDLAB_BIAS_IN_BN=1 and HVDLAB_ACTIVATION_LAYOUT=nhwc (tests/emu/run_emu.sh);
+#     the CPU's own (tests/emu/emu_libs.c); by default (NHWC, the bias folded into batch norm),
+#     with HVDLAB_BIAS_IN_BN=0, and in NCHW (HVDLAB_ACTIVATION_LAYOUT=nchw) with
+#     HVDLAB_BN_BATCH=1 and with HVDLAB_BIAS_IN_BN=0 (tests/emu/run_emu.sh);
 #   make test-emu-coll (part of make test, ~140 s): test_gpu_collectives.c and prog_gpu_coll.c as
 #     the GPU build runs them, under mpirun: NCCL of one rank (tests/emu/emu_nccl.c), the
 #     host-staged paths with 2 and 3 ranks on the one emulated GPU;

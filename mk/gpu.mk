@@ -11,18 +11,19 @@ GPU_LOG := build/cuda/gpu-check
 # session's command stops at 10 minutes); exit 124 in the summary means the stage timed out.
 STAGE = timeout -k 10
 
-# tools/bench_train_gpu.sh: each row three ways (as the kit trains by default, with NHWC
-# activations, with HVDLAB_BN_BATCH=1), then the peer, then its line at once.
+# tools/bench_train_gpu.sh: each row three ways (as the kit trains by default: NHWC, the bias
+# folded into batch norm; in NCHW; with HVDLAB_BIAS_IN_BN=0), then the peer, then its line at
+# once.
 bench-train-gpu:  ## kit vs PyTorch (--device cuda) on the GPU: wrn-16-4/10 at batch 128/512, images/s, ratio, peak GPU memory
 	@+$(GPU_BUILD) build/cuda/bench/train_speed_gpu >/dev/null
 	@sh tools/bench_train_gpu.sh
 
 # NCHW or NHWC (issue 12: "whichever measures faster"): cuDNN's Find times every algorithm of
 # every convolution of one training step in both layouts (bench/conv_layout_gpu.c); the kit
-# trains NCHW by default, NHWC with HVDLAB_ACTIVATION_LAYOUT=nhwc. Then the kit's own calls for
+# trains NHWC by default, NCHW with HVDLAB_ACTIVATION_LAYOUT=nchw. Then the kit's own calls for
 # the same step, timed with the bias, with it in the forward pass only, and without: beside Find's
 # deterministic NCHW sum, what each bias pass and its way of calling cuDNN cost; in NHWC as a
-# model with HVDLAB_ACTIVATION_LAYOUT=nhwc calls them (KRSC weights included); and with the
+# model calls them by default (KRSC weights included; the bias there too); and with the
 # bias gradient by cuBLAS (HVDLAB_BIAS_GRAD_CUBLAS=1) instead of cuDNN. Apart from gpu-check
 # (time).
 .PHONY: bench-conv-layout-gpu
@@ -49,8 +50,8 @@ gpu-planted:  ## on a GPU machine, after gpu-check: the graders judge the plante
 	else $(GPU_BUILD) planted-programs >/dev/null && $(GRADE_ENV) BUILD=build/cuda sh tests/grade/run_planted.sh; fi
 
 # What limits a training step (issue 12: launch overhead, a slow layer, the input copy): Nsight
-# Systems records the timed steps of wrn-16-4 at batch 512 (the row furthest behind PyTorch), with
-# batch norm's loads one at a time (the default) and batched (HVDLAB_BN_BATCH=1);
+# Systems records the timed steps of wrn-16-4 at batch 512 (the row furthest behind PyTorch in
+# NCHW), as by default (NHWC) and in NCHW (HVDLAB_ACTIVATION_LAYOUT=nchw);
 # tools/nsys_gpu_busy.py prints how busy the GPU was and which kernels took the time
 # (tools/bench_train_gpu_nsys.sh). Apart from gpu-check (time); tools/gpu_session.sh runs it.
 .PHONY: bench-train-gpu-nsys

@@ -15,7 +15,7 @@
  * Device dispatch: on a GPU model every layer here calls its CUDA twin (WRN_DISPATCH, wrn_gpu.h),
  * once per layer call; nothing inside a layer asks again.
  *
- * Bias folding (a GPU model with HVDLAB_BIAS_IN_BN=1, wrn_place.c): a convolution followed by a
+ * Bias folding (a GPU model, unless HVDLAB_BIAS_IN_BN=0; wrn_place.c): a convolution followed by a
  * fused batch norm leaves its bias out of its output and of its backward, and the batch norm adds
  * the bias to every element it reads and returns its gradient (nn/bn.h, bn_relu_*_pre_cuda), so
  * neither the bias add nor the bias gradient takes a pass over the tensor of its own. c1 and c2

@@ -24,7 +24,7 @@ typedef struct {
     float *w, *b;       /* (Cout,Cin,k,k), (Cout) in the params buffer */
     float *dw, *db;     /* same shapes in the grads buffer */
     int gpu;            /* 1: every pointer is device memory and the cuDNN twin runs */
-    int bias_in_bn;     /* GPU, HVDLAB_BIAS_IN_BN=1: its output leaves out b and its backward
+    int bias_in_bn;     /* GPU, unless HVDLAB_BIAS_IN_BN=0: its output leaves out b and its backward
                            db; the batch norm after it adds both (wrn_bn.pre, wrn_bn.dpre) */
     size_t work_floats; /* GPU: floats in the model's workspace (the work argument) */
 } wrn_conv;

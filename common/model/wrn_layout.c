@@ -13,12 +13,14 @@
  * before this choice existed); nChw16c: blocked on the dnnl backend even where oneDNN prefers
  * another layout (it then reorders, for tests). Another value: a warning, then auto.
  *
- * A GPU model: auto and nchw give NCHW; nhwc gives NHWC, where cuDNN's convolutions take NHWC
- * tensors and NHWC (KRSC) filters (nn/conv2d_cudnn.cu), and batch norm and the pools have NHWC
- * kernels. Why: on an H100 cuDNN's Find summed 8.4 ms for wrn-16-4's convolutions at batch 512
- * in NHWC against 10.9 ms in NCHW (within 4 % at wrn-16-10 and at batch 128;
- * bench-conv-layout-gpu, 2026-11-26). An opt-in until a GPU has timed the whole step both ways
- * (tools/gpu_session.sh). nChw16c on a GPU model, or nhwc on a CPU one: a warning, then auto.
+ * A GPU model: auto and nhwc give NHWC, where cuDNN's convolutions take NHWC tensors and NHWC
+ * (KRSC) filters (nn/conv2d_cudnn.cu), and batch norm and the pools have NHWC kernels; nchw gives
+ * NCHW. Why NHWC by default: on an H200 (2026-11-27, tools/gpu_session.sh's switches stage, each
+ * way twice, interleaved) a whole training step in NHWC with the bias folded into batch norm
+ * (wrn_place.c) ran 1.02-1.21x NCHW's best (the fold and batched loads) at every row of
+ * bench-train-gpu (wrn-16-4 and wrn-16-10, batch 128 and 512). Without the fold NHWC lost
+ * (0.82-0.95x NCHW): the convolutions' own bias gradients are slow in NHWC. nChw16c on a GPU
+ * model, or nhwc on a CPU one: a warning, then auto.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,10 +103,10 @@ int wrn_layout_blocked(const wrn_model *m)
 
 int wrn_layout_nhwc(void)
 {
-    const int want = wanted();
+    int want = wanted();
     if (want == WANT_BLOCKED)
-        other_device("nChw16c", "a GPU");
-    return want == WANT_NHWC;
+        want = other_device("nChw16c", "a GPU");
+    return want != WANT_NCHW;
 }
 
 const char *wrn_activation_layout(const wrn_model *m)

@@ -115,8 +115,8 @@ void bn_relu_backward_cuda(float *din, float *dgamma, float *dbeta, const float 
                            const float *beta, const float *mean, const float *invstd,
                            const bn_dims *d);
 
-/* A GPU model may fold the bias of the convolution before a fused batch norm into it
- * (HVDLAB_BIAS_IN_BN=1, model/wrn_place.c): the convolution then writes its output without the
+/* A GPU model folds the bias of the convolution before a fused batch norm into it (unless
+ * HVDLAB_BIAS_IN_BN=0, model/wrn_place.c): the convolution then writes its output without the
  * bias, and these forms normalise in + pre (pre: (C), that bias; the float sum cuDNN's bias add
  * would have stored), where the others normalise in; the backward also adds the bias's gradient,
  * Σ din over each channel, into dpre (+=). With pre NULL they are the plain fused forms (dpre

@@ -10,9 +10,9 @@ TEST=bench_train_gpu_rows
 # shellcheck source=tests/bench/check.sh
 . "$(dirname "$0")/check.sh"
 
-# The kit: 1000 images/s per 128 of batch, x1.2 with HVDLAB_ACTIVATION_LAYOUT=nhwc (and 6 MiB of
-# memory per image instead of 7), x0.5 with HVDLAB_BN_BATCH=1; FAIL_ROW=model/batch fails that
-# row as the real one does.
+# The kit: 1200 images/s per 128 of batch and 6 MiB of memory per image by default, 1000 and 7
+# with HVDLAB_ACTIVATION_LAYOUT=nchw, 500 with HVDLAB_BIAS_IN_BN=0; FAIL_ROW=model/batch fails
+# that row as the real one does.
 cat >"$d/kit" <<'EOF'
 #!/bin/sh
 m=$2 b=$4 prof=3
@@ -21,9 +21,9 @@ if [ "$m/b$b" = "${FAIL_ROW:-}" ]; then
     echo "hvdlab: error: [rank 0] wrn_create: out of GPU memory for $m at batch $b"
     exit 1
 fi
-f=1 mem=7
-[ "${HVDLAB_ACTIVATION_LAYOUT:-nchw}" = nhwc ] && f=1.2 mem=6
-[ "${HVDLAB_BN_BATCH:-0}" = 1 ] && f=0.5
+f=1.2 mem=6
+[ "${HVDLAB_ACTIVATION_LAYOUT:-auto}" = nchw ] && f=1 mem=7
+[ "${HVDLAB_BIAS_IN_BN:-1}" = 0 ] && f=0.5
 awk -v m="$m" -v b="$b" -v f="$f" -v prof="$prof" -v mem="$mem" 'BEGIN {
     printf "kit.%s.b%d.images_per_s %.1f images/s\n", m, b, 1000 * b / 128 * f
     printf "kit.%s.b%d.step_ms %.2f ms\n", m, b, 128
@@ -53,7 +53,7 @@ export KIT="$d/kit" PEER="$d/peer" BENCH_DIR="$d/raw" OUT="$d/run-out"
 sh "$SCRIPT" >"$d/out" 2>&1
 rc=$?
 check "every row: exit 0" "$rc"
-grep -q '^bench-train-gpu: wrn-16-4  batch 512: kit   4000.0 images/s, torch   4000.0, ratio  1.00; peak GPU MiB kit 3584.0, torch 4608.0; kit with NHWC activations 4800.0 images/s (ratio 1.20, peak 3072.0 MiB), with HVDLAB_BN_BATCH=1 2000.0 (ratio 0.50)$' "$d/out"
+grep -q '^bench-train-gpu: wrn-16-4  batch 512: kit   4800.0 images/s, torch   4000.0, ratio  1.20; peak GPU MiB kit 3072.0, torch 4608.0; kit in NCHW 4000.0 images/s (ratio 1.00, peak 3584.0 MiB), with HVDLAB_BIAS_IN_BN=0 2000.0 (ratio 0.50)$' "$d/out"
 check "a row's line, its ratios and memory" $?
 [ "$(grep -c '^bench-train-gpu: wrn-16' "$d/out")" -eq 4 ]
 check "four row lines" $?
@@ -61,12 +61,16 @@ row=$(grep -n '^bench-train-gpu: wrn-16-4  batch 128' "$d/out" | cut -d: -f1)
 next=$(grep -n '^kit\.wrn-16-4\.b512\.' "$d/out" | head -1 | cut -d: -f1)
 [ -n "$row" ] && [ -n "$next" ] && [ "$row" -lt "$next" ]
 check "a row's line before the next row runs" $?
-grep -q '^bench-train-gpu:   wrn-16-10 b512 HVDLAB_BN_BATCH=1 where the GPU time goes (profiled step 40.00 ms): 40.0 % bn forward, 30.0 % conv backward$' "$d/out"
+grep -q '^bench-train-gpu:   wrn-16-10 b512 HVDLAB_BIAS_IN_BN=0 where the GPU time goes (profiled step 40.00 ms): 40.0 % bn forward, 30.0 % conv backward$' "$d/out"
 check "the profile lines" $?
-grep -q '^bench-train-gpu:   wrn-16-4 b128 NHWC where the GPU time goes (profiled step 16.67 ms): 40.0 % bn forward, 30.0 % conv backward$' "$d/out"
-check "the NHWC way's profile line" $?
+grep -q '^bench-train-gpu:   wrn-16-4 b128 where the GPU time goes (profiled step 16.67 ms): 40.0 % bn forward, 30.0 % conv backward$' "$d/out"
+check "the default way's profile line" $?
+grep -q '^bench-train-gpu:   wrn-16-4 b128 NCHW where the GPU time goes (profiled step 20.00 ms): 40.0 % bn forward, 30.0 % conv backward$' "$d/out"
+check "the NCHW way's profile line" $?
 grep -q '^bench-train-gpu: NHWC against NCHW (images/s ratio): wrn-16-4 b128 1.20, wrn-16-4 b512 1.20, wrn-16-10 b128 1.20, wrn-16-10 b512 1.20; faster at every row$' "$d/out"
 check "the layout verdict" $?
+grep -q '^bench-train-gpu: the bias folded into batch norm against not (HVDLAB_BIAS_IN_BN=0) (images/s ratio): wrn-16-4 b128 2.40, wrn-16-4 b512 2.40, wrn-16-10 b128 2.40, wrn-16-10 b512 2.40; faster at every row$' "$d/out"
+check "the fold's verdict" $?
 ! grep -q 'no figure' "$d/out"
 check "no missing-row line" $?
 [ -s "$d/raw/bench_gpu.kit" ] && [ -s "$d/raw/bench_gpu.torch" ] && [ ! -e "$d/run-out" ]
@@ -80,9 +84,11 @@ grep -q '^bench-train-gpu: wrn-16-10 batch 128: kit        - images/s, torch   1
 check "a failed row's line" $?
 grep -q '^bench-train-gpu: no figure for wrn-16-10/b128; first error: hvdlab: error: \[rank 0\] wrn_create: out of GPU memory for wrn-16-10 at batch 128$' "$d/out"
 check "the missing row named, with the first error" $?
-grep -q '^bench-train-gpu: wrn-16-10 batch 512: kit   4000.0' "$d/out"
+grep -q '^bench-train-gpu: wrn-16-10 batch 512: kit   4800.0' "$d/out"
 check "the rows after it still run" $?
 grep -q '^bench-train-gpu: NHWC against NCHW (images/s ratio): .*wrn-16-10 b128 -, .*; not faster at every row$' "$d/out"
 check "a failed row: the layout verdict says not every row" $?
+grep -q '^bench-train-gpu: the bias folded .*wrn-16-10 b128 -, .*; not faster at every row$' "$d/out"
+check "a failed row: the fold's verdict says not every row" $?
 
 finish

@@ -9,9 +9,13 @@ timeout_s=${TEST_TIMEOUT:-900}
 pass=0
 fail=0
 failed=""
-for opt in "" HVDLAB_BN_BATCH=1 HVDLAB_BIAS_IN_BN=1 HVDLAB_ACTIVATION_LAYOUT=nhwc; do
+# by default NHWC with the bias folded into batch norm; then NCHW (batched loads are NCHW's only),
+# the way without the fold in each layout
+for opt in "" HVDLAB_BIAS_IN_BN=0 "HVDLAB_ACTIVATION_LAYOUT=nchw HVDLAB_BN_BATCH=1" \
+    "HVDLAB_ACTIVATION_LAYOUT=nchw HVDLAB_BIAS_IN_BN=0"; do
     label="$(basename "$1")${opt:+ $opt}"
     echo "== $label"
+    # shellcheck disable=SC2086 # opt: one word a variable
     if timeout "$timeout_s" env $opt "$1"; then
         pass=$((pass + 1))
     else

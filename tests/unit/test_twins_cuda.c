@@ -19,7 +19,7 @@
  * reference is ~4e-6 of the scale, like direct's (test_conv_backends.c), so either fits 1e-4,
  * but direct is the plainest sum and the reference test_wrn_cuda.c uses too. Nothing here uses
  * the nChw16c layout: these are the NCHW layers. The GPU twins of batch norm, the pools and the
- * convolutions also run on NHWC activations (a GPU model with HVDLAB_ACTIVATION_LAYOUT=nhwc):
+ * convolutions also run on NHWC activations (a GPU model's, by default):
  * their inputs transposed on the way up, their outputs on the way back (nhwc_act), against the
  * same NCHW CPU layers with the same tolerances. Tolerances are stated
  * relative to each tensor's scale, its largest magnitude on the CPU:
@@ -146,8 +146,8 @@ static void expect(const char *what, const float *dev, const float *ref, size_t 
 
 /* ---- activations in either layout ----------------------------------------------------------
  * The CPU layers take NCHW. With nhwc_act set, the cases below give the GPU twins their
- * activations in NHWC (bn_dims, pool_dims and conv2d_dims .nhwc, as a GPU model with
- * HVDLAB_ACTIVATION_LAYOUT=nhwc does): an (N, C, HW) tensor goes up transposed (upa, uploada)
+ * activations in NHWC (bn_dims, pool_dims and conv2d_dims .nhwc, as a GPU model
+ * does by default): an (N, C, HW) tensor goes up transposed (upa, uploada)
  * and comes back transposed before it is compared (expecta), so every comparison is the NCHW
  * one. Per-channel vectors and weights have no layout. */
 static int nhwc_act;

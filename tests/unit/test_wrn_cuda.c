@@ -7,12 +7,12 @@
  * Two models from one seed, one built with compute_device_set(-1) (CPU) and one with
  * compute_device_set(0) (GPU), fed the same batches. The CPU reference is pinned to NCHW
  * activations and oneDNN's direct convolutions (HVDLAB_ACTIVATION_LAYOUT=nchw, algorithm
- * direct), not the default of an AVX-512 machine (nChw16c + Winograd): the GPU model is NCHW,
- * so its activations (r1 below) compare element by element, and direct convolutions add no
+ * direct), not the default of an AVX-512 machine (nChw16c + Winograd): its activations (r1
+ * below) compare element by element with the GPU model's, and direct convolutions add no
  * Winograd transform error (up to 4.2e-6 of a conv's scale). The CPU default is held to this
  * reference by test_wrn_blocked.c and test_wrn_rounding.c. The GPU model takes the layout the
- * suite was started with (HVDLAB_ACTIVATION_LAYOUT=nhwc: NHWC activations, r1 turned to NCHW
- * before it is compared; parameters, gradients and checkpoints have no layout).
+ * suite was started with (unset: the default, NHWC, r1 turned to NCHW before it is compared;
+ * HVDLAB_ACTIVATION_LAYOUT=nchw: NCHW; parameters, gradients and checkpoints have no layout).
  *
  * The tolerances are tests/lib/wrn_match.h's (err = max |gpu − cpu| / max(max |cpu|, floor) per
  * named view, l2 = ||gpu − cpu||₂ / ||cpu||₂). cuDNN against oneDNN is a change of rounding, and
@@ -53,7 +53,7 @@
  *   continue the same run (3 more SGD steps: the step-5 checks above), and back;
  *   with every bias random (the ones before batch norm start at 0 otherwise), one step's running
  *   statistics and the inference logits after it (the running-statistics and logits tolerances
- *   above): the GPU's folded bias (HVDLAB_BIAS_IN_BN=1) dropped fails it, 1.0 of stem.bn.mean's
+ *   above): the GPU's folded bias (its default) dropped fails it, 1.0 of stem.bn.mean's
  *   scale off, in the CPU emulator.
  *
  * Built again with HVDLAB_CUDA_EMU (make test-emu, tests/emu/) it needs no GPU: the GPU model's
@@ -100,17 +100,27 @@ static void batch(float *x, int *y)
         y[i] = (int)(lm_splitmix64(&rng) % WRN_CLASSES);
 }
 
-/* HVDLAB_ACTIVATION_LAYOUT as the suite was started with: the GPU model's (nchw, or nhwc:
- * tests/emu/run_emu.sh and tools/gpu_session.sh run the suite both ways). */
+/* HVDLAB_ACTIVATION_LAYOUT as the suite was started with: the GPU model's (unset: the default,
+ * NHWC; nchw: tests/emu/run_emu.sh and tools/gpu_session.sh run the suite both ways). */
 static const char *gpu_layout;
+
+/* Whether the GPU model is to keep its activations NHWC: the default and nhwc (wrn_layout.c). */
+static int gpu_layout_nhwc(void)
+{
+    return !gpu_layout || !*gpu_layout || strcmp(gpu_layout, "auto") == 0 ||
+           strcmp(gpu_layout, "nhwc") == 0;
+}
 
 static wrn_model *model(int gpu, float dropout)
 {
     wrn_config cfg = {.depth = 16, .width = 2, .dropout = dropout};
     char err[256];
     compute_device_set(gpu ? 0 : -1);
-    /* the CPU reference NCHW: see the top */
-    setenv("HVDLAB_ACTIVATION_LAYOUT", gpu && gpu_layout ? gpu_layout : "nchw", 1);
+    /* the CPU reference NCHW (see the top); the GPU model as the suite was started */
+    if (!gpu)
+        setenv("HVDLAB_ACTIVATION_LAYOUT", "nchw", 1);
+    else if (gpu_layout)
+        setenv("HVDLAB_ACTIVATION_LAYOUT", gpu_layout, 1);
     wrn_model *m = wrn_create(&cfg, NB, 7, err, sizeof err);
     unsetenv("HVDLAB_ACTIVATION_LAYOUT");
     compute_device_set(-1);
@@ -223,8 +233,8 @@ static void steps_match(int kind)
  * its output again, so the checks above cannot see where they go. Here every bias is random on
  * both sides before one training step: the running means carry the biases before batch norm
  * (0.1 of the batch's mean), and the inference logits are made with them. That is where the
- * GPU's HVDLAB_BIAS_IN_BN=1 fold (the bias added inside batch norm, not by the convolution)
- * must put them. Its own batch (seed 99), so the batches of the other tests stay as they were. */
+ * GPU's fold (its default: the bias added inside batch norm, not by the convolution) must put
+ * them. Its own batch (seed 99), so the batches of the other tests stay as they were. */
 START_TEST(conv_biases_reach_running_stats)
 {
     wrn_model *g = model(1, 0.0f), *c = model(0, 0.0f);
@@ -275,8 +285,9 @@ END_TEST
 START_TEST(dropout_masks_agree)
 {
     wrn_model *g = model(1, 0.3f), *c = model(0, 0.3f);
-    ck_assert_msg(!gpu_layout || strcmp(gpu_layout, "nhwc") != 0 || g->nhwc,
-                  "HVDLAB_ACTIVATION_LAYOUT=nhwc gave a GPU model in %s", wrn_activation_layout(g));
+    ck_assert_msg(g->nhwc == gpu_layout_nhwc(),
+                  "HVDLAB_ACTIVATION_LAYOUT=%s gave a GPU model in %s",
+                  gpu_layout ? gpu_layout : "(unset)", wrn_activation_layout(g));
     float *x = malloc((size_t)NB * PIX * sizeof *x);
     int y[NB];
     batch(x, y);
