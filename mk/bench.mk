@@ -49,8 +49,8 @@ test-bench-tools:  ## the GPU benches' verdict scripts on rows of their programs
 # path runs five times, each followed by its verdict, the default first so that a run cut short
 # (gpu-check's stage limit) keeps the verdicts it reached (and the later ways run even when the
 # default gave no rows; the target still fails then):
-#   as it runs by default (HVDLAB_STAGED_REDUCE auto: groups from 1 MiB summed on the GPUs,
-#     smaller ones by the CPU);
+#   as it runs by default (HVDLAB_STAGED_REDUCE auto: groups from 2 MiB summed on the GPUs,
+#     from 8 MiB through CUDA IPC, smaller ones by the CPU);
 #   every group summed on the GPUs through a window in GPU memory shared by CUDA IPC
 #     (HVDLAB_STAGED_REDUCE=ipc, ipc_window.h): no piece passes through the host, so its figures
 #     may pass the copy ceiling, which bounds only the ways through the host;

@@ -139,7 +139,7 @@ if todo batch && [ "$(left)" -gt 100 ]; then
     done_stage batch
 fi
 # Two ranks sharing the GPU, the workshop laptop's case: solution 10 for 2 epochs with the staged
-# gradients added as by default (HVDLAB_STAGED_REDUCE=auto: the GPUs from 1 MiB), by the CPU, by
+# gradients added as by default (HVDLAB_STAGED_REDUCE=auto: the GPUs from 2 MiB), by the CPU, by
 # the GPUs through the host's window and through CUDA IPC (ipc: the first run of ipc_window.c on a
 # GPU, after gpu-check's test_gpu_collectives), then grade10 with the GPUs adding everything.
 if todo two && [ "$(left)" -gt 120 ]; then

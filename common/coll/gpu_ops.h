@@ -31,17 +31,18 @@ const char *gpu_ops_request_name(gpu_ops_request r); /* "auto", "nccl", "mpi" */
  * gpu: the GPUs, through a shared window of pinned host memory; ipc: the GPUs, through a window
  * in GPU memory that the ranks share by CUDA IPC (ipc_window.h), so that no piece passes through
  * the host (where a rank cannot open it, the host's window serves, said in one line).
- * Why those sizes (2 ranks on one GPU, make bench-allreduce-gpu): on an H100 (2026-11-26) the
- * host's window costs ~310 us at any size up to 1 MiB, where the CPU takes 44-334 us, and is
- * 1.6-3.2x faster from 2 MiB; on an H200 (2026-11-27) IPC costs ~450 us up to 4 MiB, and is
- * 1.7x the host's window at 8 MiB and 6-7x from 64 MiB, where it passes its copy ceiling. */
+ * Why those sizes (2 ranks on one GPU, make bench-allreduce-gpu): the host's window costs
+ * ~310 us at any size up to 1 MiB, where the CPU takes 44-334 us on an H100 (2026-11-26) and
+ * 48-263 us on an H200 (2026-11-27), and is 1.4-1.6x faster than the CPU at 2 MiB on both;
+ * on the H200 IPC costs ~450 us up to 4 MiB, and is 1.7x the host's window at 8 MiB and 6-7x
+ * from 64 MiB, where it passes its copy ceiling. */
 typedef enum {
     STAGED_REDUCE_AUTO = 0,
     STAGED_REDUCE_HOST = 1,
     STAGED_REDUCE_GPU = 2,
     STAGED_REDUCE_IPC = 3
 } staged_reduce;
-#define STAGED_REDUCE_AUTO_MIN_BYTES ((size_t)1 << 20)
+#define STAGED_REDUCE_AUTO_MIN_BYTES ((size_t)2 << 20)
 #define STAGED_REDUCE_AUTO_IPC_MIN_BYTES ((size_t)8 << 20)
 /* "", "auto", "host", "gpu", "ipc". Returns 0, or -1 for anything else. */
 int staged_reduce_parse(const char *v, staged_reduce *out);

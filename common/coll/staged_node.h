@@ -1,5 +1,5 @@
 /* staged_node.h — the host-staged allreduce of device buffers summed on the GPUs
- * (HVDLAB_STAGED_REDUCE auto, for groups from 1 MiB, gpu or ipc): node_stage.h's protocol with
+ * (HVDLAB_STAGED_REDUCE auto, for groups from 2 MiB, gpu or ipc): node_stage.h's protocol with
  * CUDA copies and kernels.
  *
  * For the ranks of one host that stage through the host (they share GPUs: NCCL refuses them):

@@ -4,7 +4,7 @@
  *   -n 2, -n 3                   chosen automatically: host-staged when the ranks outnumber the
  *                                GPUs (path=mpi), else NCCL
  *   -n 1, 2, 3 with HVD_GPU_OPERATIONS=mpi      host-staged, forced; by default (auto) groups
- *                                from 1 MiB summed on the GPUs (through CUDA IPC from 8 MiB),
+ *                                from 2 MiB summed on the GPUs (through CUDA IPC from 8 MiB),
  *                                smaller ones by the CPU
  *   -n 2, 3 with HVDLAB_STAGED_REDUCE=host      host-staged, every group summed by the CPU
  *   -n 2, 3 with HVDLAB_STAGED_HOST=hugepages   the same from a registered huge-page buffer
@@ -124,7 +124,7 @@ static void passing(const char *env, int np, const char *want_path, int with_tim
         expect(strstr(out, says) != NULL, "%s: rank 0's line does not say who adds", full);
     }
     if (automatic)
-        expect((strstr(out, "; summed on the GPUs from 1 MiB (through CUDA IPC from 8 MiB), by "
+        expect((strstr(out, "; summed on the GPUs from 2 MiB (through CUDA IPC from 8 MiB), by "
                             "the CPU below") != NULL) == (np > 1),
                "%s: rank 0's line does not say who adds (only with several ranks)", full);
     if (by_cpu)
