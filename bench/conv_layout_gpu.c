@@ -1,6 +1,6 @@
 /* conv_layout_gpu.c — NCHW or NHWC for the WideResNet's convolutions on this GPU: what issue 12
- * asks to measure before choosing. The kit keeps NCHW (the layout of every other layer); this
- * asks cuDNN's Find to time every algorithm for every convolution of one training step
+ * asks to measure before choosing (a GPU model is NHWC by default since an H200 timed the whole
+ * step both ways, HVDLAB_ACTIVATION_LAYOUT=nchw the other way). This asks cuDNN's Find to time every algorithm for every convolution of one training step
  * (forward, backward-data except the stem's, backward-filter), in both layouts, the way PyTorch's
  * cudnn.benchmark chooses, and adds the fastest times up per step (each shape times the number of
  * layers that have it). Two sums per layout: the fastest algorithm, and the fastest the kit
@@ -10,9 +10,10 @@
  * adding for the shortcuts, no din for the stem; the algorithms its plans chose), with the bias,
  * with it in the forward pass only, and without it: the differences are the bias passes
  * (cudnnAddTensor forward, cudnnConvolutionBackwardBias backward), each on its own, and what is
- * left beyond Find's sum the way the kit calls cuDNN. A fourth time with NHWC activations (a model
- * with HVDLAB_ACTIVATION_LAYOUT=nhwc: its KRSC weights made each call), and a fifth with the bias
- * gradient by cuBLAS (HVDLAB_BIAS_GRAD_CUBLAS=1): which of the ways to make the default.
+ * left beyond Find's sum the way the kit calls cuDNN (those three with HVDLAB_BIAS_GRAD_CUBLAS=0).
+ * A fourth time with NHWC activations (as a model calls them by default: its KRSC weights made
+ * each call, the bias gradient by batch norm's NHWC channel sums), and a fifth in NCHW with the
+ * bias gradient by cuBLAS (HVDLAB_BIAS_GRAD_CUBLAS=1, NCHW's default since the H200 timed it).
  *
  * Usage: conv_layout_gpu [--models wrn-16-4,wrn-16-10] [--batches 128,512]
  * Prints "conv.<model>.b<batch>.<nchw|nhwc>.<fastest|deterministic>_ms <ms> ms" lines; -1 where

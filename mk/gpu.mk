@@ -21,11 +21,11 @@ bench-train-gpu:  ## kit vs PyTorch (--device cuda) on the GPU: wrn-16-4/10 at b
 # NCHW or NHWC (issue 12: "whichever measures faster"): cuDNN's Find times every algorithm of
 # every convolution of one training step in both layouts (bench/conv_layout_gpu.c); the kit
 # trains NHWC by default, NCHW with HVDLAB_ACTIVATION_LAYOUT=nchw. Then the kit's own calls for
-# the same step, timed with the bias, with it in the forward pass only, and without: beside Find's
-# deterministic NCHW sum, what each bias pass and its way of calling cuDNN cost; in NHWC as a
-# model calls them by default (KRSC weights included; the bias there too); and with the
-# bias gradient by cuBLAS (HVDLAB_BIAS_GRAD_CUBLAS=1) instead of cuDNN. Apart from gpu-check
-# (time).
+# the same step in NCHW, timed with the bias (cuDNN's bias gradient, HVDLAB_BIAS_GRAD_CUBLAS=0),
+# with it in the forward pass only, and without: beside Find's deterministic NCHW sum, what each
+# bias pass and its way of calling cuDNN cost; in NHWC as a model calls them by default (KRSC
+# weights, the bias gradient by batch norm's channel sums); and in NCHW with the bias gradient by
+# cuBLAS (NCHW's default). Apart from gpu-check (time).
 .PHONY: bench-conv-layout-gpu
 bench-conv-layout-gpu:  ## on a GPU: the step's convolutions in NCHW and in NHWC, cuDNN's fastest algorithms (and deterministic ones)
 	@+$(GPU_BUILD) build/cuda/bench/conv_layout_gpu >/dev/null
@@ -33,7 +33,7 @@ bench-conv-layout-gpu:  ## on a GPU: the step's convolutions in NCHW and in NHWC
 	@for m in wrn-16-4 wrn-16-10; do for b in 128 512; do \
 	  awk -v t="conv.$$m.b$$b." -v m=$$m -v b=$$b 'index($$1, t) == 1 {v[substr($$1, length(t) + 1)] = $$2} \
 	    END {if (!("nchw.fastest_ms" in v)) exit; \
-	      printf "bench-conv-layout-gpu: %-9s batch %3d: convolutions per step NCHW %s ms (deterministic %s), NHWC %s ms (deterministic %s); as the kit calls them (NCHW) %s ms, %s ms without the bias, %s ms with it in the forward pass only, %s ms in NHWC, %s ms with the bias gradient by cuBLAS\n", \
+	      printf "bench-conv-layout-gpu: %-9s batch %3d: convolutions per step NCHW %s ms (deterministic %s), NHWC %s ms (deterministic %s); as the kit calls them (NCHW, cuDNN's bias gradient) %s ms, %s ms without the bias, %s ms with it in the forward pass only, %s ms in NHWC, %s ms in NCHW with the bias gradient by cuBLAS\n", \
 	        m, b, v["nchw.fastest_ms"], v["nchw.deterministic_ms"], v["nhwc.fastest_ms"], v["nhwc.deterministic_ms"], \
 	        ("kit_ms" in v) ? v["kit_ms"] : "-", ("kit_nobias_ms" in v) ? v["kit_nobias_ms"] : "-", \
 	        ("kit_fwd_bias_ms" in v) ? v["kit_fwd_bias_ms"] : "-", ("kit_nhwc_ms" in v) ? v["kit_nhwc_ms"] : "-", \

@@ -76,7 +76,7 @@ make_stage layout 60 "NCHW or NHWC" bench-conv-layout-gpu '^bench-conv-layout-gp
 # default (NHWC, the convolutions' bias folded into batch norm), in NCHW
 # (HVDLAB_ACTIVATION_LAYOUT=nchw), in NCHW with batch norm's batched loads (HVDLAB_BN_BATCH=1:
 # NCHW's kernels only), and in NCHW with the bias in the convolutions, its gradient by cuBLAS
-# (HVDLAB_BIAS_IN_BN=0 HVDLAB_BIAS_GRAD_CUBLAS=1: the best without the fold, 2026-11-27), twice,
+# (HVDLAB_BIAS_IN_BN=0; cuBLAS NCHW's default since 2026-11-27: the best without the fold), twice,
 # interleaved, on every row (gpu-check's bench times NCHW and the unfolded bias alone, against
 # PyTorch).
 if todo switches && [ "$(left)" -gt 100 ]; then
@@ -85,14 +85,13 @@ if todo switches && [ "$(left)" -gt 100 ]; then
     for row in "wrn-16-4 512" "wrn-16-10 512" "wrn-16-10 128" "wrn-16-4 128"; do
         # shellcheck disable=SC2086 # the row is two words: model and batch
         set -- $row
-        for sw in - L L,B L,C,f - L L,B L,C,f; do
+        for sw in - L L,B L,f - L L,B L,f; do
             [ "$(left)" -gt 80 ] || break 2
             vars=
             for v in $(echo "$sw" | tr , ' '); do
                 case $v in
                 L) vars="$vars HVDLAB_ACTIVATION_LAYOUT=nchw" ;;
                 B) vars="$vars HVDLAB_BN_BATCH=1" ;;
-                C) vars="$vars HVDLAB_BIAS_GRAD_CUBLAS=1" ;;
                 f) vars="$vars HVDLAB_BIAS_IN_BN=0" ;;
                 esac
             done
@@ -140,8 +139,8 @@ if todo batch && [ "$(left)" -gt 100 ]; then
 fi
 # Two ranks sharing the GPU, the workshop laptop's case: solution 10 for 2 epochs with the staged
 # gradients added as by default (HVDLAB_STAGED_REDUCE=auto: the GPUs from 2 MiB), by the CPU, by
-# the GPUs through the host's window and through CUDA IPC (ipc: the first run of ipc_window.c on a
-# GPU, after gpu-check's test_gpu_collectives), then grade10 with the GPUs adding everything.
+# the GPUs through the host's window and through CUDA IPC (ipc: every group, where auto sends
+# those from 8 MiB), then grade10 with the GPUs adding everything.
 if todo two && [ "$(left)" -gt 120 ]; then
     echo "== two ranks on one GPU: who adds the staged gradients"
     for adds in auto host gpu ipc; do

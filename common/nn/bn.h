@@ -133,6 +133,11 @@ void bn_relu_backward_pre_cuda(float *din, float *dpre /* (C) += */, float *dgam
                                const float *dout, const float *in, const float *pre,
                                const float *out, float p, const float *gamma, const float *beta,
                                const float *mean, const float *invstd, const bn_dims *d);
+/* acc (C) += each channel's sum over the d->n · d->hw rows of x, an NHWC tensor (d->nhwc; eps
+ * and momentum unused), with batch norm's NHWC sums (bn_nhwc_cuda.cu: double, a fixed order).
+ * An NHWC convolution's bias gradient (nn/conv2d_cudnn.cu), where cuDNN's backward bias was the
+ * slow part of the bias's cost on an H200. */
+void bn_nhwc_channel_sums_cuda(float *acc, const float *x, const bn_dims *d);
 #endif
 
 #endif

@@ -2,7 +2,7 @@
  * activations so (HVDLAB_ACTIVATION_LAYOUT=nhwc: cuDNN's convolutions measured faster in NHWC at
  * wrn-16-4 batch 512 on an H100). Reached from bn_cuda.cu's entry points when bn_dims.nhwc is
  * set. Public (to nn/): bn_nhwc_forward_train, bn_nhwc_forward_infer, bn_nhwc_backward
- * (bn_cuda_fused.cuh).
+ * (bn_cuda_fused.cuh); bn_nhwc_channel_sums_cuda (bn.h: an NHWC convolution's bias gradient).
  *
  * The tensor is M = N·H·W rows of C channels, element (row m, channel c) at m·C + c; row m is
  * image m / HW, position m % HW, so a channel's rows come in the NCHW walk's order (bn_walk.h's
@@ -124,9 +124,10 @@ static __device__ double part_total(const double *part, int c, int P)
 
 /* ---- training forward ---------------------------------------------------------------------- */
 
-/* SQUARED 0: Σ (x − shift) with shift the channel's first value; 1: Σ (x − mean)², squared in
- * float. One partial a block and channel. */
-template <int SQUARED>
+/* SUM_SHIFTED: Σ (x − shift) with shift the channel's first value; SUM_SQUARED: Σ (x − mean)²,
+ * squared in float; SUM_PLAIN: Σ x (bn_nhwc_channel_sums_cuda). One partial a block and channel. */
+enum { SUM_SHIFTED = 0, SUM_SQUARED = 1, SUM_PLAIN = 2 };
+template <int KIND>
 static __global__ void __launch_bounds__(NT)
     sum_kernel(double *part, const float *in, const float *pre, const float *mean, int C, int CT,
                size_t M)
@@ -134,14 +135,16 @@ static __global__ void __launch_bounds__(NT)
     const lane l(C, CT, M);
     double s = 0.0, unused = 0.0;
     if (l.on) {
-        const float ref = SQUARED ? mean[l.c] : input_at(in, pre, 0, l.c, C);
+        const float ref = KIND == SUM_SQUARED ? mean[l.c]
+                          : KIND == SUM_PLAIN ? 0.0f
+                                              : input_at(in, pre, 0, l.c, C);
         /* four rows' loads in flight before their adds, which keep their order (so their bits):
          * one load a thread at a time is too few to keep an H100's memory busy (bn_cuda.cu's
          * HVDLAB_BN_BATCH counts it); the loops that also store cannot, as out may be in */
 #pragma unroll 4
         for (size_t m = l.m0 + (size_t)l.lr; m < l.m1; m += (size_t)l.R) {
             const float t = input_at(in, pre, m, l.c, C) - ref;
-            s += SQUARED ? (double)(t * t) : (double)t;
+            s += KIND == SUM_SQUARED ? (double)(t * t) : (double)t;
         }
     }
     tile_sum2(l, CT, &s, &unused);
@@ -232,11 +235,12 @@ void bn_nhwc_forward_train(float *out, const float *in, const float *gamma, cons
 {
     const nhwc_launch l = launch_for(d);
     const int C = d->c, CT = l.g.CT, P = l.g.P;
-    sum_kernel<0><<<l.grid, NT, 0, l.st>>>(l.p1, in, post.pre, (const float *)NULL, C, CT, l.M);
+    sum_kernel<SUM_SHIFTED><<<l.grid, NT, 0, l.st>>>(l.p1, in, post.pre, (const float *)NULL, C,
+                                                     CT, l.M);
     CUDA_CHECK_LAUNCH(l.st);
     mean_kernel<<<l.cb, FT, 0, l.st>>>(mean, l.p1, in, post.pre, C, P, l.M);
     CUDA_CHECK_LAUNCH(l.st);
-    sum_kernel<1><<<l.grid, NT, 0, l.st>>>(l.p2, in, post.pre, mean, C, CT, l.M);
+    sum_kernel<SUM_SQUARED><<<l.grid, NT, 0, l.st>>>(l.p2, in, post.pre, mean, C, CT, l.M);
     CUDA_CHECK_LAUNCH(l.st);
     stats_kernel<<<l.cb, FT, 0, l.st>>>(invstd, run_mean, run_var, mean, l.p2, P, l.M, d->eps,
                                         d->momentum);
@@ -407,4 +411,18 @@ void bn_nhwc_backward(int mode, bool accumulate, float *din, float *dgamma, floa
     else
         accumulate ? backward_nhwc<MASK_NONE, true>(din, dgamma, dbeta, gi, d)
                    : backward_nhwc<MASK_NONE, false>(din, dgamma, dbeta, gi, d);
+}
+
+/* ---- a channel's plain sum (an NHWC convolution's bias gradient) ---------------------------- */
+
+extern "C" void bn_nhwc_channel_sums_cuda(float *acc, const float *x, const bn_dims *d)
+{
+    if ((size_t)d->n * (size_t)d->hw == 0)
+        return;
+    const nhwc_launch l = launch_for(d);
+    sum_kernel<SUM_PLAIN><<<l.grid, NT, 0, l.st>>>(l.p1, x, (const float *)NULL,
+                                                   (const float *)NULL, d->c, l.g.CT, l.M);
+    CUDA_CHECK_LAUNCH(l.st);
+    dpre_kernel<<<l.cb, FT, 0, l.st>>>(acc, l.p1, l.g.P); /* acc += the partials' total */
+    CUDA_CHECK_LAUNCH(l.st);
 }

@@ -29,11 +29,17 @@
  * The += of backward is cuDNN's beta = 1: output = alpha·result + beta·output; backward_set's =
  * into din is beta = 0, with which cuDNN does not read din (no zeroing first, no read of it).
  *
- * The bias gradient (db += the sum of dout over N, H and W) is cuDNN's
- * cudnnConvolutionBackwardBias, or with HVDLAB_BIAS_GRAD_CUBLAS=1 (read at the first plan) two
- * cuBLAS matrix-vector products with a vector of ones, Caffe's way: dout as N·C rows of H·W
- * floats summed row by row, then each channel's N sums into db. Which is faster is a
- * measurement for a GPU (bench/conv_layout_gpu.c times both); both are deterministic.
+ * The bias gradient (db += the sum of dout over N, H and W), NCHW: two cuBLAS matrix-vector
+ * products with a vector of ones, Caffe's way (dout as N·C rows of H·W floats summed row by row,
+ * then each channel's N sums into db), or cuDNN's cudnnConvolutionBackwardBias with
+ * HVDLAB_BIAS_GRAD_CUBLAS=0 (read at the first plan). NHWC: batch norm's NHWC channel sums
+ * (bn_nhwc_channel_sums_cuda, bn.h). All deterministic. Why: on an H200 (2026-11-27,
+ * bench/conv_layout_gpu.c, the convolutions of a training step as the kit calls them) cuDNN's
+ * backward bias took 5.5 of wrn-16-4's 14.4 ms a step at batch 512 in NCHW, where cuBLAS took
+ * 0.85 (cuBLAS faster at every row). In NHWC the same calls took 21.3 ms, where Find timed the
+ * convolutions themselves within 5 % of NCHW's: the bias passes are where NHWC lost, and the
+ * 1x1 shortcuts, whose bias is not folded into batch norm, keep theirs. batch norm's NHWC sums
+ * read a tensor about as fast as its other passes (untimed here as a bias gradient).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +48,10 @@
 #include "base/cuda_check.h"
 #include "base/env_switch.h"
 #include "nn/gpu_context.h"
+
+extern "C" {
+#include "nn/bn.h"
+}
 
 extern "C" {
 #include "nn/conv2d.h"
@@ -268,10 +278,8 @@ static __global__ void fill_kernel(float *p, size_t n, float v)
  * stream, as queued calls may still read the old ones). */
 static void bias_buffers(const conv2d_dims *d)
 {
-    /* NHWC: one product over all N·H·W pixels (bias_grad_by_cublas) */
-    const size_t hw = (size_t)d->h * d->w,
-                 ones = d->nhwc ? (size_t)d->n * hw : hw > (size_t)d->n ? hw : (size_t)d->n,
-                 rows = d->nhwc ? 0 : (size_t)d->n * d->cout;
+    const size_t hw = (size_t)d->h * d->w, ones = hw > (size_t)d->n ? hw : (size_t)d->n,
+                 rows = (size_t)d->n * d->cout;
     if (ones <= bias_ones_n && rows <= bias_row_sums_n)
         return;
     cudaStream_t st = gpu_context_stream();
@@ -292,18 +300,12 @@ static void bias_buffers(const conv2d_dims *d)
 
 /* db += the sum of dout (N, C, H, W) over N, H and W, by cuBLAS (column-major): dout is the
  * (H·W) x (N·C) matrix whose columns are the rows to sum, so row_sums = doutᵀ·ones; row_sums is
- * the C x N matrix of per-sample sums, so db += row_sums·ones. NHWC: dout is the C x (N·H·W)
- * matrix, so db += dout·ones at once. */
+ * the C x N matrix of per-sample sums, so db += row_sums·ones. */
 static void bias_grad_by_cublas(float *db, const float *dout, const conv2d_dims *d)
 {
     cublasHandle_t cb = gpu_context_cublas();
     const int hw = d->h * d->w, rows = d->n * d->cout;
     const float one = 1.0f, zero = 0.0f;
-    if (d->nhwc) {
-        CUDA_CHECK(cublasSgemv(cb, CUBLAS_OP_N, d->cout, d->n * hw, &one, dout, d->cout,
-                               bias_ones, 1, &one, db, 1));
-        return;
-    }
     CUDA_CHECK(cublasSgemv(cb, CUBLAS_OP_T, hw, rows, &one, dout, hw, bias_ones, 1, &zero,
                            bias_row_sums, 1));
     CUDA_CHECK(cublasSgemv(cb, CUBLAS_OP_N, d->cout, d->n, &one, bias_row_sums, d->cout,
@@ -360,7 +362,7 @@ static conv_plan *plan_for(const conv2d_dims *d)
     const int tf32 = gpu_context_tf32(); /* also: stops if another device is current */
     if (deterministic < 0) {
         deterministic = env_switch("HVDLAB_CUDNN_DETERMINISTIC", 1);
-        bias_grad_cublas = env_switch("HVDLAB_BIAS_GRAD_CUBLAS", 0);
+        bias_grad_cublas = env_switch("HVDLAB_BIAS_GRAD_CUBLAS", 1);
     }
     for (int i = 0; i < nplans; i++) {
         conv_plan *p = &plans[i];
@@ -373,7 +375,7 @@ static conv_plan *plan_for(const conv2d_dims *d)
                     CONV_PLANS_MAX);
     gpu_context_at_release(conv2d_cudnn_release);
     make_plan(&plans[nplans], d, tf32);
-    if (bias_grad_cublas)
+    if (bias_grad_cublas && !d->nhwc)
         bias_buffers(d);
     if (needs_krsc(&plans[nplans]))
         krsc_buffers((size_t)d->cout * d->cin * d->k * d->k);
@@ -482,7 +484,10 @@ static void backward(float *din, float din_beta, float *dw, float *db, const flo
     cudaStream_t st = gpu_context_stream();
     const float one = 1.0f;
     void *ws = workspace(p, work, work_floats);
-    if (db && bias_grad_cublas) {
+    if (db && d->nhwc) {
+        const bn_dims sums = {d->n, d->cout, d->h * d->w, 0.0f, 0.0f, 1};
+        bn_nhwc_channel_sums_cuda(db, dout, &sums);
+    } else if (db && bias_grad_cublas) {
         bias_grad_by_cublas(db, dout, d);
         CUDA_CHECK_LAUNCH(st);
     } else if (db) {

@@ -211,10 +211,14 @@ static void conv_case(int n, int cin, int hw, int cout, int k, int bias)
     float *out = malloc(no * sizeof *out);
     const size_t work_floats = conv2d_cudnn_work_floats(&d);
     float *d_work = gpu_context_alloc(work_floats * sizeof(float));
+    /* the bias gradient: cuBLAS by default, cuDNN's with HVDLAB_BIAS_GRAD_CUBLAS=0; NHWC: batch
+     * norm's channel sums either way */
     const char *cublas_bias = getenv("HVDLAB_BIAS_GRAD_CUBLAS");
     snprintf(shape, sizeof shape, "conv %dx%d %d->%d %dx%d%s%s%s", k, k, cin, cout, hw, hw,
              nhwc_act ? " NHWC" : "", bias ? "" : " (no bias)",
-             cublas_bias && !strcmp(cublas_bias, "1") ? " (bias gradient by cuBLAS)" : "");
+             bias && !nhwc_act && cublas_bias && !strcmp(cublas_bias, "0")
+                 ? " (bias gradient by cuDNN)"
+                 : "");
     conv2d_cudnn_algos(&d, algos, sizeof algos);
     printf("%s: %s\n", shape, algos);
 #define WHAT(s) (snprintf(what, sizeof what, "%s %s [%s]", shape, s, algos), what)
@@ -277,11 +281,11 @@ START_TEST(conv_matches_cpu)
 }
 END_TEST
 
-/* HVDLAB_BIAS_GRAD_CUBLAS=1: the bias gradient by two cuBLAS products instead of cuDNN, on
- * every conv shape of wrn-16-4 (new plans: the switch is read at the first one). */
-START_TEST(conv_bias_grad_cublas_matches_cpu)
+/* HVDLAB_BIAS_GRAD_CUBLAS=0: the bias gradient by cuDNN's backward bias instead of two cuBLAS
+ * products, on every conv shape of wrn-16-4 (new plans: the switch is read at the first one). */
+START_TEST(conv_bias_grad_cudnn_matches_cpu)
 {
-    setenv("HVDLAB_BIAS_GRAD_CUBLAS", "1", 1);
+    setenv("HVDLAB_BIAS_GRAD_CUBLAS", "0", 1);
     conv2d_cudnn_release();
     wrn16_convs(4, 8);
     unsetenv("HVDLAB_BIAS_GRAD_CUBLAS");
@@ -290,10 +294,10 @@ START_TEST(conv_bias_grad_cublas_matches_cpu)
 }
 END_TEST
 
-/* NHWC activations (HVDLAB_ACTIVATION_LAYOUT=nhwc): cuDNN's NHWC convolutions with KRSC filters
- * made from the KCRS weights, the filter gradient added back in KCRS; every conv of wrn-16-1,
- * wrn-16-4 and wrn-16-10 (at batch 2: up to 640 channels), without bias, and wrn-16-4's with the
- * bias gradient by cuBLAS. */
+/* NHWC activations (a GPU model's by default): cuDNN's NHWC convolutions with KRSC filters made
+ * from the KCRS weights, the filter gradient added back in KCRS, the bias gradient by batch
+ * norm's NHWC channel sums; every conv of wrn-16-1, wrn-16-4 and wrn-16-10 (at batch 2: up to
+ * 640 channels), and without bias. */
 START_TEST(conv_nhwc_matches_cpu)
 {
     nhwc_act = 1;
@@ -301,11 +305,6 @@ START_TEST(conv_nhwc_matches_cpu)
     wrn16_convs(4, 8);
     wrn16_convs(10, 2);
     conv_case(8, 16, 14, 32, 3, 0);
-    setenv("HVDLAB_BIAS_GRAD_CUBLAS", "1", 1);
-    conv2d_cudnn_release();
-    wrn16_convs(4, 8);
-    unsetenv("HVDLAB_BIAS_GRAD_CUBLAS");
-    conv2d_cudnn_release();
     nhwc_act = 0;
     CK_AGREE();
 }
@@ -488,6 +487,39 @@ static void expect_channel_sums(const char *what, const float *dev, const float 
     CK_EXPECT(we <= tol, "%s: channel %zu is %.9g on the GPU, %.9g on the CPU (%.3g of its scale, "
               "tolerance %.1g)", what, worst, got[worst], ref[worst], we, tol);
     free(got);
+}
+
+/* bn_nhwc_channel_sums_cuda (an NHWC convolution's bias gradient): acc += each channel's sum of
+ * an NHWC tensor, against the CPU's sum in double, within 1e-6 of the scale of what was added. */
+static void channel_sums_case(int n, int c, int hw)
+{
+    const bn_dims d = {.n = n, .c = c, .hw = hw, .nhwc = 1};
+    const size_t nt = (size_t)n * c * hw;
+    float *x = randf(nt, -1, 1), *acc = randf((size_t)c, -1, 1);
+    float *ref = malloc((size_t)c * sizeof *ref);
+    double *scale = calloc((size_t)c, sizeof *scale);
+    for (int ch = 0; ch < c; ch++) {
+        double sum = 0.0;
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < hw; j++) {
+                const float v = x[((size_t)i * c + ch) * hw + j]; /* x is NCHW here */
+                sum += v;
+                scale[ch] += fabs(v);
+            }
+        ref[ch] = (float)(acc[ch] + sum);
+        scale[ch] += fabs(acc[ch]);
+    }
+    float *d_x = upa(x, nt, c, hw), *d_acc = up(acc, (size_t)c);
+    bn_nhwc_channel_sums_cuda(d_acc, d_x, &d);
+    char what[96];
+    snprintf(what, sizeof what, "NHWC channel sums (%d, %d, %d) +=", n, c, hw);
+    expect_channel_sums(what, d_acc, ref, scale, (size_t)c, 1e-6);
+    free(x);
+    free(acc);
+    free(ref);
+    free(scale);
+    gpu_context_free(d_x);
+    gpu_context_free(d_acc);
 }
 
 /* A convolution's bias folded into the fused batch norm (bn_relu_*_pre_cuda, HVDLAB_BIAS_IN_BN):
@@ -686,6 +718,13 @@ START_TEST(bn_matches_cpu)
     bn_case(4, 2048, 784, 2.0f, 4.0f, 0.5f, 2.0f);
     bn_pre_case(64, 16, 784);
     bn_infer_case(2, 1500, 33);
+    /* the plain channel sums, as the 1x1 shortcuts' bias gradients (16, 64 and 128 channels in,
+     * 64, 128 and 256 out at wrn-16-4) take them, and the odd tiles above */
+    channel_sums_case(8, 64, 784);
+    channel_sums_case(8, 256, 49);
+    channel_sums_case(64, 64, 784);
+    channel_sums_case(3, 48, 37);
+    channel_sums_case(1, 33, 1);
     nhwc_act = 0;
     CK_AGREE();
 }
@@ -934,7 +973,7 @@ static Suite *suite(void)
     tcase_add_test(tc, bn_matches_cpu);
 #ifndef HVDLAB_CUDA_EMU
     tcase_add_test(tc, conv_matches_cpu);
-    tcase_add_test(tc, conv_bias_grad_cublas_matches_cpu);
+    tcase_add_test(tc, conv_bias_grad_cudnn_matches_cpu);
     tcase_add_test(tc, conv_nhwc_matches_cpu);
 #endif
     suite_add_tcase(s, tc);
