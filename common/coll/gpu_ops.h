@@ -33,9 +33,9 @@ const char *gpu_ops_request_name(gpu_ops_request r); /* "auto", "nccl", "mpi" */
  * the host (where a rank cannot open it, the host's window serves, said in one line).
  * Why those sizes (2 ranks on one GPU, make bench-allreduce-gpu): the host's window costs
  * ~310 us at any size up to 1 MiB, where the CPU takes 44-334 us on an H100 (2026-11-26) and
- * 48-263 us on an H200 (2026-11-27), and is 1.4-1.6x faster than the CPU at 2 MiB on both;
- * on the H200 IPC costs ~450 us up to 4 MiB, and is 1.7x the host's window at 8 MiB and 6-7x
- * from 64 MiB, where it passes its copy ceiling. */
+ * 47-353 us on an H200 (2026-11-27): at 1 MiB the two within 5 %, the CPU ahead on both; at
+ * 2 MiB the window 1.6x the CPU on both. On the H200 IPC costs ~450 us up to 4 MiB, and is
+ * 1.7x the host's window at 8 MiB and 6-7x from 64 MiB, where it passes its copy ceiling. */
 typedef enum {
     STAGED_REDUCE_AUTO = 0,
     STAGED_REDUCE_HOST = 1,
