@@ -36,7 +36,7 @@
  * (bn_nhwc_channel_sums_cuda, bn.h). All deterministic. Why: on an H200 (2026-11-27,
  * bench/conv_layout_gpu.c, the convolutions of a training step as the kit calls them) cuDNN's
  * backward bias took 5.5 of wrn-16-4's 14.4 ms a step at batch 512 in NCHW, where cuBLAS took
- * 0.85 (cuBLAS faster at every row). In NHWC the same calls took 21.3 ms, where Find timed the
+ * 0.84 (cuBLAS faster at every row). In NHWC the same calls took 21.3 ms, where Find timed the
  * convolutions themselves within 5 % of NCHW's: the bias passes are where NHWC lost, and the
  * 1x1 shortcuts, whose bias is not folded into batch norm, keep theirs. batch norm's NHWC sums
  * read a tensor about as fast as its other passes (untimed here as a bias gradient).
