@@ -30,7 +30,6 @@ static struct {
     node_stage wi;    /* the slots on the GPUs (ipc; auto from gpu_ops_node_ipc_min_bytes) */
     ipc_window ipc;   /* wi's slots, when open */
     int on_gpu;       /* 1: wi's slots are open on every rank */
-    int host_open;    /* 1: w's window is mapped and pinned on every rank */
     char *pinned;     /* the window's slots as registered with CUDA (NULL: not yet) */
     char *scratch;    /* device, host window only: one piece per rank, the others' come up here */
     size_t scratch_bytes;
@@ -172,7 +171,7 @@ static int prepare(MPI_Comm comm)
     }
     /* the host's window: for the groups below the IPC size, or all where IPC is not open */
     const int need_host = !N.on_gpu || gpu_ops_node_ipc_min_bytes() > 0;
-    if (need_host && !N.host_open && !(N.host_open = open_on_host())) {
+    if (need_host && !open_on_host()) { /* after the first time: a few checks, nothing made */
         N.refused = 1;
         return 0;
     }

@@ -1,6 +1,6 @@
 /* nhwc.h — the NHWC layout of an (N, C, HW) float tensor, for the tests and the CPU emulator that
- * give a GPU model NHWC activations (HVDLAB_ACTIVATION_LAYOUT=nhwc) and compare them with the
- * CPU's NCHW ones (test_twins_cuda.c, test_wrn_cuda.c, tests/emu/emu_libs.c).
+ * give a GPU model NHWC activations (its default) and compare them with the CPU's NCHW ones
+ * (test_twins_cuda.c, test_wrn_cuda.c, tests/emu/emu_libs.c).
  * Public: nhwc_offset, nhwc_transpose.
  */
 #ifndef HVDLAB_TESTS_NHWC_H
