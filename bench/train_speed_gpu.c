@@ -1,12 +1,16 @@
 /* train_speed_gpu.c — training images/s of the kit on the GPU (forward + backward + SGD update,
  * after warm-up, the loss coming back every batch as in the lab) and the GPU memory the process
- * holds at its peak (cudaMemGetInfo: device total − free, sampled after each step), one line
- * per (model, batch), in the key/value form of train_speed.c. make bench-train-gpu runs it beside
- * bench/peer_torch.py --device cuda and prints the ratio. Then --profile steps with a CUDA event
- * on the stream before and after every layer (layer_prof.h's clock, nn/gpu_marks.h; nothing
- * waits for the stream in between, so the profiled steps run as the timed ones do): where the
- * step's GPU time goes, largest first, as "kit.<model>.b<batch>.prof <ms> ms <share> % <calls>x
- * <layer>" lines, the share of the profiled steps' wall time.
+ * holds at its peak (cudaMemGetInfo: device total − free, sampled after each step), and how
+ * long the host waited for the GPU a step (gpu_context_waited: the loss, the correct count and
+ * the NaN check each bring a number back and wait for it; the step's time less those waits is
+ * the host's own, kernel launches included, so a step where the host hardly waits is limited by
+ * the host, not the GPU), one line per (model, batch), in the key/value form of train_speed.c.
+ * make bench-train-gpu runs it beside bench/peer_torch.py --device cuda and prints the ratio.
+ * Then --profile steps with a CUDA event on the stream before and after every layer
+ * (layer_prof.h's clock, nn/gpu_marks.h; nothing waits for the stream in between, so the
+ * profiled steps run as the timed ones do): where the step's GPU time goes, largest first, as
+ * "kit.<model>.b<batch>.prof <ms> ms <share> % <calls>x <layer>" lines, the share of the
+ * profiled steps' wall time.
  *
  * The learning rate is 0.001, not the peer's 0.01: one fixed batch learnt for 33 steps at 0.01
  * diverges for wrn-16-10 (loss 16.5 -> 367 by step 7 on the CPU kit too; the kit's He-normal
@@ -124,6 +128,8 @@ static void one(const char *name, int batch, int iters, int prof_steps)
      * cleared, so that the next launch check does not report it as its own. */
     if (cudaProfilerStart() != cudaSuccess)
         (void)cudaGetLastError();
+    long waits0, waits1;
+    const double w0 = gpu_context_waited(&waits0);
     const double t0 = timer_seconds();
     for (int i = 0; i < iters; i++) {
         wrn_train_batch(m, x, y, (size_t)batch, 0.0f);
@@ -133,6 +139,7 @@ static void one(const char *name, int batch, int iters, int prof_steps)
     }
     gpu_context_sync();
     const double dt = timer_seconds() - t0;
+    const double waited = gpu_context_waited(&waits1) - w0;
     if (cudaProfilerStop() != cudaSuccess)
         (void)cudaGetLastError();
     const char *tag = name;
@@ -140,6 +147,8 @@ static void one(const char *name, int batch, int iters, int prof_steps)
     printf("kit.%s.b%d.step_ms %.2f ms\n", tag, batch, 1e3 * dt / iters);
     printf("kit.%s.b%d.peak_gpu %.1f MiB\n", tag, batch,
            (double)(peak > base ? peak - base : 0) / (1024.0 * 1024.0));
+    printf("kit.%s.b%d.host_wait_ms %.2f ms in %.1f waits a step (the host waiting for the "
+           "GPU)\n", tag, batch, 1e3 * waited / iters, (double)(waits1 - waits0) / iters);
     printf("kit.%s.b%d.activation_layout %s name\n", tag, batch, wrn_activation_layout(m));
     fflush(stdout);
     if (prof_steps > 0)

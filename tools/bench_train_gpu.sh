@@ -68,7 +68,9 @@ for m in $MODELS; do
     done
 done
 
-# Where the GPU time goes: the profiled step and its four largest parts, each way.
+# Where the GPU time goes: the profiled step and its four largest parts, each way; then, from
+# the timed steps, how long the host waited for the GPU a step and its own time, launches
+# included (a host that hardly waits is what limits the step, not the GPU).
 for m in $MODELS; do
     for b in $BATCHES; do
         for v in kit kitnchw kitnofold; do
@@ -78,14 +80,20 @@ for m in $MODELS; do
                     way["kitnofold"] = " HVDLAB_BIAS_IN_BN=0"
                 }
                 index($1, t) == 1 && $1 ~ /prof_step_ms$/ { s = $2 }
+                index($1, t) == 1 && $1 ~ /\.step_ms$/ { st = $2 }
+                index($1, t) == 1 && $1 ~ /host_wait_ms$/ { hw = $2; nw = $5 }
                 index($1, t) == 1 && $1 ~ /\.prof$/ && n < 4 {
                     w = $7; for (i = 8; i <= NF; i++) w = w " " $i
                     l = l sprintf("%s%s %% %s", n ? ", " : "", $4, w); n++
                 }
                 END {
+                    if (hw != "" && st > 0)
+                        h = sprintf("; timed steps: the host waited %s of %s ms a step for " \
+                                    "the GPU (%s waits), its own work %.2f ms", hw, st, nw,
+                                    st - hw)
                     if (n) printf "bench-train-gpu:   %s b%d%s where the GPU time goes " \
-                                  "(profiled step %s ms): %s\n",
-                                  m, b, way[v], s, l
+                                  "(profiled step %s ms): %s%s\n",
+                                  m, b, way[v], s, l, h
                 }' "$kitf"
         done
     done

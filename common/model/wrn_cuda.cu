@@ -107,7 +107,7 @@ extern "C" void wrn_input_upload(wrn_input *in, const float *x, const int *y, si
     const int k = in->next;
     in->next = 1 - k;
     if (in->used[k]) /* this pinned buffer's last upload must have left it */
-        CUDA_CHECK(cudaEventSynchronize(in->done[k]));
+        gpu_context_wait(NULL, in->done[k]);
     memcpy(in->hx[k], x, B * WRN_PIXELS * sizeof(float));
     memcpy(in->hy[k], y, B * sizeof(int));
     cudaStream_t s = gpu_context_stream();

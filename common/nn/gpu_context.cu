@@ -3,7 +3,8 @@
  * Public: gpu_context_init, gpu_context_release, gpu_context_sync, gpu_context_set_tf32,
  *         gpu_context_tf32, gpu_context_alloc, gpu_context_free, gpu_context_upload,
  *         gpu_context_download, gpu_context_zero, gpu_context_scratch, gpu_context_device,
- *         gpu_context_at_release, gpu_context_stream, gpu_context_cudnn, gpu_context_cublas.
+ *         gpu_context_at_release, gpu_context_waited, gpu_context_wait, gpu_context_stream,
+ *         gpu_context_cudnn, gpu_context_cublas.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,9 @@
 #include "base/cuda_check.h"
 #include "base/env_switch.h"
 #include "nn/gpu_context.h"
+extern "C" {
+#include "base/timer.h"
+}
 
 #define GPU_CONTEXT_HOOKS 8
 
@@ -26,6 +30,10 @@ static struct {
     void (*at_release[GPU_CONTEXT_HOOKS])(void);
     int nhooks;
 } ctx;
+
+/* The host's waits for the GPU, for the life of the process (not reset with the context). */
+static double waited_s;
+static long waits;
 
 /* The handles, the stream and every plan and buffer made with them belong to ctx.device. */
 static void check_device(void)
@@ -94,10 +102,28 @@ extern "C" void gpu_context_at_release(void (*fn)(void))
     ctx.at_release[ctx.nhooks++] = fn;
 }
 
+extern "C" void gpu_context_wait(cudaStream_t stream, cudaEvent_t event)
+{
+    const double t0 = timer_seconds();
+    if (event)
+        CUDA_CHECK(cudaEventSynchronize(event));
+    else
+        CUDA_CHECK(cudaStreamSynchronize(stream));
+    waited_s += timer_seconds() - t0;
+    waits++;
+}
+
+extern "C" double gpu_context_waited(long *count)
+{
+    if (count)
+        *count = waits;
+    return waited_s;
+}
+
 extern "C" void gpu_context_sync(void)
 {
     gpu_context_init();
-    CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
+    gpu_context_wait(ctx.stream, NULL);
 }
 
 extern "C" void gpu_context_set_tf32(int on)
@@ -130,14 +156,14 @@ extern "C" void gpu_context_upload(void *dst_device, const void *src_host, size_
 {
     gpu_context_init();
     CUDA_CHECK(cudaMemcpyAsync(dst_device, src_host, bytes, cudaMemcpyHostToDevice, ctx.stream));
-    CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
+    gpu_context_wait(ctx.stream, NULL);
 }
 
 extern "C" void gpu_context_download(void *dst_host, const void *src_device, size_t bytes)
 {
     gpu_context_init();
     CUDA_CHECK(cudaMemcpyAsync(dst_host, src_device, bytes, cudaMemcpyDeviceToHost, ctx.stream));
-    CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
+    gpu_context_wait(ctx.stream, NULL);
 }
 
 extern "C" void gpu_context_zero(void *p, size_t bytes)
@@ -151,7 +177,7 @@ extern "C" void *gpu_context_scratch(size_t bytes)
     gpu_context_init();
     if (bytes > ctx.scratch_bytes) {
         /* Work still queued may read the old buffer. */
-        CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
+        gpu_context_wait(ctx.stream, NULL);
         if (ctx.scratch)
             CUDA_CHECK(cudaFree(ctx.scratch));
         ctx.scratch = NULL;

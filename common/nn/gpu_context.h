@@ -23,8 +23,8 @@
  * Public: gpu_context_init, gpu_context_release, gpu_context_sync, gpu_context_set_tf32,
  *         gpu_context_tf32, gpu_context_alloc, gpu_context_free, gpu_context_upload,
  *         gpu_context_download, gpu_context_zero, gpu_context_scratch, gpu_context_device,
- *         gpu_context_at_release; in CUDA C++ also
- *         gpu_context_stream, gpu_context_cudnn, gpu_context_cublas.
+ *         gpu_context_at_release, gpu_context_waited; in CUDA C++ also
+ *         gpu_context_wait, gpu_context_stream, gpu_context_cudnn, gpu_context_cublas.
  */
 #ifndef HVDLAB_GPU_CONTEXT_H
 #define HVDLAB_GPU_CONTEXT_H
@@ -52,6 +52,12 @@ int gpu_context_device(void);
 void gpu_context_at_release(void (*fn)(void));
 /* Waits until everything enqueued on the stream has run. */
 void gpu_context_sync(void);
+/* The seconds the host has spent waiting for the GPU in gpu_context_wait (every wait of the
+ * context's functions and of the twins that return a value goes through it), and in *count
+ * (when not NULL) how many waits, since the process started. Over a training step, the step's
+ * time less these seconds is the host's own: when that is most of the step, the host (kernel
+ * launches, its own work) limits the step, not the GPU (bench/train_speed_gpu prints both). */
+double gpu_context_waited(long *count);
 
 void gpu_context_set_tf32(int on);
 int gpu_context_tf32(void);
@@ -78,6 +84,8 @@ void *gpu_context_scratch(size_t bytes);
 #include <cudnn.h>
 
 extern "C" {
+/* Waits for event, or for the whole stream when event is NULL, counted in gpu_context_waited. */
+void gpu_context_wait(cudaStream_t stream, cudaEvent_t event);
 cudaStream_t gpu_context_stream(void);
 cudnnHandle_t gpu_context_cudnn(void);
 cublasHandle_t gpu_context_cublas(void);

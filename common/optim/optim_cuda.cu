@@ -12,6 +12,7 @@
 extern "C" {
 #include "model/params.h"
 }
+#include "nn/gpu_context.h"
 #include "optim/optim_cuda.h"
 
 #define OPT_THREADS 256
@@ -196,7 +197,7 @@ extern "C" size_t optim_non_finite_cuda(const float *x, size_t n, size_t *first)
         CUDA_CHECK_LAUNCH(s);
     }
     CUDA_CHECK(cudaMemcpyAsync(host, dev, sizeof host, cudaMemcpyDeviceToHost, s));
-    CUDA_CHECK(cudaStreamSynchronize(s));
+    gpu_context_wait(s, NULL);
     *first = (size_t)host[1];
     return (size_t)host[0];
 }

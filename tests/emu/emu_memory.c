@@ -37,8 +37,9 @@
 #include "emu_stream.h"
 #include "nn/gpu_context.h"
 
-/* nn/gpu_context.h declares it for CUDA C++ only (emu_runtime.c). */
+/* nn/gpu_context.h declares them for CUDA C++ only (emu_runtime.c). */
 cudaStream_t gpu_context_stream(void);
+void gpu_context_wait(cudaStream_t s, cudaEvent_t e);
 
 /* Device memory, and the host memory pinned for the GPU: cudaMallocHost's (recorded so
  * cudaFreeHost can check) and cudaHostRegister's. Copies to and from pinned memory are
@@ -361,12 +362,12 @@ static void run_copy(void *p)
 void gpu_context_upload(void *dst, const void *src, size_t bytes)
 {
     cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, gpu_context_stream());
-    emu_stream_flush(gpu_context_stream());
+    gpu_context_wait(gpu_context_stream(), NULL);
 }
 void gpu_context_download(void *dst, const void *src, size_t bytes)
 {
     cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, gpu_context_stream());
-    emu_stream_flush(gpu_context_stream());
+    gpu_context_wait(gpu_context_stream(), NULL);
 }
 
 typedef struct {

@@ -10,10 +10,12 @@
 #include <cuda_runtime_api.h>
 
 #include "base/fatal.h"
+#include "base/timer.h"
 #include "nn/gpu_context.h"
 
-/* gpu_context.h declares it for CUDA C++ only; the emulated kernel files call it. */
+/* gpu_context.h declares them for CUDA C++ only; the emulated kernel files call them. */
 cudaStream_t gpu_context_stream(void);
+void gpu_context_wait(cudaStream_t s, cudaEvent_t e);
 
 #define EMU_AT_RELEASE_MAX 16
 
@@ -24,6 +26,9 @@ static void (*at_release[EMU_AT_RELEASE_MAX])(void);
 static int nat_release;
 /* The model's stream: non-blocking, as gpu_context.cu's, so its work runs when waited for. */
 static cudaStream_t stream;
+/* The host's waits, as gpu_context.cu counts them (here the queued work runs in them). */
+static double waited_s;
+static long waits;
 
 void gpu_context_init(void)
 {
@@ -36,7 +41,23 @@ cudaStream_t gpu_context_stream(void)
     return stream;
 }
 int gpu_context_device(void) { return 0; }
-void gpu_context_sync(void) { cudaStreamSynchronize(gpu_context_stream()); }
+void gpu_context_wait(cudaStream_t s, cudaEvent_t e)
+{
+    const double t0 = timer_seconds();
+    if (e)
+        cudaEventSynchronize(e);
+    else
+        cudaStreamSynchronize(s);
+    waited_s += timer_seconds() - t0;
+    waits++;
+}
+double gpu_context_waited(long *count)
+{
+    if (count)
+        *count = waits;
+    return waited_s;
+}
+void gpu_context_sync(void) { gpu_context_wait(gpu_context_stream(), NULL); }
 void gpu_context_set_tf32(int on) { tf32 = on != 0; }
 int gpu_context_tf32(void) { return tf32; }
 

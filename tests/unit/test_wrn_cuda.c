@@ -55,6 +55,9 @@
  *   statistics and the inference logits after it (the running-statistics and logits tolerances
  *   above): the GPU's folded bias (its default) dropped fails it, 1.0 of stem.bn.mean's
  *   scale off, in the CPU emulator.
+ *   a training step and its update wait for the GPU exactly five times (the numbers it brings
+ *   back; an extra gpu_context_sync in the cross-entropy's backward fails it with 18 waits in 3
+ *   steps, in the CPU emulator).
  *
  * Built again with HVDLAB_CUDA_EMU (make test-emu, tests/emu/) it needs no GPU: the GPU model's
  * kernels run on the CPU under the emulator and its convolutions and dense layers are the CPU's
@@ -358,6 +361,37 @@ END_TEST
 START_TEST(cpu_checkpoint_resumes_on_gpu) { resume_across(0); }
 END_TEST
 
+/* No round trip inside a step but the ones that bring its numbers back (issue 12: "per batch
+ * only the loss and the correct count come back"): in the steady state a training step and its
+ * update wait for the GPU five times (gpu_context_waited counts the waits): for the pinned input
+ * buffer of two steps before (its upload long done), the loss, the correct count, the L2 term
+ * (weight decay on) and the optimizer's NaN/Inf count. A new wait in the step path fails this,
+ * where it would only cost speed unseen. Its own case (CK_RUN_CASE=waits runs it alone). */
+START_TEST(step_waits_only_for_its_numbers)
+{
+    wrn_model *g = model(1, 0.01f);
+    optimizer *og = wm_make_opt(wrn_params(g), OPT_SGD);
+    float *x = malloc((size_t)NB * PIX * sizeof *x);
+    int y[NB];
+    long before = 0, after = 0;
+    for (int s = 0; s < 5; s++) {
+        if (s == 2) /* both input buffers used; the plans made */
+            gpu_context_waited(&before);
+        batch(x, y);
+        wrn_train_batch(g, x, y, NB, 5e-4f);
+        optimizer_step(og, wrn_params(g));
+    }
+    gpu_context_waited(&after);
+    ck_assert_msg(after - before == 3 * 5,
+                  "%ld waits for the GPU in 3 training steps, expected 15 (5 a step: the input "
+                  "buffer, loss, correct count, L2 term, NaN check)",
+                  after - before);
+    free(x);
+    optimizer_free(og);
+    wrn_free(g);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("wrn_cuda");
@@ -373,6 +407,10 @@ static Suite *suite(void)
     tcase_add_test(tc, cpu_checkpoint_resumes_on_gpu);
     tcase_add_test(tc, conv_biases_reach_running_stats);
     suite_add_tcase(s, tc);
+    TCase *waits = tcase_create("waits");
+    tcase_set_timeout(waits, 600);
+    tcase_add_test(waits, step_waits_only_for_its_numbers);
+    suite_add_tcase(s, waits);
     return s;
 }
 
