@@ -11,8 +11,9 @@
 # "bench-train-gpu: <model> batch <b>: ..." line at once, so that a run cut short (gpu-check's
 # stage limit, a GPU session's end) keeps the rows it finished. Then, per row and way, where the
 # GPU time goes (the kit's --profile lines); two verdict lines, the default's images/s over each
-# other way's per row and whether the default is faster at every row; and a last line naming any
-# row without both figures, with the first error printed (exit 1).
+# other way's per row and whether the default is faster at every row; issue 12's two targets
+# against PyTorch, met or not; and a last line naming any row without both figures, with the
+# first error printed (exit 1).
 #
 # Env: KIT (the bench binary, build/cuda/bench/train_speed_gpu), PEER (python3
 # bench/peer_torch.py), MODELS (wrn-16-4 wrn-16-10), BATCHES (128 512), BENCH_DIR (build/cuda:
@@ -118,6 +119,36 @@ verdict() { # $1 the other way's prefix, $2 the line's words
 }
 verdict kitnchw "NHWC against NCHW"
 verdict kitnofold "the bias folded into batch norm against not (HVDLAB_BIAS_IN_BN=0)"
+# Issue 12's targets, the kit as by default against PyTorch eager of the same run: >= 1.0x its
+# images/s at every row, and no more peak GPU memory at any row; a row without both figures is
+# not met.
+cat "$kitf" "$torchf" | awk -v models="$MODELS" -v batches="$BATCHES" '
+    { v[$1] = $2 }
+    END {
+        nm = split(models, M, " "); nb = split(batches, B, " "); low = ""; sp = 1; mem = 1
+        for (i = 1; i <= nm; i++) for (j = 1; j <= nb; j++) {
+            t = M[i] ".b" B[j]; row = M[i] " b" B[j]
+            k = v["kit." t ".images_per_s"]; p = v["torch." t ".images_per_s"]
+            km = v["kit." t ".peak_gpu"]; pm = v["torch." t ".peak_gpu"]
+            if (k > 0 && p > 0) {
+                r = k / p
+                if (low == "" || r < low) { low = r; lowrow = row }
+                if (r < 1.0) {
+                    sp = 0; slow = slow sprintf("%s%s %.2f", slow == "" ? "" : ", ", row, r)
+                }
+            } else {
+                sp = 0; slow = slow sprintf("%s%s -", slow == "" ? "" : ", ", row)
+            }
+            if (km == "" || pm == "" || km + 0 > pm + 0) {
+                mem = 0; big = big sprintf("%s%s %s/%s MiB", big == "" ? "" : ", ", row,
+                                           km == "" ? "-" : km, pm == "" ? "-" : pm)
+            }
+        }
+        printf "bench-train-gpu: kit >= 1.0x PyTorch eager images/s at every row: %s\n",
+               sp ? sprintf("met (lowest %.2f, %s)", low, lowrow) : "NOT met at " slow
+        printf "bench-train-gpu: kit peak GPU memory <= PyTorch eager at every row: %s\n",
+               mem ? "met" : "NOT met at " big
+    }'
 if [ -n "$missing" ]; then
     err=$(cat "$kitf" "$torchf" | grep -m1 -i 'error')
     echo "bench-train-gpu: no figure for$missing; first error: ${err:-none printed}"

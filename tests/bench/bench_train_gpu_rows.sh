@@ -13,7 +13,8 @@ TEST=bench_train_gpu_rows
 # The kit: 1200 images/s per 128 of batch and 6 MiB of memory per image by default, 1000 and 7
 # with HVDLAB_ACTIVATION_LAYOUT=nchw, 500 with HVDLAB_BIAS_IN_BN=0; by default (only) the host
 # waits 96 of its 128 ms a step in 3 waits; FAIL_ROW=model/batch fails that row as the real one
-# does.
+# does, and SLOW_ROW=model/batch makes that row slower (0.9x the peer) and larger (10 MiB an
+# image against the peer's 9) than the peer.
 cat >"$d/kit" <<'EOF'
 #!/bin/sh
 m=$2 b=$4 prof=3
@@ -25,6 +26,7 @@ fi
 f=1.2 mem=6
 [ "${HVDLAB_ACTIVATION_LAYOUT:-auto}" = nchw ] && f=1 mem=7
 [ "${HVDLAB_BIAS_IN_BN:-1}" = 0 ] && f=0.5
+[ "$m/b$b" = "${SLOW_ROW:-}" ] && f=0.9 mem=10
 awk -v m="$m" -v b="$b" -v f="$f" -v prof="$prof" -v mem="$mem" 'BEGIN {
     printf "kit.%s.b%d.images_per_s %.1f images/s\n", m, b, 1000 * b / 128 * f
     printf "kit.%s.b%d.step_ms %.2f ms\n", m, b, 128
@@ -75,8 +77,19 @@ grep -q '^bench-train-gpu: NHWC against NCHW (images/s ratio): wrn-16-4 b128 1.2
 check "the layout verdict" $?
 grep -q '^bench-train-gpu: the bias folded into batch norm against not (HVDLAB_BIAS_IN_BN=0) (images/s ratio): wrn-16-4 b128 2.40, wrn-16-4 b512 2.40, wrn-16-10 b128 2.40, wrn-16-10 b512 2.40; faster at every row$' "$d/out"
 check "the fold's verdict" $?
+grep -q '^bench-train-gpu: kit >= 1.0x PyTorch eager images/s at every row: met (lowest 1.20, wrn-16-4 b128)$' "$d/out"
+check "the speed target met" $?
+grep -q '^bench-train-gpu: kit peak GPU memory <= PyTorch eager at every row: met$' "$d/out"
+check "the memory target met" $?
 ! grep -q 'no figure' "$d/out"
 check "no missing-row line" $?
+
+SLOW_ROW=wrn-16-10/b512 sh "$SCRIPT" >"$d/out" 2>&1
+check "a row slower than the peer: exit 0" $?
+grep -q '^bench-train-gpu: kit >= 1.0x PyTorch eager images/s at every row: NOT met at wrn-16-10 b512 0.90$' "$d/out"
+check "a row slower than the peer: the speed target not met, the row named" $?
+grep -q '^bench-train-gpu: kit peak GPU memory <= PyTorch eager at every row: NOT met at wrn-16-10 b512 5120.0/4608.0 MiB$' "$d/out"
+check "a row larger than the peer: the memory target not met, the row named" $?
 [ -s "$d/raw/bench_gpu.kit" ] && [ -s "$d/raw/bench_gpu.torch" ] && [ ! -e "$d/run-out" ]
 check "the raw rows in BENCH_DIR, none in OUT" $?
 
@@ -94,5 +107,9 @@ grep -q '^bench-train-gpu: NHWC against NCHW (images/s ratio): .*wrn-16-10 b128 
 check "a failed row: the layout verdict says not every row" $?
 grep -q '^bench-train-gpu: the bias folded .*wrn-16-10 b128 -, .*; not faster at every row$' "$d/out"
 check "a failed row: the fold's verdict says not every row" $?
+grep -q '^bench-train-gpu: kit >= 1.0x PyTorch eager images/s at every row: NOT met at wrn-16-10 b128 -$' "$d/out"
+check "a failed row: the speed target not met" $?
+grep -q '^bench-train-gpu: kit peak GPU memory <= PyTorch eager at every row: NOT met at wrn-16-10 b128 -/1152.0 MiB$' "$d/out"
+check "a failed row: the memory target not met" $?
 
 finish
