@@ -49,6 +49,14 @@ gpu-planted:  ## on a GPU machine, after gpu-check: the graders judge the plante
 	  echo "planted answers: skipped (no patch program here to apply tests/grade/planted/*.patch)"; \
 	else $(GPU_BUILD) planted-programs >/dev/null && $(GRADE_ENV) BUILD=build/cuda sh tests/grade/run_planted.sh; fi
 
+# The GPU code under compute-sanitizer's memcheck (the CUDA builds' counterpart of the ASan run):
+# training steps both ways and the layers' suite (tools/gpu_memcheck.sh). Apart from gpu-check
+# (memcheck's slowdown); tools/gpu_session.sh runs it.
+.PHONY: gpu-memcheck
+gpu-memcheck:  ## on a GPU machine: training steps and the layers' suite under compute-sanitizer memcheck
+	@+$(GPU_BUILD) build/cuda/bench/train_speed_gpu build/cuda/tests/unit/test_twins_cuda >/dev/null
+	@sh tools/gpu_memcheck.sh
+
 # What limits a training step (issue 12: launch overhead, a slow layer, the input copy): Nsight
 # Systems records the timed steps of wrn-16-4 at batch 512 (the row furthest behind PyTorch in
 # NCHW), as by default (NHWC) and in NCHW (HVDLAB_ACTIVATION_LAYOUT=nchw);

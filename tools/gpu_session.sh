@@ -1,13 +1,13 @@
 #!/bin/bash
 # tools/gpu_session.sh — one GPU session in one device `run` call (DEVELOPERS.md): the machine's
 # facts, make gpu-check, then, while time is left, each failed CUDA suite again with synchronous
-# launches, NCHW against NHWC (bench-conv-layout-gpu), the other ways over the whole step (NCHW,
-# batch norm's batched loads, the bias in the convolutions with its gradient by cuBLAS), what
-# limits a training step under Nsight Systems (bench-train-gpu-nsys), the graders on the planted
-# answers (gpu-planted), the model's suite each other way and solution 10 two of them, solution
-# 10 on two ranks sharing the GPU with the staged gradients added as by default,
-# by the CPU, by the GPUs and by the GPUs through CUDA IPC (and grade10 with the GPUs), and
-# PyTorch through torch.compile.
+# launches, the GPU code under compute-sanitizer's memcheck (gpu-memcheck), the graders on the
+# planted answers (gpu-planted), the model's suite each other way and solution 10 two of them,
+# solution 10 on two ranks sharing the GPU with the staged gradients added as by default, by the
+# CPU, by the GPUs and by the GPUs through CUDA IPC (and grade10 with the GPUs), NCHW against NHWC
+# (bench-conv-layout-gpu), the other ways over the whole step (NCHW, batch norm's batched loads,
+# the bias in the convolutions with its gradient by cuBLAS), what limits a training step under
+# Nsight Systems (bench-train-gpu-nsys), and PyTorch through torch.compile.
 # Everything stops by BUDGET seconds (default 560) after the start, so that the call ends inside
 # its limit and the logs come back: all of them as one archive, $OUT/gpu-logs.tgz (a call
 # returns at most 8 files from $OUT; gpu-check writes more).
@@ -70,43 +70,9 @@ for t in test_twins_cuda test_wrn_cuda; do
     echo "exit $?"; grep -E 'FAIL|rror|^[0-9]+%' $LOG.sync.$t | head -20
     done_stage "sync.$t"
 done
-# NCHW or NHWC: issue 12 asks for the faster, said from a measurement.
-make_stage layout 60 "NCHW or NHWC" bench-conv-layout-gpu '^bench-conv-layout-gpu:'
-# The choices a measurement keeps deciding, the whole training step: the kit's bench as by
-# default (NHWC, the convolutions' bias folded into batch norm), in NCHW
-# (HVDLAB_ACTIVATION_LAYOUT=nchw), in NCHW with batch norm's batched loads (HVDLAB_BN_BATCH=1:
-# NCHW's kernels only), and in NCHW with the bias in the convolutions, its gradient by cuBLAS
-# (HVDLAB_BIAS_IN_BN=0; cuBLAS NCHW's default since 2026-11-27: the best without the fold), twice,
-# interleaved, on every row (gpu-check's bench times NCHW and the unfolded bias alone, against
-# PyTorch).
-if todo switches && [ "$(left)" -gt 100 ]; then
-    echo "== the choices, whole step: the kit's images/s (NHWC or NCHW, batched BN loads, the" \
-        "bias in the convolutions with a cuBLAS gradient)"
-    for row in "wrn-16-4 512" "wrn-16-10 512" "wrn-16-10 128" "wrn-16-4 128"; do
-        # shellcheck disable=SC2086 # the row is two words: model and batch
-        set -- $row
-        for sw in - L L,B L,f - L L,B L,f; do
-            [ "$(left)" -gt 80 ] || break 2
-            vars=
-            for v in $(echo "$sw" | tr , ' '); do
-                case $v in
-                L) vars="$vars HVDLAB_ACTIVATION_LAYOUT=nchw" ;;
-                B) vars="$vars HVDLAB_BN_BATCH=1" ;;
-                f) vars="$vars HVDLAB_BIAS_IN_BN=0" ;;
-                esac
-            done
-            # shellcheck disable=SC2086 # vars: one word a variable
-            env $vars timeout -k 5 60 build/cuda/bench/train_speed_gpu --models "$1" \
-                --batches "$2" --profile 0 > $LOG.switches 2>&1
-            echo "$1 b$2${vars:- as by default}: exit $?, $(grep -h images_per_s $LOG.switches)"
-        done
-    done
-    done_stage switches
-fi
-# What limits a step (issue 12): how busy the GPU is and which kernels take the time, wrn-16-4 at
-# batch 512, as by default (NHWC) and in NCHW.
-make_stage nsys 90 "what limits a training step: Nsight Systems" bench-train-gpu-nsys \
-    '^bench-train-gpu-nsys'
+# The GPU code under compute-sanitizer's memcheck (make gpu-memcheck: training steps both ways,
+# the kit's kernels' suite), each run cut at 90 s here.
+LIMIT=90 make_stage memcheck 120 "compute-sanitizer memcheck" gpu-memcheck '^gpu-memcheck'
 # The graders judge the planted answers right on the CUDA build too (make gpu-planted: apart from
 # gpu-check for its 8 minutes).
 make_stage planted 120 "planted answers, CUDA build" gpu-planted '^planted answers:|WRONG'
@@ -162,6 +128,43 @@ if todo two && [ "$(left)" -gt 120 ]; then
     fi
     done_stage two
 fi
+# NCHW or NHWC: issue 12 asks for the faster, said from a measurement.
+make_stage layout 60 "NCHW or NHWC" bench-conv-layout-gpu '^bench-conv-layout-gpu:'
+# The choices a measurement keeps deciding, the whole training step: the kit's bench as by
+# default (NHWC, the convolutions' bias folded into batch norm), in NCHW
+# (HVDLAB_ACTIVATION_LAYOUT=nchw), in NCHW with batch norm's batched loads (HVDLAB_BN_BATCH=1:
+# NCHW's kernels only), and in NCHW with the bias in the convolutions, its gradient by cuBLAS
+# (HVDLAB_BIAS_IN_BN=0; cuBLAS NCHW's default since 2026-11-27: the best without the fold), twice,
+# interleaved, on every row (gpu-check's bench times NCHW and the unfolded bias alone, against
+# PyTorch).
+if todo switches && [ "$(left)" -gt 100 ]; then
+    echo "== the choices, whole step: the kit's images/s (NHWC or NCHW, batched BN loads, the" \
+        "bias in the convolutions with a cuBLAS gradient)"
+    for row in "wrn-16-4 512" "wrn-16-10 512" "wrn-16-10 128" "wrn-16-4 128"; do
+        # shellcheck disable=SC2086 # the row is two words: model and batch
+        set -- $row
+        for sw in - L L,B L,f - L L,B L,f; do
+            [ "$(left)" -gt 80 ] || break 2
+            vars=
+            for v in $(echo "$sw" | tr , ' '); do
+                case $v in
+                L) vars="$vars HVDLAB_ACTIVATION_LAYOUT=nchw" ;;
+                B) vars="$vars HVDLAB_BN_BATCH=1" ;;
+                f) vars="$vars HVDLAB_BIAS_IN_BN=0" ;;
+                esac
+            done
+            # shellcheck disable=SC2086 # vars: one word a variable
+            env $vars timeout -k 5 60 build/cuda/bench/train_speed_gpu --models "$1" \
+                --batches "$2" --profile 0 > $LOG.switches 2>&1
+            echo "$1 b$2${vars:- as by default}: exit $?, $(grep -h images_per_s $LOG.switches)"
+        done
+    done
+    done_stage switches
+fi
+# What limits a step (issue 12): how busy the GPU is and which kernels take the time, wrn-16-4 at
+# batch 512, as by default (NHWC) and in NCHW.
+make_stage nsys 90 "what limits a training step: Nsight Systems" bench-train-gpu-nsys \
+    '^bench-train-gpu-nsys'
 # torch.compile: the H200 gave its figures already; on another GPU, last.
 make_stage compile 120 "torch.compile peer" bench-train-gpu-compile '^bench-train-gpu-compile:'
 tar czf "${OUT:-build/cuda}/gpu-logs.tgz" $LOG.* build/cuda/bench_gpu.* build/cuda/ar_gpu.* \

@@ -962,21 +962,25 @@ END_TEST
 static Suite *suite(void)
 {
     Suite *s = suite_create("twins_cuda");
-    TCase *tc = tcase_create("core");
+    /* The kit's own kernels, then the layers on NVIDIA's libraries: two cases, so that
+     * CK_RUN_CASE=kernels runs the first alone (make gpu-memcheck: memcheck's slowdown on
+     * cuDNN's Find over every shape would cost minutes). */
+    TCase *tc = tcase_create("kernels");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, act_same_bits);
     tcase_add_test(tc, pool_same_bits);
-#ifndef HVDLAB_CUDA_EMU
-    tcase_add_test(tc, dense_matches_cpu);
-#endif
     tcase_add_test(tc, xent_matches_cpu);
     tcase_add_test(tc, bn_matches_cpu);
-#ifndef HVDLAB_CUDA_EMU
-    tcase_add_test(tc, conv_matches_cpu);
-    tcase_add_test(tc, conv_bias_grad_cudnn_matches_cpu);
-    tcase_add_test(tc, conv_nhwc_matches_cpu);
-#endif
     suite_add_tcase(s, tc);
+#ifndef HVDLAB_CUDA_EMU /* cuDNN and cuBLAS: not in the CPU emulator */
+    TCase *libs = tcase_create("libraries");
+    tcase_set_timeout(libs, 600);
+    tcase_add_test(libs, dense_matches_cpu);
+    tcase_add_test(libs, conv_matches_cpu);
+    tcase_add_test(libs, conv_bias_grad_cudnn_matches_cpu);
+    tcase_add_test(libs, conv_nhwc_matches_cpu);
+    suite_add_tcase(s, libs);
+#endif
     return s;
 }
 
