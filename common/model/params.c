@@ -1,6 +1,7 @@
 /* params.c — helpers over a flat parameter set. See params.h.
  * Public: params_checksum, params_find, params_add_l2, params_checksum_at, params_to_host,
- *         params_digest_at, params_from_host, params_buffer_alloc, params_buffer_free, params_device_stream. */
+ *         params_digest_at, params_from_host, params_buffer_alloc, params_buffer_free,
+ *         params_device_stream, params_device_wait. */
 #include "model/params.h"
 
 #include <math.h>
@@ -168,5 +169,12 @@ void *params_device_stream(void)
     return params_cuda_stream();
 #else
     return NULL;
+#endif
+}
+
+void params_device_wait(void)
+{
+#ifdef HVDLAB_CUDA
+    gpu_context_sync();
 #endif
 }

@@ -14,7 +14,7 @@
  *
  * Public: the structs below, params_checksum, params_find, params_add_l2, params_checksum_at,
  *         params_to_host, params_from_host, params_buffer_alloc, params_buffer_free,
- *         params_device_stream.
+ *         params_device_stream, params_device_wait.
  */
 #ifndef HVDLAB_PARAMS_H
 #define HVDLAB_PARAMS_H
@@ -75,6 +75,9 @@ void params_buffer_free(float *p, int device);
 /* The model's CUDA stream (a cudaStream_t), for the collectives and the optimizers' kernels;
  * NULL in a CPU build. */
 void *params_device_stream(void);
+/* Waits until the work enqueued on that stream has run, as one of the host's waits that
+ * gpu_context_waited counts (nn/gpu_context.h); nothing in a CPU build. */
+void params_device_wait(void);
 
 #ifdef HVDLAB_CUDA
 /* params_cuda.cu: the device side of the functions above. */

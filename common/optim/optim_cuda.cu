@@ -12,7 +12,6 @@
 extern "C" {
 #include "model/params.h"
 }
-#include "nn/gpu_context.h"
 #include "optim/optim_cuda.h"
 
 #define OPT_THREADS 256
@@ -197,7 +196,7 @@ extern "C" size_t optim_non_finite_cuda(const float *x, size_t n, size_t *first)
         CUDA_CHECK_LAUNCH(s);
     }
     CUDA_CHECK(cudaMemcpyAsync(host, dev, sizeof host, cudaMemcpyDeviceToHost, s));
-    gpu_context_wait(s, NULL);
+    params_device_wait(); /* s is its stream; counted among the host's waits */
     *first = (size_t)host[1];
     return (size_t)host[0];
 }

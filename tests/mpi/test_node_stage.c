@@ -247,6 +247,60 @@ START_TEST(attached_window_of_separate_mappings)
 }
 END_TEST
 
+/* Two windows on the node's one barrier, as HVDLAB_STAGED_REDUCE=auto uses them
+ * (staged_node.c: the host's window for the groups below 8 MiB, the GPU's attached one from
+ * there, call by call): a segment of 4 KiB pieces and an attached window of 32 KiB pieces,
+ * 60 calls whose lengths send them to one or the other, f32 and f16, each checked against
+ * shm_allreduce. Dropping the wait for a rank's own sums before the barrier (node_stage.c) fails
+ * it. */
+START_TEST(two_windows_alternating)
+{
+    const size_t piece = 4096, big = 8 * piece;
+    node_stage_set_piece_bytes(piece);
+    shm_node node;
+    shm_node_init(&node, MPI_COMM_WORLD);
+    int L = node.size;
+    node_stage w, wi;
+    node_stage_init(&w, &node);
+    node_stage_init(&wi, &node);
+    size_t bytes;
+    ck_assert(node_stage_window(&w, &bytes));
+    char name[64], *names = malloc((size_t)L * sizeof name);
+    char **bases = calloc((size_t)L, sizeof *bases);
+    ck_assert(names && bases);
+    snprintf(name, sizeof name, "/hvdlab-two-windows-test-%ld", (long)getpid());
+    int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    ck_assert_msg(fd >= 0 && ftruncate(fd, (off_t)(2 * big)) == 0, "shm_open %s", name);
+    close(fd);
+    MPI_Allgather(name, sizeof name, MPI_CHAR, names, sizeof name, MPI_CHAR, MPI_COMM_WORLD);
+    for (int r = 0; r < L; r++) {
+        int f = shm_open(names + (size_t)r * sizeof name, O_RDWR, 0);
+        ck_assert(f >= 0);
+        bases[r] = mmap(NULL, 2 * big, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
+        ck_assert(bases[r] != MAP_FAILED);
+        close(f);
+    }
+    MPI_Barrier(MPI_COMM_WORLD); /* every rank has mapped every name */
+    shm_unlink(name);
+    node_stage_attach(&wi, bases, big);
+    for (int i = 0; i < 60; i++) {
+        const size_t n = (size_t)((i * 2654435761u) % 40000) + 1;
+        const shm_elem t = i % 3 ? SHM_F32 : SHM_F16;
+        node_stage *x = n * (t == SHM_F16 ? 2 : 4) >= big ? &wi : &w;
+        check(x, &node, n, t, i % 2 ? 1.0f : 1.0f / (float)L);
+    }
+    node_stage_free(&w);
+    node_stage_free(&wi);
+    for (int r = 0; r < L; r++)
+        munmap(bases[r], 2 * big);
+    free(bases);
+    free(names);
+    shm_node_free(&node);
+    node_stage_set_piece_bytes(0);
+    CK_AGREE();
+}
+END_TEST
+
 /* No segment name outlives the call that mapped it (node rank 0 unlinks it at once). Names
  * carry rank 0's pid: only this job's are counted. Collective. */
 static int stage_names_in_dev_shm(void)
@@ -323,6 +377,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, default_pieces);
     tcase_add_test(tc, calls_back_to_back);
     tcase_add_test(tc, attached_window_of_separate_mappings);
+    tcase_add_test(tc, two_windows_alternating);
     tcase_add_test(tc, nothing_left_in_dev_shm);
     tcase_add_test(tc, segment_too_large_refused_on_every_rank);
     suite_add_tcase(s, tc);
