@@ -199,6 +199,39 @@ START_TEST(calls_back_to_back)
 }
 END_TEST
 
+/* Each rank makes a shared-memory segment of bytes and maps every rank's, in rank order, as
+ * separate mappings (the way staged_node.c's attached windows lie); the names are gone once
+ * every rank has mapped them. */
+static char **map_every_segment(size_t bytes, const char *tag, int L)
+{
+    char name[64], *names = malloc((size_t)L * sizeof name);
+    char **bases = calloc((size_t)L, sizeof *bases);
+    ck_assert(names && bases);
+    snprintf(name, sizeof name, "/hvdlab-%s-test-%ld", tag, (long)getpid());
+    int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    ck_assert_msg(fd >= 0 && ftruncate(fd, (off_t)bytes) == 0, "shm_open %s", name);
+    close(fd);
+    MPI_Allgather(name, sizeof name, MPI_CHAR, names, sizeof name, MPI_CHAR, MPI_COMM_WORLD);
+    for (int r = 0; r < L; r++) {
+        int f = shm_open(names + (size_t)r * sizeof name, O_RDWR, 0);
+        ck_assert(f >= 0);
+        bases[r] = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
+        ck_assert(bases[r] != MAP_FAILED);
+        close(f);
+    }
+    MPI_Barrier(MPI_COMM_WORLD); /* every rank has mapped every name */
+    shm_unlink(name);
+    free(names);
+    return bases;
+}
+
+static void unmap_every_segment(char **bases, int L, size_t bytes)
+{
+    for (int r = 0; r < L; r++)
+        munmap(bases[r], bytes);
+    free(bases);
+}
+
 /* A window attached from outside, as staged_node.c attaches the GPU's (node_stage_attach): each
  * rank's two slots are a mapping of their own, at other addresses in every process (so an
  * engine that went by the host segment's layout, or took one rank's slots for another's, would
@@ -209,23 +242,7 @@ START_TEST(attached_window_of_separate_mappings)
     shm_node node;
     shm_node_init(&node, MPI_COMM_WORLD);
     int L = node.size, me = node.rank;
-    char name[64], *names = malloc((size_t)L * sizeof name);
-    char **bases = calloc((size_t)L, sizeof *bases);
-    ck_assert(names && bases);
-    snprintf(name, sizeof name, "/hvdlab-attach-test-%ld", (long)getpid());
-    int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
-    ck_assert_msg(fd >= 0 && ftruncate(fd, (off_t)(2 * piece)) == 0, "shm_open %s", name);
-    close(fd);
-    MPI_Allgather(name, sizeof name, MPI_CHAR, names, sizeof name, MPI_CHAR, MPI_COMM_WORLD);
-    for (int r = 0; r < L; r++) {
-        int f = shm_open(names + (size_t)r * sizeof name, O_RDWR, 0);
-        ck_assert(f >= 0);
-        bases[r] = mmap(NULL, 2 * piece, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
-        ck_assert(bases[r] != MAP_FAILED);
-        close(f);
-    }
-    MPI_Barrier(MPI_COMM_WORLD); /* every rank has mapped every name */
-    shm_unlink(name);
+    char **bases = map_every_segment(2 * piece, "attach", L);
     node_stage w;
     node_stage_init(&w, &node);
     node_stage_attach(&w, bases, piece);
@@ -238,10 +255,7 @@ START_TEST(attached_window_of_separate_mappings)
     }
     CK_EXPECT(w.slots == NULL, "rank %d: a segment mapped beside the attached window", me);
     node_stage_free(&w);
-    for (int r = 0; r < L; r++)
-        munmap(bases[r], 2 * piece);
-    free(bases);
-    free(names);
+    unmap_every_segment(bases, L, 2 * piece);
     shm_node_free(&node);
     CK_AGREE();
 }
@@ -265,23 +279,7 @@ START_TEST(two_windows_alternating)
     node_stage_init(&wi, &node);
     size_t bytes;
     ck_assert(node_stage_window(&w, &bytes));
-    char name[64], *names = malloc((size_t)L * sizeof name);
-    char **bases = calloc((size_t)L, sizeof *bases);
-    ck_assert(names && bases);
-    snprintf(name, sizeof name, "/hvdlab-two-windows-test-%ld", (long)getpid());
-    int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
-    ck_assert_msg(fd >= 0 && ftruncate(fd, (off_t)(2 * big)) == 0, "shm_open %s", name);
-    close(fd);
-    MPI_Allgather(name, sizeof name, MPI_CHAR, names, sizeof name, MPI_CHAR, MPI_COMM_WORLD);
-    for (int r = 0; r < L; r++) {
-        int f = shm_open(names + (size_t)r * sizeof name, O_RDWR, 0);
-        ck_assert(f >= 0);
-        bases[r] = mmap(NULL, 2 * big, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
-        ck_assert(bases[r] != MAP_FAILED);
-        close(f);
-    }
-    MPI_Barrier(MPI_COMM_WORLD); /* every rank has mapped every name */
-    shm_unlink(name);
+    char **bases = map_every_segment(2 * big, "two-windows", L);
     node_stage_attach(&wi, bases, big);
     for (int i = 0; i < 60; i++) {
         const size_t n = (size_t)((i * 2654435761u) % 40000) + 1;
@@ -291,10 +289,7 @@ START_TEST(two_windows_alternating)
     }
     node_stage_free(&w);
     node_stage_free(&wi);
-    for (int r = 0; r < L; r++)
-        munmap(bases[r], 2 * big);
-    free(bases);
-    free(names);
+    unmap_every_segment(bases, L, 2 * big);
     shm_node_free(&node);
     node_stage_set_piece_bytes(0);
     CK_AGREE();
