@@ -223,10 +223,10 @@ void fusion_gpu_reduce(MPI_Comm comm, const fusion_entry *e, size_t len, float s
         size_t j = i + 1;
         while (j < len && (e[j].gpu == FUSION_NCCL) == nccl)
             j++;
+        const size_t bytes = nccl ? 0 : wire_bytes(e + i, j - i);
         if (nccl)
             nccl_run(e + i, j - i, scale, st);
-        else if (wire_bytes(e + i, j - i) >= gpu_ops_node_reduce_min_bytes() &&
-                 staged_node_usable(comm))
+        else if (bytes >= gpu_ops_node_reduce_min_bytes() && staged_node_usable(comm, bytes))
             node_run(e + i, j - i, scale, st);
         else
             staged_allreduce(comm, e + i, j - i, scale, ws, st);

@@ -25,7 +25,10 @@
 
 static struct {
     int ready;        /* w and wi initialised on the host's node */
-    int refused;      /* a rank could not pin the window: the CPU adds, for the job's life */
+    int refused;      /* a rank could not pin the window, and wi is not open: the CPU adds, for
+                         the job's life */
+    int host_refused; /* a rank could not pin the window, but wi is open: the CPU adds the groups
+                         below the IPC size, wi takes the rest */
     node_stage w;     /* the host's window (HVDLAB_STAGED_REDUCE gpu, auto below the IPC size) */
     node_stage wi;    /* the slots on the GPUs (ipc; auto from gpu_ops_node_ipc_min_bytes) */
     ipc_window ipc;   /* wi's slots, when open */
@@ -102,9 +105,16 @@ static int open_on_gpu(void)
 
 /* The host's window mapped and pinned in every rank, and the scratch its pieces come up to. 0
  * when some rank could not map or pin it (/dev/shm full, a locked-memory limit): every rank then
- * leaves this path alike, and each rank that failed says why in one line. Collective. */
+ * leaves the host's window alike (and this path, unless the GPUs' window is open: it still takes
+ * the groups from the IPC size), and each rank that failed says why in one line. Collective. */
 static int open_on_host(void)
 {
+    char instead[96];
+    if (N.on_gpu)
+        snprintf(instead, sizeof instead, "the CPU adds the groups below %g MiB instead (the "
+                 "GPUs' window the rest)", (double)gpu_ops_node_ipc_min_bytes() / (1 << 20));
+    else
+        snprintf(instead, sizeof instead, "the CPU adds them instead");
     size_t bytes = 0;
     char *slots = node_stage_window(&N.w, &bytes); /* NULL on every rank, or on none */
     int ok = slots != NULL, all = ok;
@@ -124,13 +134,12 @@ static int open_on_host(void)
     if (!all) {
         if (!slots && N.w.error[0])
             fprintf(stderr, "hvdlab: warning: staged tensors summed on the GPUs "
-                    "(HVDLAB_STAGED_REDUCE): rank %d: %s; the CPU adds them instead\n",
-                    hvd_rank(), N.w.error);
+                    "(HVDLAB_STAGED_REDUCE): rank %d: %s; %s\n", hvd_rank(), N.w.error, instead);
         else if (slots && !ok)
             fprintf(stderr, "hvdlab: warning: staged tensors summed on the GPUs "
                     "(HVDLAB_STAGED_REDUCE): rank %d: cudaHostRegister of the %zu-byte shared "
-                    "window failed (%s); the CPU adds them instead\n", hvd_rank(), bytes,
-                    cudaGetErrorString(e));
+                    "window failed (%s); %s\n", hvd_rank(), bytes, cudaGetErrorString(e),
+                    instead);
         node_stage_free(&N.w);
         return 0;
     }
@@ -170,10 +179,13 @@ static int prepare(MPI_Comm comm)
             open_on_gpu(); /* the same answer on every rank */
     }
     /* the host's window: for the groups below the IPC size, or all where IPC is not open */
-    const int need_host = !N.on_gpu || gpu_ops_node_ipc_min_bytes() > 0;
+    const int need_host = (!N.on_gpu || gpu_ops_node_ipc_min_bytes() > 0) && !N.host_refused;
     if (need_host && !open_on_host()) { /* after the first time: a few checks, nothing made */
-        N.refused = 1;
-        return 0;
+        if (!N.on_gpu) {
+            N.refused = 1;
+            return 0;
+        }
+        N.host_refused = 1; /* the same on every rank: open_on_host's answer */
     }
     if (!N.x && !(N.x = malloc((size_t)N.w.node->size * sizeof *N.x)))
         fatal_error("staged allreduce: out of memory for %d ranks", N.w.node->size);
@@ -182,14 +194,15 @@ static int prepare(MPI_Comm comm)
     return 1;
 }
 
-int staged_node_usable(MPI_Comm comm)
-{
-    return gpu_ops_node_reduce() && allreduce_host_node(comm) != NULL && prepare(comm);
-}
-
 /* Whether a group of these bytes on the wire goes through the window on the GPUs: the same on
  * every rank (the same group; the window opened on every rank or on none). */
 static int on_gpu(size_t bytes) { return N.on_gpu && bytes >= gpu_ops_node_ipc_min_bytes(); }
+
+int staged_node_usable(MPI_Comm comm, size_t bytes)
+{
+    return gpu_ops_node_reduce() && allreduce_host_node(comm) != NULL && prepare(comm) &&
+           (!N.host_refused || on_gpu(bytes));
+}
 
 void staged_node_allreduce(void *dev, size_t n, int fp16, float scale, cudaStream_t s,
                            const char *what)

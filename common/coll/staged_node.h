@@ -26,13 +26,14 @@
 #include <mpi.h>
 #include <stddef.h>
 
-/* Whether a device group on comm may take this path: HVDLAB_STAGED_REDUCE auto or gpu (gpu_ops.h
- * says the job may: every rank stages through the host, every rank has a GPU, all on one host;
- * fusion_gpu.c also asks gpu_ops_node_reduce_min_bytes of the group's size), comm is
- * the host's (allreduce.h), and every rank could pin the shared window. Collective over comm
- * the first time it gets that far (it allocates and pins the window); the same answer on every
- * rank. */
-int staged_node_usable(MPI_Comm comm);
+/* Whether a device group of bytes on the wire on comm may take this path: HVDLAB_STAGED_REDUCE
+ * auto, gpu or ipc (gpu_ops.h says the job may: every rank stages through the host, every rank
+ * has a GPU, all on one host; fusion_gpu.c also asks gpu_ops_node_reduce_min_bytes of the
+ * group's size), comm is the host's (allreduce.h), and every rank could pin the shared window
+ * or the group goes through the GPUs' window (auto from the IPC size, ipc), which needs no
+ * pinning. Collective over comm the first time it gets that far (it allocates and pins the
+ * windows); the same answer on every rank. */
+int staged_node_usable(MPI_Comm comm, size_t bytes);
 #ifdef HVDLAB_CUDA
 #include <cuda_runtime_api.h>
 /* Collective over the comm staged_node_usable said 1 for, in place: dev (device memory, n floats

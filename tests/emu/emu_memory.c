@@ -444,9 +444,16 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, enum cudaM
     return cudaSuccess;
 }
 
+/* HVDLAB_EMU_PIN_FAILS_ON_RANK=r: refused in MPI rank r (OMPI_COMM_WORLD_RANK), as a
+ * locked-memory limit refuses it on a GPU, for the tests of the paths that then serve
+ * (test_gpu_collectives). */
 cudaError_t cudaHostRegister(void *p, size_t bytes, unsigned flags)
 {
     (void)flags;
+    const char *fail = getenv("HVDLAB_EMU_PIN_FAILS_ON_RANK"),
+               *rank = getenv("OMPI_COMM_WORLD_RANK");
+    if (fail && rank && strcmp(fail, rank) == 0)
+        return cudaErrorMemoryAllocation;
     remember(p, bytes, EMU_REGISTERED);
     return cudaSuccess;
 }

@@ -106,6 +106,7 @@ const char *cudaGetErrorString(cudaError_t e)
            : e == cudaErrorNotReady     ? "device not ready"
            : e == cudaErrorNotSupported ? "operation not supported"
            : e == cudaErrorInvalidValue ? "invalid argument"
+           : e == cudaErrorMemoryAllocation ? "out of memory"
                                         : "an error in the CPU emulator";
 }
 
