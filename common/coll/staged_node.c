@@ -109,12 +109,6 @@ static int open_on_gpu(void)
  * the groups from the IPC size), and each rank that failed says why in one line. Collective. */
 static int open_on_host(void)
 {
-    char instead[96];
-    if (N.on_gpu)
-        snprintf(instead, sizeof instead, "the CPU adds the groups below %g MiB instead (the "
-                 "GPUs' window the rest)", (double)gpu_ops_node_ipc_min_bytes() / (1 << 20));
-    else
-        snprintf(instead, sizeof instead, "the CPU adds them instead");
     size_t bytes = 0;
     char *slots = node_stage_window(&N.w, &bytes); /* NULL on every rank, or on none */
     int ok = slots != NULL, all = ok;
@@ -132,6 +126,12 @@ static int open_on_host(void)
             cudaHostUnregister(slots);
     }
     if (!all) {
+        char instead[96]; /* who adds instead, for the warning below */
+        if (N.on_gpu)
+            snprintf(instead, sizeof instead, "the CPU adds the groups below %g MiB instead (the "
+                     "GPUs' window the rest)", (double)gpu_ops_node_ipc_min_bytes() / (1 << 20));
+        else
+            snprintf(instead, sizeof instead, "the CPU adds them instead");
         if (!slots && N.w.error[0])
             fprintf(stderr, "hvdlab: warning: staged tensors summed on the GPUs "
                     "(HVDLAB_STAGED_REDUCE): rank %d: %s; %s\n", hvd_rank(), N.w.error, instead);
