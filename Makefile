@@ -123,8 +123,8 @@ SETUP_PKGS := openmpi-bin libopenmpi-dev libopenblas-dev libdnnl-dev zlib1g-dev 
 all: lib tools  ## build the runtime (build/libhvdlab.a) and hvdlab-info
 
 help:  ## list every target with one line each
-	@grep -hE '^[a-zA-Z0-9_%-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([^:]+):.*## (.*)/  \1|\2/' | \
-	  awk -F'|' '{printf "  %-18s %s\n", $$1, $$2}' | sed 's/^  //'
+	@grep -hE '^[a-zA-Z0-9_%-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([^:]+):.*## (.*)/\1\t\2/' | \
+	  awk -F'\t' '{printf "  %-16s %s\n", $$1, $$2}'
 	@echo "  per lab step NN = 01..10: stepNN (build ./stepNN), solutionNN, diffNN, gradeNN"
 	@echo "  variables: CUDA=1 (GPU build), SANITIZE=1 (ASan+UBSan build), HVD_* env vars: see README.md"
 
@@ -256,7 +256,7 @@ progress-demo: $(BUILD)/tests/unit/test_progress  ## Keras-style progress output
 	@$(BUILD)/tests/unit/test_progress --demo
 
 clean:  ## remove build/ and the top-level binaries
-	rm -rf build $(TOOLS) $(STEPS:%=step%) $(STEPS:%=solution%)
+	rm -rf build $(TOOLS) $(LAB_STEPS:%=step%) $(LAB_STEPS:%=solution%)
 
 FORCE:
 

@@ -7,10 +7,11 @@
 #                    and fail on the untouched exercises, and judge the planted answers of
 #                    tests/grade/planted/ right (part of make test)
 
-STEPS := 01 02 03 04 05 06 07 08 09 10
-STEP_BIN := $(STEPS:%=$(BUILD)/steps/step%)
-SOLUTION_BIN := $(STEPS:%=$(BUILD)/solutions/step%)
-GRADER_BIN := $(STEPS:%=$(BUILD)/tests/grade/grade_step%)
+# not STEPS: that is make timeline-image's option
+LAB_STEPS := 01 02 03 04 05 06 07 08 09 10
+STEP_BIN := $(LAB_STEPS:%=$(BUILD)/steps/step%)
+SOLUTION_BIN := $(LAB_STEPS:%=$(BUILD)/solutions/step%)
+GRADER_BIN := $(LAB_STEPS:%=$(BUILD)/tests/grade/grade_step%)
 GRADE_OBJ := $(BUILD)/tests/grade/grade.o $(BUILD)/tests/grade/grade_checks.o \
              $(BUILD)/tests/lib/file_io.o
 GRADE_ENV = MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)"
@@ -18,8 +19,9 @@ GRADE_ENV = MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)"
 PLANTED := $(patsubst tests/grade/planted/%.patch,$(BUILD)/planted/%,\
              $(wildcard tests/grade/planted/*.patch))
 
-.PHONY: lab graders grade check-steps lab-graders lab-planted lab-test timeline-image lab-images lab-images-draw $(STEPS:%=step%) $(STEPS:%=solution%) \
-        $(STEPS:%=diff%) $(STEPS:%=grade%)
+.PHONY: lab graders grade check-steps lab-graders lab-planted lab-test timeline-image lab-images \
+        lab-images-draw $(LAB_STEPS:%=step%) $(LAB_STEPS:%=solution%) $(LAB_STEPS:%=diff%) \
+        $(LAB_STEPS:%=grade%)
 
 lab: $(STEP_BIN) $(SOLUTION_BIN) $(GRADER_BIN)  ## build every exercise, solution and grader
 graders: $(GRADER_BIN)
@@ -57,7 +59,7 @@ diff$(1):
 grade$(1): step$(1) $(BUILD)/tests/grade/grade_step$(1)
 	@$(GRADE_ENV) $(BUILD)/tests/grade/grade_step$(1) ./step$(1)
 endef
-$(foreach n,$(STEPS),$(eval $(call LAB_STEP_RULES,$(n))))
+$(foreach n,$(LAB_STEPS),$(eval $(call LAB_STEP_RULES,$(n))))
 
 
 grade: $(GRADER_BIN)  ## grade all ten steps of your steps/ tree: a PASS/FAIL table

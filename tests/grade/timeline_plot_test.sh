@@ -3,7 +3,8 @@
 # solution write one (HVD_TIMELINE), the tool draws training step 3 as PNG and SVG. It must draw
 # one row per gradient tensor, each with its three phases (NEGOTIATE_ALLREDUCE, ALLREDUCE and the
 # SHM_ALLREDUCE, CMA_ALLREDUCE or MPI_ALLREDUCE nested in it), write real PNG/SVG files, and refuse a file that is not a trace
-# with one line naming it. Env: BUILD, MPIRUN (with flags). Ends with "timeline-plot: ok".
+# with one line naming it; and do the same through the lab text's make timeline-image. Env: BUILD,
+# MPIRUN (with flags). Ends with "timeline-plot: ok".
 set -u
 cd "$(dirname "$0")/../.." || exit 2
 B=${BUILD:-build}
@@ -31,6 +32,12 @@ for ext in png svg; do
     case "$said" in *"$want"*) ;; *) bad "said \"$said\", expected \"$want\"" ;; esac
 done
 [ "$(head -c 4 "$t/t.png" | od -An -c | tr -d ' ')" = "211PNG" ] || bad "t.png is not a PNG"
+# the lab text's command (chapters 0 and 3), its options through make: STEPS is its own, not the
+# lab's list of steps (make once passed "--steps 01 02 ... 10" to the tool)
+said=$(make --no-print-directory -s timeline-image TIMELINE="$t/t.json" OUT="$t/m.png" STEP=3 \
+    ZOOM=1 2>&1) || bad "make timeline-image failed: $said"
+case "$said" in *"training step 3's allreduces"*) ;; *) bad "make timeline-image said \"$said\"" ;; esac
+[ -s "$t/m.png" ] || bad "make timeline-image wrote no $t/m.png"
 grep -q "<svg" "$t/t.svg" || bad "t.svg is not an SVG"
 echo "not json" >"$t/bad.json"
 err=$($PY tools/timeline_plot.py "$t/bad.json" "$t/x.png" 2>&1) && bad "accepted $t/bad.json"
