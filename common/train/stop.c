@@ -16,18 +16,46 @@
 #include "coll/vote.h"
 #include "coll/watchdog.h"
 
-static volatile sig_atomic_t caught; /* the first signal's number, 0 before */
+static volatile sig_atomic_t caught;  /* the first signal's number, 0 before */
+static volatile sig_atomic_t trained; /* stop_finish ran: no step will vote again */
 static int installed, mid_epoch_ok;
+
+#define AFTER_TRAINING " after the training: exiting at once (nothing left to save)\n"
+
+static const char *sig_name(int sig)
+{
+    return sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : sig == SIGUSR1 ? "SIGUSR1"
+                                                                                : "a signal";
+}
+
+/* Writes its line and exits, from the handler: write(2), _exit and the copies are
+ * async-signal-safe. */
+static void exit_at_once(int sig, const char *head, const char *tail)
+{
+    char line[160];
+    size_t n = 0;
+    const char *parts[] = {head, sig_name(sig), tail};
+    for (int i = 0; i < 3; i++) {
+        size_t len = strlen(parts[i]);
+        if (len > sizeof line - n)
+            len = sizeof line - n;
+        memcpy(line + n, parts[i], len);
+        n += len;
+    }
+    ssize_t r = write(2, line, n);
+    (void)r;
+    watchdog_note_signal(sig); /* the others name this exit, not a vanished rank */
+    _exit(128 + sig);
+}
 
 static void on_signal(int sig)
 {
-    if (caught) { /* the second: the user means it; write(2) is async-signal-safe */
-        static const char msg[] = "hvdlab: second signal: exiting at once\n";
-        ssize_t r = write(2, msg, sizeof msg - 1);
-        (void)r;
-        watchdog_note_signal(sig); /* the others name this exit, not a vanished rank */
-        _exit(128 + sig);
-    }
+    if (caught) /* the second: the user means it */
+        exit_at_once(sig, "hvdlab: second signal: exiting at once", "\n");
+    /* After the training (the test, the last lines) no step votes any more, and mpirun sends
+     * SIGKILL a second after its SIGTERM: say so and go, nothing is left to save */
+    if (trained)
+        exit_at_once(sig, "hvdlab: stopped by ", AFTER_TRAINING);
     caught = sig;
 }
 
@@ -47,12 +75,6 @@ void stop_install(void)
 }
 
 void stop_allow_mid_epoch(void) { mid_epoch_ok = 1; }
-
-static const char *sig_name(int sig)
-{
-    return sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : sig == SIGUSR1 ? "SIGUSR1"
-                                                                                : "a signal";
-}
 
 static void stop_now(int sig, int epoch, int done, int steps)
 {
@@ -89,6 +111,21 @@ void stop_step(int epoch, int done, int steps)
 
 void stop_finish(void)
 {
-    if (installed)
-        vote_finish();
+    if (!installed)
+        return;
+    /* One vote more (the last step's is finished first) counts every signal until here, on
+     * every rank at the same point: the ranks stop together, as at a step's end. */
+    vote_start(caught);
+    int agreed = vote_finish();
+    if (agreed) {
+        fprintf(stderr, "hvdlab: stopped by %s" AFTER_TRAINING, sig_name(agreed));
+        trace_event("stop", "signal=%d after_training=1", agreed);
+        fflush(stderr);
+        fflush(stdout);
+        hvd_shutdown();
+        exit(128 + agreed);
+    }
+    trained = 1;
+    if (caught) /* it came during the vote */
+        exit_at_once(caught, "hvdlab: stopped by ", AFTER_TRAINING);
 }

@@ -3,7 +3,7 @@
 # mpirun (Open MPI forwards SIGUSR1 and answers SIGTERM by sending it to the ranks), SIGINT to
 # rank 1 and SIGTERM to rank 0, and two SIGTERMs to the process group of ./hvdrun. Each run must exit non-zero with one "stopped by" line per rank,
 # leave a mid-epoch checkpoint, and a run resumed from it must end with the uninterrupted run's
-# checkpoint bytes. A second signal must end the rank at once.
+# checkpoint bytes. A second signal must end the rank at once, and so must one during the test.
 # Usage: signals.sh PROGRAM (from the repository root). Env: MPIRUN. Exit 0 when all hold.
 set -u
 prog=${1:-./solution10}
@@ -69,6 +69,25 @@ kill -TERM $r1; kill -INT $r1
 finish
 if [ "$rc" -eq 0 ] || ! grep -q "^hvdlab: second signal: exiting at once" "$work/twice.out"; then
     fail "a second signal: exit $rc, no 'second signal' line"
+else n=$((n + 1)); fi
+# a signal after the training, during the test (all 10,000 images: seconds): no step votes any
+# more, and mpirun's SIGKILL follows its SIGTERM by a second; every rank must say so and exit
+dir=$work/after
+OMP_NUM_THREADS=1 $mpirun -n 2 "$prog" --epochs 1 --train-subset 512 --test-subset 0 \
+    --model wrn-10-1 --use-checkpointing --log-dir "$dir" >"$dir.out" 2>&1 &
+mpi=$!
+i=0
+while ! grep -q "^Cumulative training time:" "$dir.out" && [ $i -lt 1200 ] &&
+    kill -0 $mpi 2>/dev/null; do
+    sleep 0.05; i=$((i + 1))
+done
+kill -TERM $(pgrep -P $mpi)
+finish
+lines=$(grep -c "^hvdlab: stopped by SIGTERM after the training: exiting at once" "$dir.out")
+if [ "$rc" -eq 0 ] || [ "$lines" -ne 2 ] || grep -q "^Test accuracy" "$dir.out" ||
+   [ ! -e "$dir/checkpoint-1.ckpt" ]; then
+    fail "SIGTERM to the ranks during the test: exit $rc, $lines 'after the training' line(s):"
+    tail -3 "$dir.out" | sed 's/^/    /'
 else n=$((n + 1)); fi
 # A job signalled twice: timeout(1) at its limit signals its child and then its process group,
 # a batch system may signal the whole job; Open MPI's mpirun aborts at once on a second signal,
