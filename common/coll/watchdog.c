@@ -27,6 +27,12 @@
 #define RELAY_LINGER_MS 300  /* rank 0: for the others to read its relay before it goes */
 
 static const int FATAL_SIGNALS[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+/* The signals whose default action ends the process: noted only while that default stands (not
+ * where Open MPI or the program ignores or handles one; stop.h's handlers replace the first three
+ * later and note their own exits). */
+static const int ENDING_SIGNALS[] = {SIGTERM, SIGINT, SIGUSR1, SIGHUP, SIGQUIT, SIGUSR2, SIGPIPE,
+                                     SIGALRM};
+#define COUNT(a) (sizeof(a) / sizeof *(a))
 
 static const char *signal_name(int sig)
 {
@@ -39,6 +45,11 @@ static const char *signal_name(int sig)
     case SIGTERM: return "SIGTERM";
     case SIGINT: return "SIGINT";
     case SIGUSR1: return "SIGUSR1";
+    case SIGHUP: return "SIGHUP";
+    case SIGQUIT: return "SIGQUIT";
+    case SIGUSR2: return "SIGUSR2";
+    case SIGPIPE: return "SIGPIPE";
+    case SIGALRM: return "SIGALRM";
     case SIGKILL: return "SIGKILL";
     default: return "a signal";
     }
@@ -48,13 +59,14 @@ static void on_fatal_signal(int sig, siginfo_t *info, void *uc)
 {
     (void)uc;
     wd.dying = 1;
-    watchdog_note_signal(sig);
+    watchdog_note_signal(sig, "killed by");
     if (sig >= 0 && sig < 32)
         sigaction(sig, &wd.old[sig], NULL); /* whoever was there before (the default, ASan) */
     /* A fault of the kernel's repeats when the instruction runs again, now into the previous
-     * handler with its address; a signal sent with kill() or raise() must be sent again. It is
-     * blocked while this handler runs, so it arrives on return. */
-    if (!info || info->si_code <= 0)
+     * handler with its address; a signal sent with kill() or raise(), or one that is no fault,
+     * must be sent again. It is blocked while this handler runs, so it arrives on return. */
+    int fault = sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL;
+    if (!info || info->si_code <= 0 || !fault)
         raise(sig);
 }
 
@@ -66,14 +78,26 @@ static void install_signal_notes(void)
     sa.sa_sigaction = on_fatal_signal;
     sa.sa_flags = SA_SIGINFO;
     sigemptyset(&sa.sa_mask);
-    for (size_t i = 0; i < sizeof FATAL_SIGNALS / sizeof *FATAL_SIGNALS; i++)
+    for (size_t i = 0; i < COUNT(FATAL_SIGNALS); i++)
         sigaction(FATAL_SIGNALS[i], &sa, &wd.old[FATAL_SIGNALS[i]]);
+    for (size_t i = 0; i < COUNT(ENDING_SIGNALS); i++) {
+        int sig = ENDING_SIGNALS[i];
+        sigaction(sig, NULL, &wd.old[sig]);
+        if (wd.old[sig].sa_handler == SIG_DFL)
+            sigaction(sig, &sa, NULL);
+    }
 }
 
 static void remove_signal_notes(void)
 {
-    for (size_t i = 0; i < sizeof FATAL_SIGNALS / sizeof *FATAL_SIGNALS; i++)
+    for (size_t i = 0; i < COUNT(FATAL_SIGNALS); i++)
         sigaction(FATAL_SIGNALS[i], &wd.old[FATAL_SIGNALS[i]], NULL);
+    for (size_t i = 0; i < COUNT(ENDING_SIGNALS); i++) { /* unless stop.h's handler came since */
+        struct sigaction now;
+        sigaction(ENDING_SIGNALS[i], NULL, &now);
+        if ((now.sa_flags & SA_SIGINFO) && now.sa_sigaction == on_fatal_signal)
+            sigaction(ENDING_SIGNALS[i], &wd.old[ENDING_SIGNALS[i]], NULL);
+    }
 }
 
 /* ---- the survivor's line ---- */
@@ -81,11 +105,9 @@ static void remove_signal_notes(void)
 static void describe_cause(const note *n, char *out, size_t len)
 {
     switch (n ? n->kind : 0) {
-    case NOTE_SIGNAL:
-        if (n->sig == SIGTERM || n->sig == SIGINT || n->sig == SIGUSR1)
-            snprintf(out, len, "exited at a second %s", signal_name(n->sig));
-        else
-            snprintf(out, len, "killed by %s", signal_name(n->sig));
+    case NOTE_SIGNAL: /* "killed by", "exited at a second", ... (watchdog_note_signal) */
+        snprintf(out, len, "%.*s %s", (int)strnlen(n->text, sizeof n->text),
+                 n->text[0] ? n->text : "killed by", signal_name(n->sig));
         break;
     default:
         snprintf(out, len, "vanished without a word: SIGKILL or the out-of-memory killer");
@@ -180,7 +202,7 @@ static void *watch(void *arg)
      * handlers expect the main thread, and this one then sees no EINTR. Faults stay on. */
     sigset_t async;
     sigfillset(&async);
-    for (size_t i = 0; i < sizeof FATAL_SIGNALS / sizeof *FATAL_SIGNALS; i++)
+    for (size_t i = 0; i < COUNT(FATAL_SIGNALS); i++)
         sigdelset(&async, FATAL_SIGNALS[i]);
     sigdelset(&async, SIGTRAP);
     pthread_sigmask(SIG_BLOCK, &async, NULL);

@@ -9,17 +9,21 @@
  * thread of each rank sleeps in poll() on it, costing nothing while all is well. The kernel
  * closes a process's sockets however it ends, SIGKILL included, so a peer's death is an EOF on
  * its socket, seen at once also across hosts. Before dying, a rank leaves a note on its socket
- * when it can: its fatal-signal handlers (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) and stop.h's
- * second signal. An EOF without a note means SIGKILL or the OOM killer. A rank that stops with
- * fatal_error has printed its one line (hvdlab: error: [rank r] …) and takes every rank down
- * with MPI_Abort: its note only tells the others to add nothing. A clean end (hvd_shutdown, or exit() after hvd_init) says goodbye first. Rank 0 sees
- * every other rank's socket and relays a death to the rest; the others see rank 0's.
+ * when it can: its fatal-signal handlers (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, and the
+ * signals whose default ends a process, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2,
+ * SIGPIPE, SIGALRM, while nobody else handles or ignores them) and stop.h's exits at a signal.
+ * An EOF without a note means SIGKILL or the OOM killer. A rank that stops with fatal_error has
+ * printed its one line (hvdlab: error: [rank r] …) and takes every rank down with MPI_Abort: its
+ * note only tells the others to add nothing. A clean end (hvd_shutdown, or exit() after
+ * hvd_init) says goodbye first. Rank 0 sees every other rank's socket and relays a death to the
+ * rest; the others see rank 0's.
  *
  * The survivor's line (stderr, then _exit(1)):
  *   hvdlab: error: [rank 0] rank 1 (pid 4242 on h2) died: killed by SIGSEGV; <context>
- * "died:" is followed by "killed by SIGSEGV", "exited at a second SIGTERM", or "vanished without
- * a word: SIGKILL or the out-of-memory killer". <context> comes from the layer above (watchdog_set_context: the training's epoch and
- * step, where --use-checkpointing resumes), else "stopping this rank too".
+ * "died:" is followed by "killed by SIGSEGV" (or SIGHUP, …), "exited at a second SIGTERM",
+ * "exited after the training at SIGTERM", or "vanished without a word: SIGKILL or the
+ * out-of-memory killer". <context> comes from the layer above (watchdog_set_context: the
+ * training's epoch and step, where --use-checkpointing resumes), else "stopping this rank too".
  * A rank whose own fatal_error is under way says nothing: its own line is the one to read.
  *
  * What it cannot see: a host that vanishes without its kernel closing the sockets (power, cable)
@@ -62,9 +66,10 @@ void watchdog_set_context(void (*fn)(char *out, size_t len));
 /* fatal_error's hook, before the job is aborted: leaves msg as this rank's note and keeps this
  * rank's watchdog quiet; the others' stay quiet too (this rank's line is out). */
 void watchdog_note_fatal(const char *msg);
-/* Async-signal-safe: leaves "exited at signal sig" as this rank's note, for a handler that is
- * about to _exit (stop.h's second signal). */
-void watchdog_note_signal(int sig);
+/* Async-signal-safe: leaves "<how> <signal's name>" as this rank's note ("killed by" from the
+ * fatal-signal handlers; stop.h's "exited at a second" and "exited after the training at"), for
+ * a handler that is about to _exit. */
+void watchdog_note_signal(int sig, const char *how);
 
 /* Turns the progress check on (warn_s > 0) before watchdog_start; shutdown_s 0: never abort. */
 void watchdog_set_progress_check(double warn_s, double shutdown_s);

@@ -47,12 +47,16 @@ int watchdog_read_note(int fd, note *n)
     return got == (ssize_t)sizeof *n && n->magic == WATCHDOG_MAGIC && n->nonce == wd.nonce;
 }
 
-void watchdog_note_signal(int sig)
+void watchdog_note_signal(int sig, const char *how)
 {
     if (!wd.on)
         return;
     note n = wd.signal_note; /* prebuilt: nothing here that is not async-signal-safe; a copy, */
     n.sig = sig;             /* as two threads may fault at once */
+    size_t i = 0;            /* strncpy is not on POSIX's async-signal-safe list */
+    for (; how[i] && i < sizeof n.text - 1; i++)
+        n.text[i] = how[i];
+    n.text[i] = 0;
     watchdog_broadcast_note(&n);
 }
 

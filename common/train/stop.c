@@ -21,6 +21,7 @@ static volatile sig_atomic_t trained; /* stop_finish ran: no step will vote agai
 static int installed, mid_epoch_ok;
 
 #define AFTER_TRAINING " after the training: exiting at once (nothing left to save)\n"
+#define AFTER_HOW "exited after the training at" /* the others' line: "... died: <it> SIGTERM" */
 
 static const char *sig_name(int sig)
 {
@@ -30,7 +31,7 @@ static const char *sig_name(int sig)
 
 /* Writes its line and exits, from the handler: write(2), _exit and the copies are
  * async-signal-safe. */
-static void exit_at_once(int sig, const char *head, const char *tail)
+static void exit_at_once(int sig, const char *head, const char *tail, const char *how)
 {
     char line[160];
     size_t n = 0;
@@ -44,18 +45,18 @@ static void exit_at_once(int sig, const char *head, const char *tail)
     }
     ssize_t r = write(2, line, n);
     (void)r;
-    watchdog_note_signal(sig); /* the others name this exit, not a vanished rank */
+    watchdog_note_signal(sig, how); /* the others name this exit, not a vanished rank */
     _exit(128 + sig);
 }
 
 static void on_signal(int sig)
 {
     if (caught) /* the second: the user means it */
-        exit_at_once(sig, "hvdlab: second signal: exiting at once", "\n");
+        exit_at_once(sig, "hvdlab: second signal: exiting at once", "\n", "exited at a second");
     /* After the training (the test, the last lines) no step votes any more, and mpirun sends
      * SIGKILL a second after its SIGTERM: say so and go, nothing is left to save */
     if (trained)
-        exit_at_once(sig, "hvdlab: stopped by ", AFTER_TRAINING);
+        exit_at_once(sig, "hvdlab: stopped by ", AFTER_TRAINING, AFTER_HOW);
     caught = sig;
 }
 
@@ -127,5 +128,5 @@ void stop_finish(void)
     }
     trained = 1;
     if (caught) /* it came during the vote */
-        exit_at_once(caught, "hvdlab: stopped by ", AFTER_TRAINING);
+        exit_at_once(caught, "hvdlab: stopped by ", AFTER_TRAINING, AFTER_HOW);
 }

@@ -5,8 +5,10 @@
  *   prog_watchdog fork-crash  rank 1's forked child dies by SIGSEGV, then rank 1 by SIGKILL: the
  *                             child's crash is not rank 1's note ("vanished", not "SIGSEGV")
  *   prog_watchdog eintr       a 0.1 ms interval timer (SIGALRM, a profiler's kind) interrupts
- *                             the main thread of every rank through hvd_init and after: the watchdog still starts, then
- *                             rank 1 dies by SIGKILL and is named */
+ *                             the main thread of every rank through hvd_init and after: the
+ *                             watchdog still starts, then rank 1 dies by SIGKILL and is named
+ *   prog_watchdog hup|term    rank 1 dies by SIGHUP or SIGTERM, signals whose default ends a
+ *                             process (no handler of the program's): named "killed by SIGHUP" */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,7 +56,7 @@ int main(int argc, char **argv)
                 waitpid(child, NULL, 0);
         }
         usleep(200000);
-        raise(SIGKILL);
+        raise(strcmp(mode, "hup") == 0 ? SIGHUP : strcmp(mode, "term") == 0 ? SIGTERM : SIGKILL);
     }
     hvd_allreduce(&x, 1, HVD_SUM, "after"); /* never ends: rank 1 is gone */
     printf("prog_watchdog: the allreduce ended\n");

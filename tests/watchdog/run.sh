@@ -1,6 +1,7 @@
 #!/bin/sh
 # run.sh — the dead-rank watchdog's corner cases (common/coll/watchdog.h), for real under mpirun
-# with 2 ranks (build/tests/progs/prog_watchdog): each case kills rank 1 and checks rank 0's line.
+# with 2 ranks (build/tests/progs/prog_watchdog): each case kills rank 1 and checks rank 0's line
+# (SIGKILL, and SIGHUP and SIGTERM: their default ends the process, the watchdog names them).
 # Prints one line per case and exits 1 when one does not hold.
 # Env: MPIRUN (mpirun with its flags), BUILD (default build).
 set -u
@@ -23,4 +24,6 @@ check() { # mode, the text rank 0's line must hold, text it must not hold
 check fork-kill 'vanished without a word' 'watchdog off'
 check fork-crash 'vanished without a word' 'watchdog off'
 check eintr 'vanished without a word' 'watchdog off'
+check hup 'died: killed by SIGHUP' 'vanished'
+check term 'died: killed by SIGTERM' 'vanished'
 exit $bad
