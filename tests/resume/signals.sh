@@ -1,9 +1,11 @@
 #!/bin/sh
 # signals.sh — a signal saves the work, for real under mpirun -n 2: SIGTERM and SIGUSR1 to
 # mpirun (Open MPI forwards SIGUSR1 and answers SIGTERM by sending it to the ranks), SIGINT to
-# rank 1 and SIGTERM to rank 0, and two SIGTERMs to the process group of ./hvdrun. Each run must exit non-zero with one "stopped by" line per rank,
-# leave a mid-epoch checkpoint, and a run resumed from it must end with the uninterrupted run's
-# checkpoint bytes. A second signal must end the rank at once, and so must one during the test.
+# rank 1 and SIGTERM to rank 0, two SIGTERMs to the process group of ./hvdrun, and one to
+# ./hvdrun while the ranks validate. Each run must exit non-zero with one "stopped by" line per
+# rank, leave a mid-epoch checkpoint, and a run resumed from it must end with the uninterrupted
+# run's checkpoint bytes. A second signal must end the rank at once, and so must one during the
+# test.
 # Usage: signals.sh PROGRAM (from the repository root). Env: MPIRUN. Exit 0 when all hold.
 set -u
 prog=${1:-./solution10}
@@ -104,11 +106,37 @@ done
 sleep 0.2
 kill -TERM -$mpi; sleep 0.3; kill -TERM -$mpi # timeout's process group (its own), twice
 finish
-lines=$(grep -c "^hvdlab: stopped by SIGTERM in epoch [0-9]* after batch" "$dir.out")
+# ./hvdrun passes the first SIGTERM on as SIGUSR1 (the ranks' lines name that one)
+lines=$(grep -c "^hvdlab: stopped by SIGUSR1 in epoch [0-9]* after batch" "$dir.out")
 mid=$(ls "$dir" | grep -E '^checkpoint-[0-9]+\.[0-9]+\.ckpt$' | head -1)
 if [ "$rc" -eq 0 ] || [ "$lines" -ne 2 ] || [ -z "$mid" ]; then
-    fail "two SIGTERMs to ./hvdrun's process group: exit $rc, $lines stop line(s), mid-epoch checkpoint '${mid:-none}':"
+    fail "two SIGTERMs to ./hvdrun's process group: exit $rc, $lines stop line(s)," \
+        "mid-epoch checkpoint '${mid:-none}':"
     grep -E 'hvdlab|mpirun|hvdrun' "$dir.out" | head -4 | sed 's/^/    /'
+else n=$((n + 1)); fi
+# SIGTERM to ./hvdrun while the ranks validate (5,000 images each: seconds, without a step's
+# vote): mpirun's own SIGTERM would be followed by its SIGKILL a second later, before the next
+# step; the SIGUSR1 ./hvdrun sends instead lets them reach it, save, and say so
+dir=$work/validating
+HVDLAB_TRACE=$dir.trace OMP_NUM_THREADS=1 ./hvdrun -n 2 "$prog" --epochs 2 --train-subset 512 \
+    --batch-size 64 --test-subset 0 --val-batch-size 64 --model wrn-10-1 --use-checkpointing \
+    --log-dir "$dir" >"$dir.out" 2>&1 &
+mpi=$!
+i=0 # epoch 1's fourth and last step done: its validation begins
+while [ "$(cat "$dir.trace/rank-0.log" 2>/dev/null | grep -c '^event=train_batch')" -lt 4 ] &&
+    [ $i -lt 1200 ] &&
+    kill -0 $mpi 2>/dev/null; do
+    sleep 0.05; i=$((i + 1))
+done
+kill -TERM $mpi
+finish
+lines=$(grep -c "^hvdlab: stopped by SIGUSR1 in epoch 2 after batch" "$dir.out")
+mid=$(ls "$dir" | grep -E '^checkpoint-1\.[0-9]+\.ckpt$' | head -1)
+if [ "$rc" -ne 143 ] || [ "$lines" -ne 2 ] || [ -z "$mid" ] ||
+   ! grep -q "^hvdrun: SIGTERM: passed on to the ranks as SIGUSR1" "$dir.out"; then
+    fail "SIGTERM to ./hvdrun during the validation: exit $rc (143 expected), $lines stop" \
+        "line(s), mid-epoch checkpoint '${mid:-none}':"
+    grep -E 'hvdlab|hvdrun|Epoch' "$dir.out" | head -4 | sed 's/^/    /'
 else n=$((n + 1)); fi
 [ "$bad" -eq 0 ] && echo "signals: $n signal cases stop with a line on every rank; the mid-epoch checkpoints resume to the uninterrupted runs' bytes"
 exit $bad
