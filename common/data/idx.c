@@ -2,11 +2,12 @@
  * Public: idx_parse_buffer, idx_read_file, idx_write_file, idx_describe, idx_free.
  *
  * idx_parse_buffer is the from-memory parser (the fuzz target feeds it directly). idx_read_file
- * streams the file through zlib (gzread also reads plain files, "transparent" mode), decodes the
- * header with the same helpers, then reads exactly the payload the header promises and checks
- * that nothing follows it. The payload buffer starts at the size the file suggests and doubles
- * up to the promised size only while data keeps arriving, so a header that lies about a huge
- * count costs at most about twice the memory of the data actually present.
+ * streams the file (gzip through inflate, plain through read), decodes the header with the same
+ * helpers, then reads exactly the payload the header promises and checks that nothing follows
+ * it: no more data, an intact gzip trailer, no bytes after the last gzip member. The payload
+ * buffer starts at the size the file suggests and doubles up to the promised size only while data
+ * keeps arriving, so a header that lies about a huge count costs at most about twice the memory of
+ * the data actually present.
  */
 #include "data/idx.h"
 
@@ -22,7 +23,7 @@
 #include <zlib.h>
 
 #define IDX_MIN_ALLOC ((size_t)4096) /* smallest first payload allocation when reading files */
-#define IDX_READ_CHUNK ((size_t)1 << 30)   /* gzread takes an unsigned count */
+#define IDX_READ_CHUNK ((size_t)1 << 30)   /* zlib counts in unsigned int */
 
 /* "name: what is wrong" */
 #define fail(err, errlen, name, ...) errmsg_set(err, errlen, (name) ? (name) : "(idx)", __VA_ARGS__)
@@ -147,52 +148,151 @@ int idx_parse_buffer(const uint8_t *buf, size_t len, const char *name, idx_array
     return 0;
 }
 
-/* Reads up to n bytes; returns how many arrived (fewer means end of data or an error). */
-static size_t gz_read_upto(gzFile gz, uint8_t *dst, size_t n)
+/* The file's bytes as the reader sees them: read() for a plain file, inflate() for gzip. Not
+ * gzread: once inflate has filled the caller's buffer and swallowed the last input bytes (a cut
+ * trailer among them) gzread reports a clean end of file, and it ignores whatever follows a
+ * gzip member. Here input that ends before a member's end is "cut", and only another gzip member
+ * may follow one. */
+typedef enum { SRC_OK, SRC_END, SRC_CUT, SRC_ERRNO, SRC_ZERR, SRC_GARBAGE } src_state;
+
+typedef struct {
+    int fd;
+    int gz;           /* 1: gzip through inflate, 0: plain */
+    z_stream zs;      /* gzip only */
+    uint8_t *in;      /* gzip input buffer, insz bytes */
+    size_t insz;
+    int in_eof;       /* read() said end of file */
+    int between;      /* a gzip member ended; what follows it is not looked at yet */
+    size_t out;       /* bytes delivered so far (decompressed for gzip) */
+    off_t taken;      /* bytes read() from the file so far */
+    off_t fsize;      /* the file's size, to count bytes after the last member */
+    src_state st;
+    int zerr, errnum; /* why, for SRC_ZERR and SRC_ERRNO */
+} src;
+
+static ssize_t read_retry(int fd, void *buf, size_t n)
 {
-    z_off_t start = gztell(gz);
+    ssize_t r;
+    do
+        r = read(fd, buf, n);
+    while (r < 0 && errno == EINTR);
+    return r;
+}
+
+/* Moves the unread input to the front of the buffer and reads more after it. */
+static void src_fill(src *s)
+{
+    if (s->zs.avail_in && s->zs.next_in != s->in)
+        memmove(s->in, s->zs.next_in, s->zs.avail_in);
+    s->zs.next_in = s->in;
+    ssize_t r = read_retry(s->fd, s->in + s->zs.avail_in, s->insz - s->zs.avail_in);
+    if (r < 0) {
+        s->errnum = errno;
+        s->st = SRC_ERRNO;
+        return;
+    }
+    s->in_eof = r == 0;
+    s->zs.avail_in += (uInt)r;
+    s->taken += r;
+}
+
+/* After a member's end: the end of the file, another member (RFC 1952 allows several; gzip -d
+ * joins them, pigz and bgzip write them), or bytes that are an error here. */
+static void src_next_member(src *s)
+{
+    while (s->zs.avail_in < 2 && !s->in_eof && s->st == SRC_OK)
+        src_fill(s);
+    if (s->st != SRC_OK)
+        return;
+    if (s->zs.avail_in == 0) {
+        s->st = SRC_END;
+    } else if (s->zs.avail_in >= 2 && s->zs.next_in[0] == 0x1f && s->zs.next_in[1] == 0x8b) {
+        s->between = 0;
+        if (inflateReset(&s->zs) != Z_OK) {
+            s->zerr = Z_STREAM_ERROR;
+            s->st = SRC_ZERR;
+        }
+    } else {
+        s->st = SRC_GARBAGE;
+    }
+}
+
+static size_t src_read_gz(src *s, uint8_t *dst, size_t n)
+{
+    size_t done = 0;
+    while (done < n && s->st == SRC_OK) {
+        if (s->between) {
+            src_next_member(s);
+            continue;
+        }
+        if (s->zs.avail_in == 0) {
+            if (s->in_eof)
+                s->st = SRC_CUT; /* the input ended inside a member */
+            else
+                src_fill(s);
+            continue;
+        }
+        size_t want = n - done < IDX_READ_CHUNK ? n - done : IDX_READ_CHUNK;
+        s->zs.next_out = dst + done;
+        s->zs.avail_out = (uInt)want;
+        int ret = inflate(&s->zs, Z_NO_FLUSH);
+        done += want - s->zs.avail_out;
+        if (ret == Z_STREAM_END) { /* CRC and length checked by inflate */
+            s->between = 1;
+        } else if (ret != Z_OK && ret != Z_BUF_ERROR) {
+            s->zerr = ret;
+            s->st = SRC_ZERR;
+        }
+    }
+    return done;
+}
+
+static size_t src_read_plain(src *s, uint8_t *dst, size_t n)
+{
     size_t done = 0;
     while (done < n) {
         size_t want = n - done < IDX_READ_CHUNK ? n - done : IDX_READ_CHUNK;
-        int r = gzread(gz, dst + done, (unsigned)want);
-        if (r <= 0)
+        ssize_t r = read_retry(s->fd, dst + done, want);
+        if (r <= 0) {
+            s->errnum = r < 0 ? errno : 0;
+            s->st = r < 0 ? SRC_ERRNO : SRC_END;
             break;
+        }
         done += (size_t)r;
-        if ((size_t)r < want)
-            break;
     }
-    /* gzread may copy bytes and then report an error without counting them; gztell knows. */
-    z_off_t end = gztell(gz);
-    if (start >= 0 && end >= start)
-        done = (size_t)(end - start);
-    return done > n ? n : done;
+    return done;
 }
 
-/* After a short read: 1 if zlib reported a real error (message written), 0 on a clean end. */
-static int gz_failed(gzFile gz, size_t at, const char *name, char *err, size_t errlen,
-                     int *cut_short)
+/* Reads up to n bytes; returns how many arrived (fewer means the end, a cut or an error). */
+static size_t src_read(src *s, uint8_t *dst, size_t n)
 {
-    int errnum = Z_OK;
-    const char *msg = gzerror(gz, &errnum);
-    *cut_short = 0;
-    if (errnum == Z_OK)
+    if (s->st != SRC_OK)
         return 0;
-    if (errnum == Z_BUF_ERROR) { /* the compressed stream ended early */
-        *cut_short = 1;
-        return 0;
-    }
-    if (errnum == Z_ERRNO)
-        fail(err, errlen, name, "read error after %zu bytes: %s", at, strerror(errno));
-    else if (errnum == Z_MEM_ERROR)
+    size_t got = s->gz ? src_read_gz(s, dst, n) : src_read_plain(s, dst, n);
+    s->out += got;
+    return got;
+}
+
+/* After a short read: 1 if it was an error (message written), 0 on a clean end or a cut (then
+ * *cut_short is 1). */
+static int src_failed(const src *s, const char *name, char *err, size_t errlen, int *cut_short)
+{
+    *cut_short = s->st == SRC_CUT;
+    if (s->st == SRC_ERRNO)
+        fail(err, errlen, name, "read error after %zu bytes: %s", s->out, strerror(s->errnum));
+    else if (s->st == SRC_ZERR && s->zerr == Z_MEM_ERROR)
         fail(err, errlen, name, "out of memory while decompressing");
-    else {
-        /* zlib prefixes its message with the stream's path, "<fd:N>: " for gzdopen; drop it */
-        const char *cut = msg ? strstr(msg, ">: ") : NULL;
-        if (msg && msg[0] == '<' && cut)
-            msg = cut + 3;
-        fail(err, errlen, name, "corrupt gzip data after %zu decompressed bytes: %s", at,
-             msg && *msg ? msg : "unknown zlib error");
-    }
+    else if (s->st == SRC_ZERR)
+        fail(err, errlen, name, "corrupt gzip data after %zu decompressed bytes: %s", s->out,
+             s->zs.msg && *s->zs.msg ? s->zs.msg : "unknown zlib error");
+    else if (s->st == SRC_GARBAGE) {
+        off_t at = s->taken - (off_t)s->zs.avail_in; /* where the last member ended */
+        size_t extra = s->fsize > at ? (size_t)(s->fsize - at) : s->zs.avail_in;
+        fail(err, errlen, name,
+             "%zu unexpected byte(s) after the end of the gzip stream (not another gzip member)",
+             extra);
+    } else
+        return 0;
     return 1;
 }
 
@@ -204,14 +304,14 @@ static int ends_with(const char *s, const char *suffix)
 
 /* hint: the expected decoded file size (plain: st_size; gzip: the trailer's ISIZE), only used to
  * size the first allocation; the buffer then doubles while data keeps arriving. */
-static int read_stream(gzFile gz, size_t hint, const char *path, idx_array *out, char *err,
+static int read_stream(src *s, size_t hint, const char *path, idx_array *out, char *err,
                        size_t errlen)
 {
     uint8_t hdr[16];
     int cut = 0;
-    size_t got = gz_read_upto(gz, hdr, 4);
+    size_t got = src_read(s, hdr, 4);
     if (got < 4) {
-        if (gz_failed(gz, got, path, err, errlen, &cut))
+        if (src_failed(s, path, err, errlen, &cut))
             return -1;
         return truncated_header(got, 0, cut, path, err, errlen);
     }
@@ -219,9 +319,9 @@ static int read_stream(gzFile gz, size_t hint, const char *path, idx_array *out,
     if (ndims < 0)
         return -1;
     size_t hlen = 4 + 4 * (size_t)ndims;
-    got += gz_read_upto(gz, hdr + 4, hlen - 4);
+    got += src_read(s, hdr + 4, hlen - 4);
     if (got < hlen) {
-        if (gz_failed(gz, got, path, err, errlen, &cut))
+        if (src_failed(s, path, err, errlen, &cut))
             return -1;
         return truncated_header(got, ndims, cut, path, err, errlen);
     }
@@ -247,28 +347,28 @@ static int read_stream(gzFile gz, size_t hint, const char *path, idx_array *out,
             data = nd;
             cap = ncap;
         }
-        size_t r = gz_read_upto(gz, data + have, cap - have);
+        size_t r = src_read(s, data + have, cap - have);
         have += r;
         if (have < cap) {
             free(data);
-            if (gz_failed(gz, hlen + have, path, err, errlen, &cut))
+            if (src_failed(s, path, err, errlen, &cut))
                 return -1;
             return truncated_payload(&a, have, cut ? " (gzip stream cut short)" : "", path, err,
                                      errlen);
         }
     }
-    /* Nothing may follow the payload. Reading on also makes zlib check the gzip CRC trailer. */
+    /* Nothing may follow the payload. Reading on to the end also checks the gzip trailer. */
     uint8_t scratch[4096];
     size_t extra = 0, r;
     int capped = 0;
-    while ((r = gz_read_upto(gz, scratch, sizeof scratch)) > 0) {
+    while ((r = src_read(s, scratch, sizeof scratch)) > 0) {
         extra += r;
         if (extra >= ((size_t)1 << 20)) { /* enough to say it is wrong */
             capped = 1;
             break;
         }
     }
-    if (!capped && gz_failed(gz, hlen + a.nbytes + extra, path, err, errlen, &cut)) {
+    if (!capped && src_failed(s, path, err, errlen, &cut)) {
         free(data);
         return -1;
     }
@@ -280,12 +380,53 @@ static int read_stream(gzFile gz, size_t hint, const char *path, idx_array *out,
         free(data);
         return fail(err, errlen, path,
                     "truncated gzip stream: all %zu payload bytes arrived but the gzip trailer "
-                    "(CRC and length) is missing",
+                    "(CRC and length) is missing or incomplete",
                     a.nbytes);
     }
     a.data = data;
     *out = a;
     return 0;
+}
+
+/* The gzip trailer's ISIZE (decoded length mod 2^32, little-endian, the last 4 bytes) as a size
+ * hint, or 0 when it cannot be true. */
+static size_t gzip_size_hint(int fd, off_t fsize)
+{
+    uint8_t t[4];
+    if (fsize < 4 || pread(fd, t, 4, fsize - 4) != 4)
+        return 0;
+    size_t hint = (size_t)t[0] | (size_t)t[1] << 8 | (size_t)t[2] << 16 | (size_t)t[3] << 24;
+    /* deflate expands at most ~1032:1, so a bigger claim is a lie; do not allocate for it */
+    return hint / 1100 > (size_t)fsize ? 0 : hint;
+}
+
+/* Reads the open file fd (fsize bytes, gzip or plain) through a src. */
+static int read_fd(int fd, off_t fsize, int is_gzip, const char *path, idx_array *out, char *err,
+                   size_t errlen)
+{
+    src s;
+    memset(&s, 0, sizeof s); /* zalloc, zfree, opaque: Z_NULL */
+    s.fd = fd;
+    s.gz = is_gzip;
+    s.fsize = fsize;
+    size_t hint = (size_t)fsize;
+    if (is_gzip) {
+        hint = gzip_size_hint(fd, fsize);
+        /* input buffer: 256 KiB for real data sets, small for small files */
+        s.insz = fsize >= (1 << 18) ? (size_t)1 << 18 : (size_t)1 << 13;
+        s.in = malloc(s.insz);
+        s.zs.next_in = s.in;
+        if (!s.in || inflateInit2(&s.zs, 16 + MAX_WBITS) != Z_OK) { /* 16+: gzip wrapper only */
+            free(s.in);
+            return fail(err, errlen, path, "cannot open through zlib (out of memory?)");
+        }
+    }
+    int rc = read_stream(&s, hint, path, out, err, errlen);
+    if (is_gzip) {
+        inflateEnd(&s.zs);
+        free(s.in);
+    }
+    return rc;
 }
 
 int idx_read_file(const char *path, idx_array *out, char *err, size_t errlen)
@@ -327,25 +468,8 @@ int idx_read_file(const char *path, idx_array *out, char *err, size_t errlen)
                     "signature 0x1f 0x8b",
                     sig[0], sig[1]);
     }
-    gzFile gz = gzdopen(fd, "rb");
-    if (!gz) {
-        close(fd);
-        return fail(err, errlen, path, "cannot open through zlib (out of memory?)");
-    }
-    size_t hint = (size_t)st.st_size;
-    if (is_gzip) { /* ISIZE: uncompressed length mod 2^32, little-endian, in the last 4 bytes */
-        uint8_t t[4];
-        hint = st.st_size >= 4 && pread(fd, t, 4, st.st_size - 4) == 4
-                   ? (size_t)t[0] | (size_t)t[1] << 8 | (size_t)t[2] << 16 | (size_t)t[3] << 24
-                   : 0;
-        /* deflate expands at most ~1032:1, so a bigger claim is a lie; do not allocate for it */
-        if (hint / 1100 > (size_t)st.st_size)
-            hint = 0;
-    }
-    /* input buffer: 256 KiB for real data sets, small for small files (zlib allocates 3x this) */
-    gzbuffer(gz, st.st_size >= (1 << 18) ? (1u << 18) : (1u << 13));
-    int rc = read_stream(gz, hint, path, out, err, errlen);
-    gzclose(gz);
+    int rc = read_fd(fd, st.st_size, is_gzip, path, out, err, errlen);
+    close(fd);
     return rc;
 }
 

@@ -315,7 +315,7 @@ START_TEST(damaged_gzip)
     /* all the payload but no trailer */
     write_raw(tmp_path("cut.gz"), g, glen - 8, 0);
     expect_fail(tmp_path("cut.gz"), "truncated gzip stream: all 60 payload bytes arrived but the "
-                                 "gzip trailer (CRC and length) is missing");
+                                 "gzip trailer (CRC and length) is missing or incomplete");
     /* a wrong CRC in the trailer */
     g[glen - 8] ^= 0xff;
     write_raw(tmp_path("crc.gz"), g, glen, 0);
@@ -325,6 +325,14 @@ START_TEST(damaged_gzip)
                       strstr(err, " decompressed bytes: incorrect data check"),
                   "%s", err);
     g[glen - 8] ^= 0xff;
+    /* a wrong length (ISIZE) in the trailer */
+    g[glen - 4] ^= 0x01;
+    write_raw(tmp_path("len.gz"), g, glen, 0);
+    ck_assert_int_eq(idx_read_file(tmp_path("len.gz"), &a, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "len.gz: corrupt gzip data after 76 decompressed bytes: incorrect "
+                              "length check"),
+                  "%s", err);
+    g[glen - 4] ^= 0x01;
     /* an invalid deflate block type right after the 10-byte gzip header */
     g[10] |= 0x06;
     write_raw(tmp_path("bad.gz"), g, glen, 0);
@@ -332,6 +340,150 @@ START_TEST(damaged_gzip)
     ck_assert_msg(strstr(err, "corrupt gzip data after 0 decompressed bytes: invalid block type"),
                   "%s", err);
     free(g);
+}
+END_TEST
+
+/* Expects path to fail with a message that starts with "path: " and contains part. */
+static void expect_fail_with(const char *path, const char *part)
+{
+    idx_array a;
+    ck_assert_int_eq(idx_read_file(path, &a, err, sizeof err), -1);
+    ck_assert_ptr_null(a.data);
+    ck_assert_msg(strncmp(err, path, strlen(path)) == 0 && err[strlen(path)] == ':', "%s", err);
+    ck_assert_msg(strstr(err, part), "want '%s' in: %s", part, err);
+}
+
+/* Writes the first len bytes of a, then the n bytes of b, to path. */
+static void write_two(const char *path, const void *a, size_t len, const void *b, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(a, 1, len, f), len);
+    if (n)
+        ck_assert_uint_eq(fwrite(b, 1, n, f), n);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+/* Cuts 1..10 bytes off the end of the gzip file src (payload bytes pay) and appends non-gzip
+ * bytes to it: every one a named failure. Payloads bigger than zlib's buffer matter: gzread
+ * then inflates straight into the caller's buffer and used to miss a partial trailer. */
+static void cut_and_append(const uint8_t *g, size_t glen, size_t pay, const char *name)
+{
+    char p[4096], tail[ERRMSG_LEN];
+    snprintf(p, sizeof p, "%s", tmp_path(name));
+    snprintf(tail, sizeof tail,
+             "truncated gzip stream: all %zu payload bytes arrived but the gzip trailer (CRC and "
+             "length) is missing or incomplete",
+             pay);
+    write_two(p, g, glen, "", 0);
+    idx_array a;
+    ck_assert_msg(idx_read_file(p, &a, err, sizeof err) == 0, "%s", err);
+    ck_assert_uint_eq(a.nbytes, pay);
+    idx_free(&a);
+    for (size_t k = 1; k <= 8; k++) { /* the 8-byte trailer: CRC32, ISIZE */
+        write_two(p, g, glen - k, "", 0);
+        expect_fail(p, tail);
+    }
+    for (size_t k = 9; k <= 10; k++) { /* into the deflate data: still all the payload, or not */
+        write_two(p, g, glen - k, "", 0);
+        expect_fail_with(p, "truncated");
+    }
+    write_two(p, g, glen, "garbage!!", 9);
+    expect_fail(p, "9 unexpected byte(s) after the end of the gzip stream (not another gzip "
+                   "member)");
+    write_two(p, g, glen, "\0\0\0", 3); /* zero padding is not a gzip member either */
+    expect_fail(p, "3 unexpected byte(s) after the end of the gzip stream (not another gzip "
+                   "member)");
+    write_two(p, g, glen, "\x1f", 1); /* half a gzip signature */
+    expect_fail(p, "1 unexpected byte(s) after the end of the gzip stream (not another gzip "
+                   "member)");
+}
+
+enum { BIG_N = 100, BIG_PAY = BIG_N * 28 * 28 };
+
+START_TEST(gzip_trailer_and_trailing_bytes)
+{
+    /* 100 noisy 28x28 images: ~78 KB compressed, far more than zlib's input buffer */
+    static uint8_t b[16 + BIG_PAY];
+    const uint8_t hdr[16] = {0, 0, 8, 3, 0, 0, 0, BIG_N, 0, 0, 0, 28, 0, 0, 0, 28};
+    memcpy(b, hdr, 16);
+    uint32_t x = 12345;
+    for (int i = 0; i < BIG_PAY; i++) {
+        x = x * 1664525u + 1013904223u;
+        b[16 + i] = (uint8_t)(x >> 24);
+    }
+    write_raw(tmp_path("big.gz"), b, sizeof b, 1);
+    size_t glen;
+    uint8_t *g = (uint8_t *)file_read(tmp_path("big.gz"), &glen);
+    ck_assert_ptr_nonnull(g);
+    cut_and_append(g, glen, BIG_PAY, "big-cut.gz");
+    free(g);
+}
+END_TEST
+
+/* gzip allows several members in one file (gzip -d joins them; pigz and bgzip write such
+ * files): the reader joins them too, and the IDX checks apply to the joined bytes. */
+START_TEST(gzip_concatenated_members)
+{
+    uint8_t b[HL + PAY];
+    size_t len = image_bytes(b);
+    size_t l1, l2, l0;
+    write_raw(tmp_path("m1.gz"), b, 20, 1);
+    write_raw(tmp_path("m2.gz"), b + 20, len - 20, 1);
+    write_raw(tmp_path("m0.gz"), "", 0, 1);
+    uint8_t *g1 = (uint8_t *)file_read(tmp_path("m1.gz"), &l1);
+    uint8_t *g2 = (uint8_t *)file_read(tmp_path("m2.gz"), &l2);
+    uint8_t *g0 = (uint8_t *)file_read(tmp_path("m0.gz"), &l0);
+    ck_assert(g1 && g2 && g0);
+    const char *p = tmp_path("two.gz");
+    write_two(p, g1, l1, g2, l2);
+    idx_array a;
+    ck_assert_msg(idx_read_file(p, &a, err, sizeof err) == 0, "%s", err);
+    check_images(&a);
+    idx_free(&a);
+    uint8_t *g12 = malloc(l1 + l2);
+    ck_assert_ptr_nonnull(g12);
+    memcpy(g12, g1, l1);
+    memcpy(g12 + l1, g2, l2);
+    write_two(p, g12, l1 + l2, g0, l0); /* an empty member at the end is harmless */
+    ck_assert_msg(idx_read_file(p, &a, err, sizeof err) == 0, "%s", err);
+    check_images(&a);
+    idx_free(&a);
+    write_two(p, g12, l1 + l2 - 1, "", 0); /* the second member's trailer cut */
+    expect_fail(p, "truncated gzip stream: all 60 payload bytes arrived but the gzip trailer "
+                   "(CRC and length) is missing or incomplete");
+    write_two(p, g12, l1 + l2, "garbage!!", 9);
+    expect_fail(p, "9 unexpected byte(s) after the end of the gzip stream (not another gzip "
+                   "member)");
+    write_two(p, g12, l1 + l2, g1, l1); /* a third member: its 20 bytes follow the payload */
+    expect_fail(p, "20 unexpected byte(s) after the payload of 5 images of 3x4 (60 bytes)");
+    free(g12);
+    free(g0);
+    free(g2);
+    free(g1);
+}
+END_TEST
+
+/* The real data set, copied and damaged (a label file, small, and an image file, big). */
+START_TEST(real_files_damaged)
+{
+    static const char *dir = "/usr/share/datasets/fashion-mnist";
+    static const char *files[2] = {"train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz"};
+    static const size_t pays[2] = {60000, 10000 * 28 * 28};
+    struct stat st;
+    if (stat(dir, &st) != 0) {
+        printf("test_idx: SKIP real_files_damaged: %s absent\n", dir);
+        return;
+    }
+    for (int i = 0; i < 2; i++) {
+        char src[4096];
+        snprintf(src, sizeof src, "%s/%s", dir, files[i]);
+        size_t glen;
+        uint8_t *g = (uint8_t *)file_read(src, &glen);
+        ck_assert_msg(g != NULL, "cannot read %s", src);
+        cut_and_append(g, glen, pays[i], files[i]);
+        free(g);
+    }
 }
 END_TEST
 
@@ -364,6 +516,9 @@ static Suite *make_suite(void)
     tcase_add_test(tc, huge_or_overflowing_header);
     tcase_add_test(tc, overflow_dims);
     tcase_add_test(tc, damaged_gzip);
+    tcase_add_test(tc, gzip_trailer_and_trailing_bytes);
+    tcase_add_test(tc, gzip_concatenated_members);
+    tcase_add_test(tc, real_files_damaged);
     tcase_add_test(tc, small_error_buffers);
     suite_add_tcase(s, tc);
     return s;
