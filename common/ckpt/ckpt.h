@@ -44,7 +44,7 @@
  *   ckpt_check.c (expectations) ckpt_check, ckpt_opt_name, ckpt_nonfinite
  *   ckpt_files.c (directories)  ckpt_mkdirs, ckpt_write_temp, ckpt_commit, ckpt_save, ckpt_load,
  *                               ckpt_latest_epoch, ckpt_newest_valid, ckpt_found_batch,
- *                               ckpt_set_aside
+ *                               ckpt_set_aside, ckpt_move_noclobber
  *   ckpt_dir.c (the log dir)    ckpt_set_restart, ckpt_prepare_dir, ckpt_expect_bytes
  * Public (ckpt_model.c, on a param_set and an optimizer):
  *   ckpt_data_of, ckpt_expect_of, ckpt_save_params, ckpt_load_params, ckpt_set_target,
@@ -114,9 +114,10 @@ int ckpt_load(const char *dir, int epoch, const ckpt_expect *want, ckpt_file *f,
 /* Newest epoch e <= max_epoch (max_epoch <= 0: any) whose dir/checkpoint-e.ckpt is valid and
  * satisfies want; 0 if none or dir does not exist. Nothing saved is ever overwritten by an
  * unrelated run: a damaged file it meets (format, CRC, non-finite value, wrong epoch) is renamed
- * to <name>.damaged with one warning line and the search goes on to older ones; a valid file
- * that does not satisfy want (another model or optimizer), or a directory whose checkpoints
- * are all damaged, gives -1 and one line naming the file, what differs and CKPT_WAYS_ON.
+ * to <name>.damaged (.damaged.2, ... when taken) with one warning line and the search goes on
+ * to older ones; a valid file that does not satisfy want (another model or optimizer), or a
+ * directory whose checkpoints are all damaged, gives -1 and one line naming the file, what
+ * differs and CKPT_WAYS_ON.
  * -1 and one line in err also when dir exists but cannot be listed. */
 int ckpt_latest_epoch(const char *dir, const ckpt_expect *want, int max_epoch, char *err,
                       size_t errlen);
@@ -133,13 +134,19 @@ int ckpt_newest_valid(const char *dir, int *epoch, int *batch);
  * ckpt_load (and so ckpt_load_model) of that epoch reads it. */
 int ckpt_found_batch(const char *dir, int epoch);
 
-/* Renames path to path.damaged; one warning line on stderr with why. 0, or -1 (also warned). */
+/* Renames path to path.damaged, or the first of path.damaged.2, .3, ... no file holds (an
+ * earlier damaged file is never overwritten); one warning line on stderr with why and the name
+ * used. 0, or -1 (also warned). */
 int ckpt_set_aside(const char *path, const char *why);
+/* Renames from to to unless to exists (then -1, errno EEXIST): renameat2 RENAME_NOREPLACE, else
+ * link + unlink, else (no hard links) a look then rename. 0, or -1 and errno. */
+int ckpt_move_noclobber(const char *from, const char *to);
 
 /* ---- the log directory (ckpt_dir.c) ---- */
 
 /* --restart (args_parse sets it): ckpt_prepare_dir first moves every checkpoint, damaged and
- * temp file of an earlier run into dir/restart-YYYYmmdd-HHMMSS/ (one line on stderr). */
+ * temp file of an earlier run into a new dir/restart-YYYYmmdd-HHMMSS/ (-2, -3, ... appended when
+ * an earlier restart holds that name; one line on stderr names it). */
 void ckpt_set_restart(int on);
 /* Before the first batch: (--restart), creates dir, removes the temp files of killed writers,
  * writes and removes a probe file, and checks that the free space holds two checkpoints of

@@ -31,7 +31,30 @@ static int is_ours(const char *n)
     return is_temp(n) || (!strncmp(n, "checkpoint-", 11) && (strstr(n, ".ckpt") != NULL));
 }
 
-/* --restart: every file of an earlier run into DIR/restart-YYYYmmdd-HHMMSS (nothing deleted). */
+/* Creates DIR/restart-YYYYmmdd-HHMMSS for now, or -2, -3, ... after it when an earlier restart
+ * (the same second, a clock stepped back) holds that name: mkdir never reuses a folder, so
+ * nothing moved into it can land on an earlier run's file. Its path in sub. */
+static int make_restart_dir(const char *dir, char *sub, size_t len, char *err, size_t errlen)
+{
+    char stamp[32];
+    time_t now = time(NULL);
+    strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", localtime(&now));
+    for (int k = 1; k <= 1000; k++) {
+        int n = k == 1 ? snprintf(sub, len, "%s/restart-%s", dir, stamp)
+                       : snprintf(sub, len, "%s/restart-%s-%d", dir, stamp, k);
+        if (n < 0 || (size_t)n >= len)
+            return errmsg_set(err, errlen, dir, "--restart: the folder name is too long");
+        if (mkdir(sub, 0777) == 0)
+            return 0;
+        if (errno != EEXIST)
+            return errmsg_set(err, errlen, sub, "--restart: cannot create it: %s",
+                              strerror(errno));
+    }
+    return errmsg_set(err, errlen, sub, "--restart: cannot create it: %s", strerror(EEXIST));
+}
+
+/* --restart: every file of an earlier run into a new DIR/restart-YYYYmmdd-HHMMSS[-k]
+ * (nothing deleted, nothing overwritten). */
 static int move_aside(const char *dir, char *err, size_t errlen)
 {
     DIR *dp = opendir(dir);
@@ -42,20 +65,13 @@ static int move_aside(const char *dir, char *err, size_t errlen)
     for (struct dirent *de; (de = readdir(dp));) {
         if (!is_ours(de->d_name))
             continue;
-        if (!*sub) {
-            char stamp[32];
-            time_t now = time(NULL);
-            strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", localtime(&now));
-            snprintf(sub, sizeof sub, "%s/restart-%s", dir, stamp);
-            if (mkdir(sub, 0777) != 0 && errno != EEXIST) {
-                closedir(dp);
-                return errmsg_set(err, errlen, sub, "--restart: cannot create it: %s",
-                                  strerror(errno));
-            }
+        if (!*sub && make_restart_dir(dir, sub, sizeof sub, err, errlen)) {
+            closedir(dp);
+            return -1;
         }
         snprintf(from, sizeof from, "%s/%s", dir, de->d_name);
         snprintf(to, sizeof to, "%s/%s", sub, de->d_name);
-        if (rename(from, to) != 0 && errno != ENOENT) {
+        if (ckpt_move_noclobber(from, to) != 0 && errno != ENOENT) {
             closedir(dp);
             return errmsg_set(err, errlen, from, "--restart: cannot move it to %s: %s", sub,
                               strerror(errno));

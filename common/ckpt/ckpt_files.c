@@ -2,7 +2,7 @@
  * rename, directory fsync), loaded with every check, and the newest valid epoch found. The
  * format itself is in ckpt_format.c; what a file must fit, ckpt_check.c.
  * Public: ckpt_mkdirs, ckpt_write_temp, ckpt_commit, ckpt_save, ckpt_load, ckpt_latest_epoch,
- * ckpt_set_aside.
+ * ckpt_set_aside, ckpt_move_noclobber.
  */
 #include "ckpt/ckpt.h"
 
@@ -181,11 +181,48 @@ int ckpt_load(const char *dir, int epoch, const ckpt_expect *want, ckpt_file *f,
     return 0;
 }
 
+int ckpt_move_noclobber(const char *from, const char *to)
+{
+#ifdef RENAME_NOREPLACE
+    if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
+        return 0;
+    if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP)
+        return -1; /* EEXIST among them; the others: this file system cannot do it atomically */
+#endif
+    /* link() never replaces a name that exists; a crash before the unlink leaves both names */
+    if (link(from, to) == 0) {
+        if (unlink(from) == 0)
+            return 0;
+        int e = errno;
+        unlink(to);
+        errno = e;
+        return -1;
+    }
+    if (errno != EPERM && errno != ENOTSUP && errno != ENOSYS)
+        return -1;
+    /* no hard links here (FAT, some network file systems, directories): look, then rename */
+    struct stat st;
+    if (lstat(to, &st) == 0)
+        errno = EEXIST;
+    else if (errno == ENOENT)
+        return rename(from, to);
+    return -1;
+}
+
 int ckpt_set_aside(const char *path, const char *why)
 {
     char to[4200];
-    snprintf(to, sizeof to, "%s.damaged", path);
-    if (rename(path, to) != 0) {
+    int rc = -1;
+    errno = EEXIST;
+    /* path.damaged, else path.damaged.2, .3, ...: an earlier damaged file is evidence too */
+    for (int k = 1; k <= 1000 && rc != 0 && errno == EEXIST; k++) {
+        if (k == 1)
+            snprintf(to, sizeof to, "%s.damaged", path);
+        else
+            snprintf(to, sizeof to, "%s.damaged.%d", path, k);
+        rc = ckpt_move_noclobber(path, to);
+    }
+    if (rc != 0) {
         fprintf(stderr, "hvdlab: warning: %s; cannot rename it aside: %s\n", why,
                 strerror(errno));
         return -1;

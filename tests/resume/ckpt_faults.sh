@@ -39,21 +39,43 @@ cmp -s "$work/keep.ckpt" "$work/a/checkpoint-1.ckpt" || fail "other optimizer: t
 # ... another model likewise
 run "$work/c.out" --log-dir "$work/a" --model wrn-16-1; rc=$?
 expect "other model" "$work/c.out" "checkpoint of model wrn-10-1 (depth 10, width 1), but this run builds wrn-16-1"
-# 2. --restart moves them into a dated subfolder and trains afresh
+# 2. --restart moves them into a new dated subfolder and trains afresh. The folders of the next
+# 120 s are taken by earlier restarts (two in one second, a clock stepped back): it takes
+# restart-<stamp>-2, and every file of theirs stays as it was
+now=$(date +%s)
+for s in $(seq 0 119); do
+    d="$work/a/restart-$(date -d "@$((now + s))" +%Y%m%d-%H%M%S)"
+    mkdir "$d" && echo "earlier $s" >"$d/checkpoint-1.ckpt"
+done
 run "$work/d.out" --log-dir "$work/a" --optimizer novograd --restart ||
     fail "--restart: the run failed"
-moved=$(ls -d "$work"/a/restart-*/checkpoint-1.ckpt 2>/dev/null | head -1)
-if [ -z "$moved" ] || ! cmp -s "$moved" "$work/keep.ckpt" || [ ! -e "$work/a/checkpoint-1.ckpt" ]; then
-    fail "--restart: the old checkpoint is not in restart-*/ or no new one was written"
+sub=$(sed -n 's/^hvdlab: --restart: 1 file(s) of the earlier run moved to \(.*-2\)$/\1/p' \
+    "$work/d.out")
+if [ -z "$sub" ] || ! cmp -s "$sub/checkpoint-1.ckpt" "$work/keep.ckpt" ||
+   [ ! -e "$work/a/checkpoint-1.ckpt" ]; then
+    fail "--restart: the old checkpoint is not in restart-*-2/ or no new one was written"
+    grep "restart" "$work/d.out" | sed 's/^/    /'
 else pass=$((pass + 1)); fi
-# 3. every checkpoint damaged: renamed aside (the bytes kept), the run stops
+for s in $(seq 0 119); do
+    d="$work/a/restart-$(date -d "@$((now + s))" +%Y%m%d-%H%M%S)"
+    [ "$(cat "$d/checkpoint-1.ckpt")" = "earlier $s" ] ||
+        { fail "--restart: an earlier restart's $d/checkpoint-1.ckpt changed"; break; }
+done
+# 3. every checkpoint damaged: renamed aside (the bytes kept), the run stops; the .damaged an
+# earlier run set aside stays byte for byte, this one is .damaged.2
 mkdir -p "$work/e"
 head -c 300 "$work/keep.ckpt" >"$work/e/checkpoint-1.ckpt"
+head -c 200 "$work/keep.ckpt" >"$work/e/checkpoint-1.ckpt.damaged"
+cp "$work/e/checkpoint-1.ckpt" "$work/e1.ckpt"
+cp "$work/e/checkpoint-1.ckpt.damaged" "$work/e0.ckpt"
 run "$work/e.out" --log-dir "$work/e"; rc=$?
 expect "all damaged" "$work/e.out" "every checkpoint in it is damaged (renamed to \*.damaged)"
-grep -q "warning: .*checkpoint-1.ckpt: truncated checkpoint.*renamed to .*checkpoint-1.ckpt.damaged" \
-    "$work/e.out" || fail "all damaged: no rename warning"
-[ -e "$work/e/checkpoint-1.ckpt.damaged" ] || fail "all damaged: the damaged file is gone"
+grep -q "warning: .*checkpoint-1.ckpt: truncated .*renamed to .*checkpoint-1.ckpt.damaged.2, not" \
+    "$work/e.out" || fail "all damaged: no rename warning naming .damaged.2"
+cmp -s "$work/e/checkpoint-1.ckpt.damaged.2" "$work/e1.ckpt" ||
+    fail "all damaged: the damaged file is gone"
+cmp -s "$work/e/checkpoint-1.ckpt.damaged" "$work/e0.ckpt" ||
+    fail "all damaged: the earlier .damaged changed"
 # 4. temp files of a killed writer are removed at start
 mkdir -p "$work/t" && : >"$work/t/.checkpoint-1.ckpt.tmp-AbCdEf"
 run "$work/t.out" --log-dir "$work/t" || fail "temp files: the run failed"

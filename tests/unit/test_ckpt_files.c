@@ -2,8 +2,11 @@
  * files with one warning each), writers killed before the rename, creating the log directory,
  * the param_set layer and its trace lines. Serial (forked Check). The format: test_ckpt.c. */
 #include <dirent.h>
+#include <errno.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "lib/ck_mpi.h"
 #include "lib/ckpt_fixture.h"
@@ -257,6 +260,106 @@ START_TEST(creates_log_dir_or_names_it)
 }
 END_TEST
 
+/* A damaged file is set aside under a free name: an earlier checkpoint-N.ckpt.damaged (and
+ * .damaged.2) stays byte for byte, and the warning names the file actually written. */
+START_TEST(set_aside_never_overwrites_an_earlier_damaged_file)
+{
+    char dir[512], want[2048];
+    snprintf(dir, sizeof dir, "%s", tmp_path("dmg"));
+    ck_assert_int_eq(ckpt_mkdirs(dir, err, sizeof err), 0);
+    spit(tmp_path("dmg/checkpoint-2.ckpt.damaged"), "first", 5);
+    spit(tmp_path("dmg/checkpoint-2.ckpt.damaged.2"), "second", 6);
+    spit(tmp_path("dmg/checkpoint-2.ckpt"), "HVDLCKPT", 8);
+    int cap = capture_begin();
+    int e = ckpt_latest_epoch(dir, NULL, 0, err, sizeof err);
+    char *out = capture_end(cap);
+    ck_assert_int_eq(e, -1);
+    snprintf(want, sizeof want, "; renamed to %s/checkpoint-2.ckpt.damaged.3, not overwritten\n",
+             dir);
+    ck_assert_msg(strstr(out, want) != NULL, "%s", out);
+    free(out);
+    size_t len;
+    const char *keep[][2] = {{"dmg/checkpoint-2.ckpt.damaged", "first"},
+                             {"dmg/checkpoint-2.ckpt.damaged.2", "second"},
+                             {"dmg/checkpoint-2.ckpt.damaged.3", "HVDLCKPT"}};
+    for (int i = 0; i < 3; i++) {
+        uint8_t *b = slurp(tmp_path(keep[i][0]), &len);
+        ck_assert_msg(len == strlen(keep[i][1]) && !memcmp(b, keep[i][1], len), "%s changed",
+                      keep[i][0]);
+        free(b);
+    }
+    ck_assert_int_eq(access(tmp_path("dmg/checkpoint-2.ckpt"), F_OK), -1);
+    /* the move under it refuses a name that is taken and leaves both files */
+    errno = 0;
+    ck_assert_int_eq(ckpt_move_noclobber(tmp_path("dmg/checkpoint-2.ckpt.damaged.2"),
+                                         tmp_path("dmg/checkpoint-2.ckpt.damaged")), -1);
+    ck_assert_int_eq(errno, EEXIST);
+    ck_assert_int_eq(access(tmp_path("dmg/checkpoint-2.ckpt.damaged.2"), F_OK), 0);
+}
+END_TEST
+
+/* dir/restart-<the stamp of when + s> for s in [0, n): a folder an earlier --restart made,
+ * holding a checkpoint-2.ckpt with its own bytes ("s"). */
+#define TAKEN_SECONDS 60
+static void make_earlier_restarts(const char *dir, time_t when, int n)
+{
+    char p[1024], stamp[32], body[16];
+    for (int s = 0; s < n; s++) {
+        time_t t = when + s;
+        strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", localtime(&t));
+        snprintf(p, sizeof p, "%s/restart-%s", dir, stamp);
+        ck_assert_int_eq(mkdir(p, 0777), 0);
+        snprintf(p, sizeof p, "%s/restart-%s/checkpoint-2.ckpt", dir, stamp);
+        spit(p, body, (size_t)snprintf(body, sizeof body, "%d", s));
+    }
+}
+
+/* --restart picks a folder no earlier restart holds (two restarts in one second, a clock stepped
+ * back): every file an earlier one moved stays byte for byte, and the line names the folder
+ * used. The folders of the next TAKEN_SECONDS seconds are taken beforehand, so the test does
+ * not depend on timing. */
+START_TEST(restart_never_overwrites_an_earlier_restart)
+{
+    char dir[512], p[1024], body[16];
+    snprintf(dir, sizeof dir, "%s", tmp_path("rs"));
+    ck_assert_int_eq(ckpt_mkdirs(dir, err, sizeof err), 0);
+    make_earlier_restarts(dir, time(NULL), TAKEN_SECONDS);
+    spit(tmp_path("rs/checkpoint-2.ckpt"), "new", 3);
+    ckpt_set_restart(1);
+    int cap = capture_begin();
+    int rc = ckpt_prepare_dir(dir, 0, err, sizeof err);
+    char *out = capture_end(cap);
+    ckpt_set_restart(0);
+    ck_assert_msg(rc == 0, "%s", err);
+    /* "hvdlab: --restart: 1 file(s) of the earlier run moved to DIR/restart-YYYYmmdd-HHMMSS-2" */
+    snprintf(p, sizeof p, "hvdlab: --restart: 1 file(s) of the earlier run moved to %s/restart-",
+             dir);
+    size_t at = strlen(p), len;
+    ck_assert_msg(!strncmp(out, p, at) && strlen(out) == at + 18 && !strcmp(out + at + 15, "-2\n"),
+                  "%s", out);
+    const char *used = strstr(out, " moved to ") + 10;
+    snprintf(p, sizeof p, "%.*s/checkpoint-2.ckpt", (int)strlen(used) - 1, used);
+    uint8_t *b = slurp(p, &len);
+    ck_assert_msg(len == 3 && !memcmp(b, "new", 3), "%s: not the moved file", p);
+    free(b);
+    free(out);
+    for (int s = 0; s < TAKEN_SECONDS; s++) { /* the earlier restarts' files, unchanged */
+        DIR *dp = opendir(dir);
+        int found = 0;
+        for (struct dirent *de; (de = readdir(dp));) {
+            if (strncmp(de->d_name, "restart-", 8) || strlen(de->d_name) != 23)
+                continue;
+            snprintf(p, sizeof p, "%s/%s/checkpoint-2.ckpt", dir, de->d_name);
+            b = slurp(p, &len);
+            found += len == (size_t)snprintf(body, sizeof body, "%d", s) && !memcmp(b, body, len);
+            free(b);
+        }
+        closedir(dp);
+        ck_assert_msg(found == 1, "the file an earlier restart left (%d) changed or is gone", s);
+    }
+}
+END_TEST
+
 /* The param_set layer: restore into a fresh model and optimizer; trace lines; a failed load
  * changes nothing. */
 START_TEST(param_set_layer_and_trace)
@@ -351,6 +454,8 @@ static Suite *make_suite(void)
     tcase_add_test(tc, mid_epoch_files_sort_between_epochs);
     tcase_add_test(tc, killed_writer_leaves_previous_checkpoint);
     tcase_add_test(tc, creates_log_dir_or_names_it);
+    tcase_add_test(tc, set_aside_never_overwrites_an_earlier_damaged_file);
+    tcase_add_test(tc, restart_never_overwrites_an_earlier_restart);
     tcase_add_test(tc, param_set_layer_and_trace);
     suite_add_tcase(s, tc);
     return s;
