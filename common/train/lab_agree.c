@@ -12,27 +12,51 @@
 #include "coll/hvd.h"
 
 enum { TRAIN_N, TEST_N, TRAIN_IMAGES, TRAIN_LABELS, TEST_IMAGES, TEST_LABELS, TRAIN_SUBSET,
-       TEST_SUBSET, BATCH, VAL_BATCH, SEED, NITEMS };
+       TEST_SUBSET, BATCH, VAL_BATCH, SEED, EPOCHS, MODEL, DROPOUT, OPTIMIZER, BASE_LR, MOMENTUM,
+       WD, WARMUP, TARGET, PATIENCE, CHECKPOINTING, NITEMS };
 
-/* How each item is named in the message; fingerprints print in hex. Sizes and files come first:
- * a different file usually also changes a size, and the size is the clearer thing to read. */
+/* How an item's value prints: a count, a fingerprint (hex), a double's bits, wrn-D-K. */
+enum { INT, HEX, REAL, NET, OPT };
+
+/* How each item is named in the message. Sizes and files come first: a different file usually
+ * also changes a size, and the size is the clearer thing to read. The flags after --seed do not
+ * change the epoch, but a rank given another value would train another way (another learning
+ * rate: weights that drift apart unseen) or end at another time (a hang). */
 static const struct {
     const char *name;
-    int hex;      /* print as a fingerprint */
+    int shown;    /* INT, HEX, ... */
     int from_dir; /* the value comes from the data directory: name each rank's */
 } ITEMS[NITEMS] = {
-    [TRAIN_N] = {"the training set size", 0, 1},
-    [TEST_N] = {"the test set size", 0, 1},
-    [TRAIN_IMAGES] = {"the fingerprint of train-images-idx3-ubyte", 1, 1},
-    [TRAIN_LABELS] = {"the fingerprint of train-labels-idx1-ubyte", 1, 1},
-    [TEST_IMAGES] = {"the fingerprint of t10k-images-idx3-ubyte", 1, 1},
-    [TEST_LABELS] = {"the fingerprint of t10k-labels-idx1-ubyte", 1, 1},
-    [TRAIN_SUBSET] = {"--train-subset", 0, 0},
-    [TEST_SUBSET] = {"--test-subset", 0, 0},
-    [BATCH] = {"--batch-size", 0, 0},
-    [VAL_BATCH] = {"--val-batch-size", 0, 0},
-    [SEED] = {"--seed", 0, 0},
+    [TRAIN_N] = {"the training set size", INT, 1},
+    [TEST_N] = {"the test set size", INT, 1},
+    [TRAIN_IMAGES] = {"the fingerprint of train-images-idx3-ubyte", HEX, 1},
+    [TRAIN_LABELS] = {"the fingerprint of train-labels-idx1-ubyte", HEX, 1},
+    [TEST_IMAGES] = {"the fingerprint of t10k-images-idx3-ubyte", HEX, 1},
+    [TEST_LABELS] = {"the fingerprint of t10k-labels-idx1-ubyte", HEX, 1},
+    [TRAIN_SUBSET] = {"--train-subset", INT, 0},
+    [TEST_SUBSET] = {"--test-subset", INT, 0},
+    [BATCH] = {"--batch-size", INT, 0},
+    [VAL_BATCH] = {"--val-batch-size", INT, 0},
+    [SEED] = {"--seed", INT, 0},
+    [EPOCHS] = {"--epochs", INT, 0},
+    [MODEL] = {"--model", NET, 0},
+    [DROPOUT] = {"--dropout", REAL, 0},
+    [OPTIMIZER] = {"--optimizer", OPT, 0},
+    [BASE_LR] = {"--base-lr", REAL, 0},
+    [MOMENTUM] = {"--momentum", REAL, 0},
+    [WD] = {"--wd", REAL, 0},
+    [WARMUP] = {"--warmup-epochs", INT, 0},
+    [TARGET] = {"--target-accuracy", REAL, 0},
+    [PATIENCE] = {"--patience", INT, 0},
+    [CHECKPOINTING] = {"--use-checkpointing (0 off, 1 on)", INT, 0},
 };
+
+static unsigned long long real_bits(double x)
+{
+    unsigned long long u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
 
 #define DIR_SHOWN 200 /* enough of each rank's data directory to tell them apart */
 
@@ -57,6 +81,17 @@ static record describe(const args *a, const dataset *ds)
     r.v[BATCH] = (unsigned long long)a->batch_size;
     r.v[VAL_BATCH] = (unsigned long long)a->val_batch_size;
     r.v[SEED] = a->seed;
+    r.v[EPOCHS] = (unsigned long long)a->epochs;
+    r.v[MODEL] = (unsigned long long)a->model.depth << 32 | (unsigned)a->model.width;
+    r.v[DROPOUT] = real_bits(a->model.dropout);
+    r.v[OPTIMIZER] = (unsigned long long)a->optimizer;
+    r.v[BASE_LR] = real_bits(a->base_lr);
+    r.v[MOMENTUM] = real_bits(a->momentum);
+    r.v[WD] = real_bits(a->wd);
+    r.v[WARMUP] = (unsigned long long)a->warmup_epochs;
+    r.v[TARGET] = real_bits(a->target_accuracy);
+    r.v[PATIENCE] = (unsigned long long)a->patience;
+    r.v[CHECKPOINTING] = (unsigned long long)a->use_checkpointing;
     size_t n = strnlen(ds->dir, sizeof r.dir - 1); /* a longer path is cut: only shown */
     memcpy(r.dir, ds->dir, n);
     return r;
@@ -76,17 +111,30 @@ static void ranks_like(char *buf, size_t len, const record *all, int size, int i
 
 static void value(char *buf, size_t len, const record *rec, int it)
 {
-    if (ITEMS[it].hex)
-        errmsg_append(buf, len, "%016llx", rec->v[it]);
-    else
-        errmsg_append(buf, len, "%llu", rec->v[it]);
+    unsigned long long v = rec->v[it];
+    double x;
+    memcpy(&x, &v, sizeof x);
+    switch (ITEMS[it].shown) {
+    case HEX: errmsg_append(buf, len, "%016llx", v); break;
+    case REAL: { /* as typed (0.05), unless that would hide the difference */
+        char g[40];
+        snprintf(g, sizeof g, "%g", x);
+        if (strtod(g, NULL) != x)
+            snprintf(g, sizeof g, "%.17g", x);
+        errmsg_append(buf, len, "%s", g);
+        break;
+    }
+    case NET: errmsg_append(buf, len, "wrn-%llu-%llu", v >> 32, v & 0xffffffffu); break;
+    case OPT: errmsg_append(buf, len, "%s", v == OPT_SGD ? "sgd" : "novograd"); break;
+    default: errmsg_append(buf, len, "%llu", v);
+    }
 }
 
 /* One line: the item, each distinct value with its ranks, where each rank read its data. */
 static void describe_difference(char *msg, size_t len, const record *all, int size, int it)
 {
-    snprintf(msg, len, "the ranks disagree on the data that defines an epoch: %s is ",
-             ITEMS[it].name);
+    snprintf(msg, len, "the ranks disagree on %s: %s is ",
+             it <= SEED ? "the data that defines an epoch" : "how to train", ITEMS[it].name);
     for (int r = 0, groups = 0; r < size; r++) {
         int first = 1;
         for (int q = 0; q < r; q++)

@@ -1,6 +1,7 @@
 /* test_lab_agree.c — ranks that would train on different epochs stop at start with one line
  * naming what differs and the ranks: another file on one rank (MPMD launch with two --data-dir),
- * another data set size, another --batch-size or --seed. Tiny IDX data sets are written here;
+ * another data set size, another --batch-size or --seed; and another --base-lr, --model or
+ * --epochs, which change how the ranks train (a drift unseen, or a hang). Tiny IDX data sets are written here;
  * prog_lab_data runs under a child mpirun. Serial itself. */
 #include <check.h>
 #include <libgen.h>
@@ -139,6 +140,30 @@ START_TEST(another_seed_is_named)
 }
 END_TEST
 
+/* The flags that do not change the epoch: another learning rate trained on unseen, the ranks'
+ * weights drifting apart (the averaged gradients applied at two rates); another --epochs or
+ * --model hung in the first collective the ranks did not share. */
+START_TEST(another_learning_rate_is_named)
+{
+    const char *a = make_data("a", 8, 0);
+    mpi_job *j = run(1, a, "", 2, a, "--base-lr 0.05");
+    expect_stop(j, "] the ranks disagree on how to train: --base-lr is 0.01 on rank 0 but 0.05 on "
+                   "ranks 1, 2; every rank must be given the same --base-lr\n");
+}
+END_TEST
+
+START_TEST(another_model_or_epochs_is_named)
+{
+    const char *a = make_data("a", 8, 0);
+    mpi_job *j = run(1, a, "--model wrn-16-2", 1, a, "");
+    expect_stop(j, "] the ranks disagree on how to train: --model is wrn-16-2 on rank 0 but "
+                   "wrn-16-1 on rank 1; every rank must be given the same --model\n");
+    j = run(1, a, "", 1, a, "--epochs 2 --momentum 0.5");
+    expect_stop(j, "] the ranks disagree on how to train: --epochs is 3 on rank 0 but 2 on rank "
+                   "1; every rank must be given the same --epochs\n");
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("lab_agree");
@@ -151,6 +176,8 @@ static Suite *make_suite(void)
     tcase_add_test(tc, another_size_names_the_ranks);
     tcase_add_test(tc, another_batch_size_is_named);
     tcase_add_test(tc, another_seed_is_named);
+    tcase_add_test(tc, another_learning_rate_is_named);
+    tcase_add_test(tc, another_model_or_epochs_is_named);
     suite_add_tcase(s, tc);
     return s;
 }
