@@ -1,8 +1,8 @@
 /* test_lab_agree.c — ranks that would train on different epochs stop at start with one line
  * naming what differs and the ranks: another file on one rank (MPMD launch with two --data-dir),
  * another data set size, another --batch-size or --seed; and another --base-lr, --model or
- * --epochs, which change how the ranks train (a drift unseen, or a hang). Tiny IDX data sets are written here;
- * prog_lab_data runs under a child mpirun. Serial itself. */
+ * --epochs, which change how the ranks train (a drift unseen, or a hang). Tiny IDX data sets
+ * are written here; prog_lab_data runs under a child mpirun. Serial itself. */
 #include <check.h>
 #include <libgen.h>
 #include <stdint.h>
