@@ -296,6 +296,11 @@ START_TEST(binding_report)
                       strstr(j.out, "HVDLAB_REPORT_BINDINGS=no: expected 0 or 1 (unset: 0)") &&
                       !strstr(j.out, "pinned to"),
                   "status %d\n%s", j.status, j.out);
+    /* The GPU code's switches too, in a CPU build, where nothing else reads them */
+    j = run_job("HVDLAB_TF32=off", 2, "pin");
+    ck_assert_msg(j.status != 0 && j.status != 124 &&
+                      strstr(j.out, "HVDLAB_TF32=off: expected 0 or 1 (unset: 1)"),
+                  "status %d\n%s", j.status, j.out);
     j = run_job("HVDLAB_DEVICE=CPU", 2, "pin"); /* in a CUDA build it would have meant the GPU */
     ck_assert_msg(j.status != 0 && j.status != 124 &&
                       strstr(j.out, "HVDLAB_DEVICE=CPU: expected cpu (the CPU even where a GPU "
