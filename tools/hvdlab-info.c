@@ -12,8 +12,18 @@
 #include "coll/hvd.h"
 #include "coll/nccl.h"
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc > 1) { /* a typo must not look like an answer */
+        if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+            printf("usage: %s (no arguments): what this build of hvdlab can do, as horovodrun "
+                   "--check-build prints it\n", argv[0]);
+            return 0;
+        }
+        fprintf(stderr, "%s: unexpected argument '%s' (it takes none; --help says what it "
+                "prints)\n", argv[0], argv[1]);
+        return 2;
+    }
     char mpi[MPI_MAX_LIBRARY_VERSION_STRING];
     int len = 0;
     MPI_Get_library_version(mpi, &len); /* allowed before MPI_Init */
