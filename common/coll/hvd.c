@@ -166,6 +166,10 @@ static void read_settings(void)
     S.stall_warn_s = parse_seconds("HVD_STALL_CHECK_TIME_SECONDS",
                                    getenv("HVD_STALL_CHECK_TIME_SECONDS"),
                                    DEFAULT_STALL_CHECK_SECONDS);
+    if (S.stall_warn_s == 0) /* a warning for every collective: turning it off is another flag */
+        fatal_error("HVD_STALL_CHECK_TIME_SECONDS=%s: expected more than 0 seconds, such as 60 "
+                    "or 2.5 (HVD_STALL_CHECK_DISABLE=1 turns the check off)",
+                    getenv("HVD_STALL_CHECK_TIME_SECONDS"));
     S.stall_shutdown_s = parse_seconds("HVD_STALL_SHUTDOWN_TIME_SECONDS",
                                        getenv("HVD_STALL_SHUTDOWN_TIME_SECONDS"), 0);
     S.hierarchical = flag_set(getenv("HVD_HIERARCHICAL_ALLREDUCE"));

@@ -241,6 +241,9 @@ START_TEST(bad_settings_named)
     j = run_job("HVD_STALL_CHECK_TIME_SECONDS=-1", 2, "init-only");
     ck_assert_msg(j.status != 0 && strstr(j.out, "HVD_STALL_CHECK_TIME_SECONDS=-1: expected a "
                                                  "number of seconds such as 60 or 2.5"), "%s", j.out);
+    j = run_job("HVD_STALL_CHECK_TIME_SECONDS=0", 2, "init-only"); /* a warning a collective */
+    ck_assert_msg(j.status != 0 && strstr(j.out, "HVD_STALL_CHECK_TIME_SECONDS=0: expected more "
+                                                 "than 0 seconds"), "%s", j.out);
     j = run_job("HVD_HOST_GROUP_SIZE=0", 2, "init-only");
     ck_assert_msg(j.status != 0 && strstr(j.out, "HVD_HOST_GROUP_SIZE=0: expected a number of "
                                                  "ranks per test host, at least 1"), "%s", j.out);
