@@ -203,6 +203,7 @@ test-ckpt-faults: solution10  ## log dirs a run must not or cannot use; kills an
 	@MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" timeout 120 sh tests/resume/ckpt_faults.sh ./solution10
 	@MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" timeout 300 sh tests/resume/exact_resume.sh ./solution10
 	@MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" timeout 300 sh tests/resume/signals.sh ./solution10
+	@MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" timeout 120 sh tests/resume/batch_size_resume.sh ./solution10
 
 check-layers: lib  ## check that includes point down the layers of common/ and no files call each other round a circle
 	@BUILD=$(BUILD) sh tools/check_layers.sh

@@ -49,8 +49,8 @@
  * Public (ckpt_model.c, on a param_set and an optimizer):
  *   ckpt_data_of, ckpt_expect_of, ckpt_save_params, ckpt_load_params, ckpt_set_target,
  *   ckpt_has_target, ckpt_save_target, ckpt_target_iterations, ckpt_target_checksum,
- *   ckpt_set_world_size, ckpt_loaded_world_size, ckpt_set_early_stop_source,
- *   ckpt_loaded_early_stop_count
+ *   ckpt_set_world_size, ckpt_loaded_world_size, ckpt_set_batch_size, ckpt_loaded_batch_size,
+ *   ckpt_set_early_stop_source, ckpt_loaded_early_stop_count
  * Public (inline here, on a wrn_model): ckpt_save_model, ckpt_load_model, ckpt_latest_model
  */
 #ifndef HVDLAB_CKPT_H
@@ -200,6 +200,9 @@ uint64_t ckpt_target_checksum(void);
 void ckpt_set_world_size(int n);
 /* The world size recorded in the file the last ckpt_load_params read; 0 when none was. */
 int ckpt_loaded_world_size(void);
+/* Likewise the images per batch and rank (--batch-size), for a run resumed with another. */
+void ckpt_set_batch_size(int n);
+int ckpt_loaded_batch_size(void);
 /* count() gives the early-stop count every file written from now on records (train/progress.c
  * sets it); NULL: 0. */
 void ckpt_set_early_stop_source(int (*count)(void));

@@ -162,6 +162,7 @@ static void encode_resume(uint8_t *b, const ckpt_resume *r)
     put_u32(b + 8, (uint32_t)r->batch);
     put_u32(b + 12, (uint32_t)r->world_size);
     put_u32(b + 16, (uint32_t)r->early_stop_count);
+    put_u32(b + 20, (uint32_t)r->batch_size);
 }
 
 static void decode_resume(const uint8_t *b, ckpt_resume *r)
@@ -170,6 +171,7 @@ static void decode_resume(const uint8_t *b, ckpt_resume *r)
     r->batch = (int)get_u32(b + 8);
     r->world_size = (int)get_u32(b + 12);
     r->early_stop_count = (int)get_u32(b + 16);
+    r->batch_size = (int)get_u32(b + 20);
 }
 
 int ckpt_write_fd(int fd, const ckpt_data *d, const char *path, char *err, size_t errlen)

@@ -44,7 +44,10 @@
  *                 +16 i32 early_stop_count: epochs in a row above --target-accuracy after the
  *                     epoch this file ends (train/progress.h; 0 in files written before it,
  *                     which resume the count from 0 as they always did)
- *                 +20 12 bytes reserved = 0
+ *                 +20 i32 batch_size: images per batch and rank of those batches (a run resumed
+ *                     with another --batch-size maps `batch` onto it, as for world_size); 0 =
+ *                     not recorded
+ *                 +24 8 bytes reserved = 0
  *                A reader takes the first 32 bytes and skips any more (a later version's fields).
  *                The data order, augmentation and learning rate follow from (epoch, batch) alone;
  *                the optimizer's step count and state are in the header and the arrays above.
@@ -96,6 +99,7 @@ typedef struct {
     int batch;            /* batches of the current epoch already run (0: at an epoch's end) */
     int world_size;       /* ranks that ran them; 0: not recorded */
     int early_stop_count; /* epochs in a row above the early-stop target; 0: none or unknown */
+    int batch_size;       /* images per batch and rank of those batches; 0: not recorded */
 } ckpt_resume;
 
 /* Everything a checkpoint holds. Arrays are borrowed: the writer reads them, the reader points

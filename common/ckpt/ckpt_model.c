@@ -3,7 +3,7 @@
  * I/O are in ckpt_format.c, which works on plain buffers.
  * Public: ckpt_data_of, ckpt_expect_of, ckpt_save_params, ckpt_load_params, ckpt_set_target,
  * ckpt_has_target, ckpt_save_target, ckpt_set_world_size, ckpt_loaded_world_size,
- * ckpt_target_iterations, ckpt_target_checksum.
+ * ckpt_set_batch_size, ckpt_loaded_batch_size, ckpt_target_iterations, ckpt_target_checksum.
  */
 #include "ckpt/ckpt.h"
 
@@ -23,10 +23,13 @@ static ckpt_config stored_config(const wrn_config *c)
 static int world_size;   /* stored in every file written from now on (ckpt_set_world_size) */
 static int loaded_world; /* the last file ckpt_load_params read */
 static int loaded_early_stop;              /* likewise */
+static int batch_size, loaded_batch_size;  /* as world_size and loaded_world */
 static int (*early_stop_source)(void);     /* ckpt_set_early_stop_source */
 
 void ckpt_set_world_size(int n) { world_size = n > 0 ? n : 0; }
 int ckpt_loaded_world_size(void) { return loaded_world; }
+void ckpt_set_batch_size(int n) { batch_size = n > 0 ? n : 0; }
+int ckpt_loaded_batch_size(void) { return loaded_batch_size; }
 void ckpt_set_early_stop_source(int (*count)(void)) { early_stop_source = count; }
 int ckpt_loaded_early_stop_count(void) { return loaded_early_stop; }
 
@@ -50,7 +53,8 @@ ckpt_data ckpt_data_of(const wrn_config *cfg, const param_set *ps, const optimiz
         .opt_state = opt ? opt->state : NULL,
         .n_opt_state = opt ? opt->n_state : 0,
         .resume = {.model_steps = ps->steps, .world_size = world_size,
-                   .early_stop_count = early_stop_source ? early_stop_source() : 0},
+                   .early_stop_count = early_stop_source ? early_stop_source() : 0,
+                   .batch_size = batch_size},
     };
     return d;
 }
@@ -117,6 +121,7 @@ int ckpt_load_params(const char *dir, int epoch, const wrn_config *cfg, param_se
     ps->steps = f.d.resume.model_steps;
     loaded_world = f.d.resume.world_size > 0 ? f.d.resume.world_size : 0;
     loaded_early_stop = f.d.resume.early_stop_count > 0 ? f.d.resume.early_stop_count : 0;
+    loaded_batch_size = f.d.resume.batch_size > 0 ? f.d.resume.batch_size : 0;
     if (!f.resume_bytes) /* version 1 kept no dropout counter */
         fprintf(stderr, "hvdlab: warning: %s/checkpoint-%d.ckpt: format version 1 has no dropout "
                 "counter; the resumed run draws new dropout masks\n", dir, epoch);

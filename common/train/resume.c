@@ -16,15 +16,21 @@
 
 static int first_epoch = -1, first_batch; /* decided at the first call */
 
-/* A batch saved by `was` ranks, as a batch of this run's `now` ranks. Rank r draws positions
+/* A batch saved by `was` ranks of batches of `b_was` images each, as a batch of this run's
+ * `now` ranks and `b_now` images (0: not recorded, taken as this run's). Rank r draws positions
  * r, r+size, ... of the epoch's permutation (loader.h), so `batch` batches of B on `was` ranks
  * are exactly the first batch*B*was positions; the new run starts where its own batches reach
- * no further, so at most now*B - 1 positions of that epoch are drawn a second time, none skipped. */
-static int map_batch(int batch, int was, int now)
+ * no further, so at most now*b_now - 1 positions of that epoch are drawn a second time, none
+ * skipped. */
+static int map_batch(int batch, int was, int now, int b_was, int b_now)
 {
-    if (batch <= 0 || was <= 0 || was == now)
+    if (was <= 0)
+        was = now;
+    if (b_was <= 0)
+        b_was = b_now;
+    if (batch <= 0 || (long long)was * b_was == (long long)now * b_now)
         return batch;
-    return (int)((long long)batch * was / now);
+    return (int)((long long)batch * was * b_was / ((long long)now * b_now));
 }
 
 int resume_batch(loader *train, int epoch)
@@ -32,21 +38,25 @@ int resume_batch(loader *train, int epoch)
     if (first_epoch < 0) {
         /* The ranks that loaded the checkpoint know the batch and the world size it was saved
          * with, the others learn them: every rank is here, and the largest of {its value, 0,
-         * ...} is the loader's. Three votes, once per run. */
+         * ...} is the loader's. Four votes, once per run. */
         int mine = ckpt_found_batch(NULL, epoch);
         vote_start(mine);
         int saved = vote_finish();
         vote_start(ckpt_loaded_world_size());
         int was = vote_finish();
+        vote_start(ckpt_loaded_batch_size());
+        int b_was = vote_finish(), b_now = (int)train->opt.batch_size;
         vote_start(ckpt_loaded_early_stop_count()); /* the early stop goes on counting */
         progress_restore_early_stop(vote_finish());
-        first_batch = map_batch(saved, was, hvd_size());
+        first_batch = map_batch(saved, was, hvd_size(), b_was, b_now);
         first_epoch = epoch;
         stop_allow_mid_epoch();
         ckpt_set_world_size(hvd_size()); /* what the files of this run record */
+        ckpt_set_batch_size(b_now);
         if (epoch > 0 || saved > 0) {
-            trace_event("resume", "epoch=%d batch=%d saved_batch=%d world=%d was=%d", epoch,
-                        first_batch, saved, hvd_size(), was);
+            trace_event("resume", "epoch=%d batch=%d saved_batch=%d world=%d was=%d "
+                        "batch_size=%d batch_size_was=%d", epoch, first_batch, saved, hvd_size(),
+                        was, b_now, b_was);
             if (elastic_on()) /* the launcher restarted the job: every rank says so */
                 fprintf(stderr, "hvdlab: resumed at epoch %d step %d with %d ranks (was %d)\n",
                         epoch + 1, first_batch, hvd_size(), was > 0 ? was : hvd_size());

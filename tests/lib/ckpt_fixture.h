@@ -61,7 +61,8 @@ static inline void make_fixture(fixture *f, int depth, int width, int epoch)
                        .nviews = 3, .params = f->params, .n_params = NP, .state_views = f->sviews,
                        .n_state_views = 2, .state = f->state, .n_state = NS,
                        .opt_state = f->opt, .n_opt_state = NO,
-                       .resume = {.model_steps = 9876543210ull, .batch = 0, .world_size = 3}};
+                       .resume = {.model_steps = 9876543210ull, .batch = 0, .world_size = 3,
+                                  .batch_size = 32}};
 }
 
 static inline ckpt_expect expect_of(const fixture *f)

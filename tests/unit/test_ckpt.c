@@ -51,7 +51,9 @@ START_TEST(roundtrip_bit_exact_and_layout)
     ck_assert_uint_eq(le32(b + RESUME_AT) | (uint64_t)le32(b + RESUME_AT + 4) << 32, 9876543210ull);
     ck_assert_uint_eq(le32(b + RESUME_AT + 8), 0); /* batch: written at the epoch's end */
     ck_assert_uint_eq(le32(b + RESUME_AT + 12), 3); /* world_size: the ranks that wrote it */
-    for (int k = 16; k < 32; k += 4)
+    ck_assert_uint_eq(le32(b + RESUME_AT + 16), 0);  /* early_stop_count */
+    ck_assert_uint_eq(le32(b + RESUME_AT + 20), 32); /* batch_size: images a batch and rank */
+    for (int k = 24; k < 32; k += 4)
         ck_assert_uint_eq(le32(b + RESUME_AT + k), 0); /* reserved */
     ck_assert_uint_eq(le32(b + len - 4), (uint32_t)crc32(0, b, (uInt)(len - 4)));
     free(b);
