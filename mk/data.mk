@@ -10,8 +10,9 @@ FUZZ_IDX := $(BUILD)/fuzz/fuzz_idx
 .PHONY: fuzz-idx
 
 # libFuzzer build: clang, not mpicc; the parser alone (data/idx.c, base/errmsg.c) plus zlib.
-FUZZ_SRC := common/data/idx.c common/base/errmsg.c
-$(FUZZ_IDX): tests/fuzz/fuzz_idx.c $(FUZZ_SRC) common/data/idx.h common/base/errmsg.h
+FUZZ_SRC := common/data/idx.c common/data/idx_source.c common/base/errmsg.c
+$(FUZZ_IDX): tests/fuzz/fuzz_idx.c $(FUZZ_SRC) common/data/idx.h common/data/idx_source.h \
+              common/base/errmsg.h
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) tests/fuzz/fuzz_idx.c $(FUZZ_SRC) -lz -o $@
 

@@ -2,7 +2,8 @@
  * Public: idx_parse_buffer, idx_read_file, idx_write_file, idx_describe, idx_free.
  *
  * idx_parse_buffer is the from-memory parser (the fuzz target feeds it directly). idx_read_file
- * streams the file (gzip through inflate, plain through read), decodes the header with the same
+ * streams the file (idx_source.h: gzip through inflate, plain through read), decodes the header
+ * with the same
  * helpers, then reads exactly the payload the header promises and checks that nothing follows
  * it: no more data, an intact gzip trailer, no bytes after the last gzip member. The payload
  * buffer starts at the size the file suggests and doubles up to the promised size only while data
@@ -10,6 +11,7 @@
  * the data actually present.
  */
 #include "data/idx.h"
+#include "data/idx_source.h"
 
 #include "base/errmsg.h"
 
@@ -20,7 +22,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #define IDX_MIN_ALLOC ((size_t)4096) /* smallest first payload allocation when reading files */
 #define IDX_READ_CHUNK ((size_t)1 << 30)   /* zlib counts in unsigned int */
@@ -148,154 +149,6 @@ int idx_parse_buffer(const uint8_t *buf, size_t len, const char *name, idx_array
     return 0;
 }
 
-/* The file's bytes as the reader sees them: read() for a plain file, inflate() for gzip. Not
- * gzread: once inflate has filled the caller's buffer and swallowed the last input bytes (a cut
- * trailer among them) gzread reports a clean end of file, and it ignores whatever follows a
- * gzip member. Here input that ends before a member's end is "cut", and only another gzip member
- * may follow one. */
-typedef enum { SRC_OK, SRC_END, SRC_CUT, SRC_ERRNO, SRC_ZERR, SRC_GARBAGE } src_state;
-
-typedef struct {
-    int fd;
-    int gz;           /* 1: gzip through inflate, 0: plain */
-    z_stream zs;      /* gzip only */
-    uint8_t *in;      /* gzip input buffer, insz bytes */
-    size_t insz;
-    int in_eof;       /* read() said end of file */
-    int between;      /* a gzip member ended; what follows it is not looked at yet */
-    size_t out;       /* bytes delivered so far (decompressed for gzip) */
-    off_t taken;      /* bytes read() from the file so far */
-    off_t fsize;      /* the file's size, to count bytes after the last member */
-    src_state st;
-    int zerr, errnum; /* why, for SRC_ZERR and SRC_ERRNO */
-} src;
-
-static ssize_t read_retry(int fd, void *buf, size_t n)
-{
-    ssize_t r;
-    do
-        r = read(fd, buf, n);
-    while (r < 0 && errno == EINTR);
-    return r;
-}
-
-/* Moves the unread input to the front of the buffer and reads more after it. */
-static void src_fill(src *s)
-{
-    if (s->zs.avail_in && s->zs.next_in != s->in)
-        memmove(s->in, s->zs.next_in, s->zs.avail_in);
-    s->zs.next_in = s->in;
-    ssize_t r = read_retry(s->fd, s->in + s->zs.avail_in, s->insz - s->zs.avail_in);
-    if (r < 0) {
-        s->errnum = errno;
-        s->st = SRC_ERRNO;
-        return;
-    }
-    s->in_eof = r == 0;
-    s->zs.avail_in += (uInt)r;
-    s->taken += r;
-}
-
-/* After a member's end: the end of the file, another member (RFC 1952 allows several; gzip -d
- * joins them, pigz and bgzip write them), or bytes that are an error here. */
-static void src_next_member(src *s)
-{
-    while (s->zs.avail_in < 2 && !s->in_eof && s->st == SRC_OK)
-        src_fill(s);
-    if (s->st != SRC_OK)
-        return;
-    if (s->zs.avail_in == 0) {
-        s->st = SRC_END;
-    } else if (s->zs.avail_in >= 2 && s->zs.next_in[0] == 0x1f && s->zs.next_in[1] == 0x8b) {
-        s->between = 0;
-        if (inflateReset(&s->zs) != Z_OK) {
-            s->zerr = Z_STREAM_ERROR;
-            s->st = SRC_ZERR;
-        }
-    } else {
-        s->st = SRC_GARBAGE;
-    }
-}
-
-static size_t src_read_gz(src *s, uint8_t *dst, size_t n)
-{
-    size_t done = 0;
-    while (done < n && s->st == SRC_OK) {
-        if (s->between) {
-            src_next_member(s);
-            continue;
-        }
-        if (s->zs.avail_in == 0) {
-            if (s->in_eof)
-                s->st = SRC_CUT; /* the input ended inside a member */
-            else
-                src_fill(s);
-            continue;
-        }
-        size_t want = n - done < IDX_READ_CHUNK ? n - done : IDX_READ_CHUNK;
-        s->zs.next_out = dst + done;
-        s->zs.avail_out = (uInt)want;
-        int ret = inflate(&s->zs, Z_NO_FLUSH);
-        done += want - s->zs.avail_out;
-        if (ret == Z_STREAM_END) { /* CRC and length checked by inflate */
-            s->between = 1;
-        } else if (ret != Z_OK && ret != Z_BUF_ERROR) {
-            s->zerr = ret;
-            s->st = SRC_ZERR;
-        }
-    }
-    return done;
-}
-
-static size_t src_read_plain(src *s, uint8_t *dst, size_t n)
-{
-    size_t done = 0;
-    while (done < n) {
-        size_t want = n - done < IDX_READ_CHUNK ? n - done : IDX_READ_CHUNK;
-        ssize_t r = read_retry(s->fd, dst + done, want);
-        if (r <= 0) {
-            s->errnum = r < 0 ? errno : 0;
-            s->st = r < 0 ? SRC_ERRNO : SRC_END;
-            break;
-        }
-        done += (size_t)r;
-    }
-    return done;
-}
-
-/* Reads up to n bytes; returns how many arrived (fewer means the end, a cut or an error). */
-static size_t src_read(src *s, uint8_t *dst, size_t n)
-{
-    if (s->st != SRC_OK)
-        return 0;
-    size_t got = s->gz ? src_read_gz(s, dst, n) : src_read_plain(s, dst, n);
-    s->out += got;
-    return got;
-}
-
-/* After a short read: 1 if it was an error (message written), 0 on a clean end or a cut (then
- * *cut_short is 1). */
-static int src_failed(const src *s, const char *name, char *err, size_t errlen, int *cut_short)
-{
-    *cut_short = s->st == SRC_CUT;
-    if (s->st == SRC_ERRNO)
-        fail(err, errlen, name, "read error after %zu bytes: %s", s->out, strerror(s->errnum));
-    else if (s->st == SRC_ZERR && s->zerr == Z_MEM_ERROR)
-        fail(err, errlen, name, "out of memory while decompressing");
-    else if (s->st == SRC_ZERR)
-        fail(err, errlen, name, "corrupt gzip data after %zu decompressed bytes: %s", s->out,
-             s->zs.msg && *s->zs.msg ? s->zs.msg : "unknown zlib error");
-    else if (s->st == SRC_GARBAGE) {
-        off_t at = s->taken - (off_t)s->zs.avail_in; /* where the last member ended */
-        size_t extra = s->fsize > at ? (size_t)(s->fsize - at) : s->zs.avail_in;
-        fail(err, errlen, name,
-             "%zu unexpected byte(s) after the end of the gzip stream (not another gzip member)",
-             extra);
-    } else
-        return 0;
-    return 1;
-}
-
 static int ends_with(const char *s, const char *suffix)
 {
     size_t n = strlen(s), m = strlen(suffix);
@@ -304,14 +157,14 @@ static int ends_with(const char *s, const char *suffix)
 
 /* hint: the expected decoded file size (plain: st_size; gzip: the trailer's ISIZE), only used to
  * size the first allocation; the buffer then doubles while data keeps arriving. */
-static int read_stream(src *s, size_t hint, const char *path, idx_array *out, char *err,
+static int read_stream(idx_source *s, size_t hint, const char *path, idx_array *out, char *err,
                        size_t errlen)
 {
     uint8_t hdr[16];
     int cut = 0;
-    size_t got = src_read(s, hdr, 4);
+    size_t got = idx_source_read(s, hdr, 4);
     if (got < 4) {
-        if (src_failed(s, path, err, errlen, &cut))
+        if (idx_source_failed(s, path, err, errlen, &cut))
             return -1;
         return truncated_header(got, 0, cut, path, err, errlen);
     }
@@ -319,9 +172,9 @@ static int read_stream(src *s, size_t hint, const char *path, idx_array *out, ch
     if (ndims < 0)
         return -1;
     size_t hlen = 4 + 4 * (size_t)ndims;
-    got += src_read(s, hdr + 4, hlen - 4);
+    got += idx_source_read(s, hdr + 4, hlen - 4);
     if (got < hlen) {
-        if (src_failed(s, path, err, errlen, &cut))
+        if (idx_source_failed(s, path, err, errlen, &cut))
             return -1;
         return truncated_header(got, ndims, cut, path, err, errlen);
     }
@@ -347,11 +200,11 @@ static int read_stream(src *s, size_t hint, const char *path, idx_array *out, ch
             data = nd;
             cap = ncap;
         }
-        size_t r = src_read(s, data + have, cap - have);
+        size_t r = idx_source_read(s, data + have, cap - have);
         have += r;
         if (have < cap) {
             free(data);
-            if (src_failed(s, path, err, errlen, &cut))
+            if (idx_source_failed(s, path, err, errlen, &cut))
                 return -1;
             return truncated_payload(&a, have, cut ? " (gzip stream cut short)" : "", path, err,
                                      errlen);
@@ -361,14 +214,14 @@ static int read_stream(src *s, size_t hint, const char *path, idx_array *out, ch
     uint8_t scratch[4096];
     size_t extra = 0, r;
     int capped = 0;
-    while ((r = src_read(s, scratch, sizeof scratch)) > 0) {
+    while ((r = idx_source_read(s, scratch, sizeof scratch)) > 0) {
         extra += r;
         if (extra >= ((size_t)1 << 20)) { /* enough to say it is wrong */
             capped = 1;
             break;
         }
     }
-    if (!capped && src_failed(s, path, err, errlen, &cut)) {
+    if (!capped && idx_source_failed(s, path, err, errlen, &cut)) {
         free(data);
         return -1;
     }
@@ -400,32 +253,16 @@ static size_t gzip_size_hint(int fd, off_t fsize)
     return hint / 1100 > (size_t)fsize ? 0 : hint;
 }
 
-/* Reads the open file fd (fsize bytes, gzip or plain) through a src. */
+/* Reads the open file fd (fsize bytes, gzip or plain) through an idx_source. */
 static int read_fd(int fd, off_t fsize, int is_gzip, const char *path, idx_array *out, char *err,
                    size_t errlen)
 {
-    src s;
-    memset(&s, 0, sizeof s); /* zalloc, zfree, opaque: Z_NULL */
-    s.fd = fd;
-    s.gz = is_gzip;
-    s.fsize = fsize;
-    size_t hint = (size_t)fsize;
-    if (is_gzip) {
-        hint = gzip_size_hint(fd, fsize);
-        /* input buffer: 256 KiB for real data sets, small for small files */
-        s.insz = fsize >= (1 << 18) ? (size_t)1 << 18 : (size_t)1 << 13;
-        s.in = malloc(s.insz);
-        s.zs.next_in = s.in;
-        if (!s.in || inflateInit2(&s.zs, 16 + MAX_WBITS) != Z_OK) { /* 16+: gzip wrapper only */
-            free(s.in);
-            return fail(err, errlen, path, "cannot open through zlib (out of memory?)");
-        }
-    }
+    idx_source s;
+    if (idx_source_open(&s, fd, fsize, is_gzip, path, err, errlen))
+        return -1;
+    size_t hint = is_gzip ? gzip_size_hint(fd, fsize) : (size_t)fsize;
     int rc = read_stream(&s, hint, path, out, err, errlen);
-    if (is_gzip) {
-        inflateEnd(&s.zs);
-        free(s.in);
-    }
+    idx_source_close(&s);
     return rc;
 }
 
