@@ -166,7 +166,7 @@ static void read_settings(void)
     S.stall_warn_s = parse_seconds("HVD_STALL_CHECK_TIME_SECONDS",
                                    getenv("HVD_STALL_CHECK_TIME_SECONDS"),
                                    DEFAULT_STALL_CHECK_SECONDS);
-    if (S.stall_warn_s == 0) /* a warning for every collective: turning it off is another flag */
+    if (S.stall_warn_s == 0 && S.stall_check) /* a warning a collective; off is another flag */
         fatal_error("HVD_STALL_CHECK_TIME_SECONDS=%s: expected more than 0 seconds, such as 60 "
                     "or 2.5 (HVD_STALL_CHECK_DISABLE=1 turns the check off)",
                     getenv("HVD_STALL_CHECK_TIME_SECONDS"));

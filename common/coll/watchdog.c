@@ -105,10 +105,12 @@ static void remove_signal_notes(void)
 static void describe_cause(const note *n, char *out, size_t len)
 {
     switch (n ? n->kind : 0) {
-    case NOTE_SIGNAL: /* "killed by", "exited at a second", ... (watchdog_note_signal) */
-        snprintf(out, len, "%.*s %s", (int)strnlen(n->text, sizeof n->text),
-                 n->text[0] ? n->text : "killed by", signal_name(n->sig));
+    case NOTE_SIGNAL: { /* "killed by", "exited at a second", ... (watchdog_note_signal) */
+        const char *how = n->text[0] ? n->text : "killed by"; /* the text may fill its field */
+        snprintf(out, len, "%.*s %s", (int)strnlen(how, sizeof n->text), how,
+                 signal_name(n->sig));
         break;
+    }
     default:
         snprintf(out, len, "vanished without a word: SIGKILL or the out-of-memory killer");
     }

@@ -84,7 +84,7 @@ void elastic_step(int epoch, int done, int steps)
                 "epoch %d batch %d/%d\n", epoch + 1, done, steps);
     fflush(stdout);
     fflush(stderr);
-    stop_finish();  /* the stop vote started at this step: no request may outlive MPI */
+    stop_settle();  /* the stop vote started at this step: no request may outlive MPI */
     hvd_shutdown(); /* every rank is here, at the same batch */
     exit(ELASTIC_EXIT_RESIZE);
 }

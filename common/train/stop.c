@@ -1,9 +1,10 @@
 /* stop.c — signals save the work (see stop.h): the handlers, the per-step vote, the save.
- * Public: stop_install, stop_step, stop_allow_mid_epoch, stop_finish.
+ * Public: stop_install, stop_step, stop_allow_mid_epoch, stop_settle, stop_finish.
  */
 #include "train/stop.h"
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,8 +17,11 @@
 #include "coll/vote.h"
 #include "coll/watchdog.h"
 
-static volatile sig_atomic_t caught;  /* the first signal's number, 0 before */
-static volatile sig_atomic_t trained; /* stop_finish ran: no step will vote again */
+/* Atomics, not volatile sig_atomic_t: a signal may be handled on another thread (OpenMP's,
+ * OpenBLAS's) while the main thread runs stop_finish, and the two must not miss each other
+ * (lock-free atomic_int is async-signal-safe). */
+static atomic_int caught;  /* the latest signal's number, 0 before the first */
+static atomic_int trained; /* stop_finish ran: no step will vote again */
 static int installed, mid_epoch_ok;
 
 #define AFTER_TRAINING " after the training: exiting at once (nothing left to save)\n"
@@ -51,13 +55,14 @@ static void exit_at_once(int sig, const char *head, const char *tail, const char
 
 static void on_signal(int sig)
 {
-    if (caught) /* the second: the user means it */
+    if (atomic_exchange(&caught, sig)) /* the second: the user means it */
         exit_at_once(sig, "hvdlab: second signal: exiting at once", "\n", "exited at a second");
     /* After the training (the test, the last lines) no step votes any more, and mpirun sends
-     * SIGKILL a second after its SIGTERM: say so and go, nothing is left to save */
-    if (trained)
+     * SIGKILL a second after its SIGTERM: say so and go, nothing is left to save. caught is set
+     * before trained is read, stop_finish sets trained before it reads caught: one of the two
+     * sees the other. */
+    if (atomic_load(&trained))
         exit_at_once(sig, "hvdlab: stopped by ", AFTER_TRAINING, AFTER_HOW);
-    caught = sig;
 }
 
 void stop_install(void)
@@ -107,7 +112,13 @@ void stop_step(int epoch, int done, int steps)
     int agreed = vote_finish(); /* the vote of the step before */
     if (agreed)
         stop_now(agreed, epoch, done, steps);
-    vote_start(caught);
+    vote_start(atomic_load(&caught));
+}
+
+void stop_settle(void)
+{
+    if (installed)
+        vote_finish();
 }
 
 void stop_finish(void)
@@ -116,7 +127,7 @@ void stop_finish(void)
         return;
     /* One vote more (the last step's is finished first) counts every signal until here, on
      * every rank at the same point: the ranks stop together, as at a step's end. */
-    vote_start(caught);
+    vote_start(atomic_load(&caught));
     int agreed = vote_finish();
     if (agreed) {
         fprintf(stderr, "hvdlab: stopped by %s" AFTER_TRAINING, sig_name(agreed));
@@ -126,7 +137,8 @@ void stop_finish(void)
         hvd_shutdown();
         exit(128 + agreed);
     }
-    trained = 1;
-    if (caught) /* it came during the vote */
-        exit_at_once(caught, "hvdlab: stopped by ", AFTER_TRAINING, AFTER_HOW);
+    atomic_store(&trained, 1);
+    int late = atomic_load(&caught);
+    if (late) /* it came during the vote */
+        exit_at_once(late, "hvdlab: stopped by ", AFTER_TRAINING, AFTER_HOW);
 }

@@ -22,7 +22,7 @@
  * Trace (HVDLAB_TRACE): "stop signal=N epoch=E batch=B" on every rank before its line ("stop
  * signal=N after_training=1" at the training's end).
  *
- * Public: stop_install, stop_step, stop_allow_mid_epoch, stop_finish.
+ * Public: stop_install, stop_step, stop_allow_mid_epoch, stop_settle, stop_finish.
  */
 #ifndef HVDLAB_STOP_H
 #define HVDLAB_STOP_H
@@ -34,6 +34,9 @@ void stop_install(void);
 void stop_step(int epoch, int done, int steps);
 /* The program resumes mid-epoch (resume_batch): a signal may save mid-epoch. */
 void stop_allow_mid_epoch(void);
+/* Before an exit at a step's end that is not a stop (elastic.h's resize), on every rank: settles
+ * the pending vote, so that no request outlives MPI. */
+void stop_settle(void);
 /* After the training loop, on every rank: votes once more; when any rank has had a signal,
  * every rank prints its line and exits (the last epoch's checkpoint already saved). From here a
  * signal exits at once with its line. */

@@ -138,5 +138,18 @@ if [ "$rc" -ne 143 ] || [ "$lines" -ne 2 ] || [ -z "$mid" ] ||
         "line(s), mid-epoch checkpoint '${mid:-none}':"
     grep -E 'hvdlab|hvdrun|Epoch' "$dir.out" | head -4 | sed 's/^/    /'
 else n=$((n + 1)); fi
+# SIGTERM to ./hvdrun 20 ms after its start, before mpirun has started the ranks (mpirun passes
+# SIGUSR1 only to ranks it has): the job must still stop, not train and test to its end
+dir=$work/early
+OMP_NUM_THREADS=1 ./hvdrun -n 2 "$prog" --epochs 1 --train-subset 512 --test-subset 256 \
+    --model wrn-10-1 >"$dir.out" 2>&1 &
+mpi=$!
+sleep 0.02
+kill -TERM $mpi
+finish
+if [ "$rc" -eq 0 ] || grep -q "^Test accuracy" "$dir.out"; then
+    fail "SIGTERM to ./hvdrun at its start: exit $rc, the run went on:"
+    grep -E 'hvdrun|Test' "$dir.out" | head -3 | sed 's/^/    /'
+else n=$((n + 1)); fi
 [ "$bad" -eq 0 ] && echo "signals: $n signal cases stop with a line on every rank; the mid-epoch checkpoints resume to the uninterrupted runs' bytes"
 exit $bad
