@@ -3,12 +3,11 @@
  *
  * idx_parse_buffer is the from-memory parser (the fuzz target feeds it directly). idx_read_file
  * streams the file (idx_source.h: gzip through inflate, plain through read), decodes the header
- * with the same
- * helpers, then reads exactly the payload the header promises and checks that nothing follows
- * it: no more data, an intact gzip trailer, no bytes after the last gzip member. The payload
- * buffer starts at the size the file suggests and doubles up to the promised size only while data
- * keeps arriving, so a header that lies about a huge count costs at most about twice the memory of
- * the data actually present.
+ * with the same helpers, then reads exactly the payload the header promises and checks that
+ * nothing follows it: no more data, an intact gzip trailer, no bytes after the last gzip member.
+ * The payload buffer starts at the size the file suggests and doubles up to the promised size only
+ * while data keeps arriving, so a header that lies about a huge count costs at most about twice
+ * the memory of the data actually present.
  */
 #include "data/idx.h"
 #include "data/idx_source.h"
@@ -24,7 +23,7 @@
 #include <unistd.h>
 
 #define IDX_MIN_ALLOC ((size_t)4096) /* smallest first payload allocation when reading files */
-#define IDX_READ_CHUNK ((size_t)1 << 30)   /* zlib counts in unsigned int */
+#define IDX_WRITE_CHUNK ((size_t)1 << 30)  /* gzwrite takes an unsigned count */
 
 /* "name: what is wrong" */
 #define fail(err, errlen, name, ...) errmsg_set(err, errlen, (name) ? (name) : "(idx)", __VA_ARGS__)
@@ -333,8 +332,8 @@ int idx_write_file(const char *path, uint32_t magic, const uint32_t *dims,
         if (!f)
             return fail(err, errlen, path, "cannot create: %s", strerror(errno));
         int ok = gzwrite(f, hdr, (unsigned)hlen) == (int)hlen;
-        for (size_t off = 0; ok && off < n; off += IDX_READ_CHUNK) {
-            size_t k = n - off < IDX_READ_CHUNK ? n - off : IDX_READ_CHUNK;
+        for (size_t off = 0; ok && off < n; off += IDX_WRITE_CHUNK) {
+            size_t k = n - off < IDX_WRITE_CHUNK ? n - off : IDX_WRITE_CHUNK;
             ok = gzwrite(f, data + off, (unsigned)k) == (int)k;
         }
         if (gzclose(f) != Z_OK || !ok)

@@ -12,9 +12,6 @@
 
 #define SOURCE_CHUNK ((size_t)1 << 30) /* zlib counts in unsigned int */
 
-/* "name: what is wrong" */
-#define fail(err, errlen, name, ...) errmsg_set(err, errlen, (name) ? (name) : "(idx)", __VA_ARGS__)
-
 int idx_source_open(idx_source *s, int fd, off_t fsize, int is_gzip, const char *path, char *err,
                     size_t errlen)
 {
@@ -31,7 +28,7 @@ int idx_source_open(idx_source *s, int fd, off_t fsize, int is_gzip, const char 
     if (!s->in || inflateInit2(&s->zs, 16 + MAX_WBITS) != Z_OK) { /* 16+: gzip wrapper only */
         free(s->in);
         s->in = NULL;
-        return fail(err, errlen, path, "cannot open through zlib (out of memory?)");
+        return errmsg_set(err, errlen, path, "cannot open through zlib (out of memory?)");
     }
     return 0;
 }
@@ -152,18 +149,18 @@ int idx_source_failed(const idx_source *s, const char *name, char *err, size_t e
 {
     *cut_short = s->st == IDX_SRC_CUT;
     if (s->st == IDX_SRC_ERRNO)
-        fail(err, errlen, name, "read error after %zu bytes: %s", s->out, strerror(s->errnum));
+        errmsg_set(err, errlen, name, "read error after %zu bytes: %s", s->out,
+                   strerror(s->errnum));
     else if (s->st == IDX_SRC_ZERR && s->zerr == Z_MEM_ERROR)
-        fail(err, errlen, name, "out of memory while decompressing");
+        errmsg_set(err, errlen, name, "out of memory while decompressing");
     else if (s->st == IDX_SRC_ZERR)
-        fail(err, errlen, name, "corrupt gzip data after %zu decompressed bytes: %s", s->out,
-             s->zs.msg && *s->zs.msg ? s->zs.msg : "unknown zlib error");
+        errmsg_set(err, errlen, name, "corrupt gzip data after %zu decompressed bytes: %s", s->out,
+                   s->zs.msg && *s->zs.msg ? s->zs.msg : "unknown zlib error");
     else if (s->st == IDX_SRC_GARBAGE) {
         off_t at = s->taken - (off_t)s->zs.avail_in; /* where the last member ended */
         size_t extra = s->fsize > at ? (size_t)(s->fsize - at) : s->zs.avail_in;
-        fail(err, errlen, name,
-             "%zu unexpected byte(s) after the end of the gzip stream (not another gzip member)",
-             extra);
+        errmsg_set(err, errlen, name, "%zu unexpected byte(s) after the end of the gzip stream "
+                   "(not another gzip member)", extra);
     } else
         return 0;
     return 1;

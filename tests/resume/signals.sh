@@ -20,14 +20,21 @@ fail() { echo "signals: $*"; bad=1; }
 # (no stop line, 2 of 12 runs with the kill 0.3 s after checkpoint 1).
 flags="--epochs 6 --train-subset 4096 --test-subset 256 --batch-size 32 --model wrn-10-1
        --dropout 0.3 --target-accuracy 1 --use-checkpointing"
+# poll LIMIT COMMAND...: until the command succeeds, the job ($mpi) ends or LIMIT polls of
+# 0.05 s have passed
+poll() {
+    limit=$1
+    shift
+    i=0
+    while ! "$@" && [ $i -lt "$limit" ] && kill -0 $mpi 2>/dev/null; do
+        sleep 0.05; i=$((i + 1))
+    done
+}
 start() { # log dir, optimizer: starts a run in the background, waits for its first checkpoint
     OMP_NUM_THREADS=1 $mpirun -n 2 "$prog" $flags --log-dir "$1" --optimizer "$2" \
         >"$1.out" 2>&1 &
     mpi=$!
-    i=0
-    while [ ! -e "$1/checkpoint-1.ckpt" ] && [ $i -lt 600 ] && kill -0 $mpi 2>/dev/null; do
-        sleep 0.05; i=$((i + 1))
-    done
+    poll 600 test -e "$1/checkpoint-1.ckpt"
     sleep "$(awk 'BEGIN { srand(); printf "%.2f", 0.05 + 0.3 * rand() }')"
 }
 # watchdog: a run that does not stop within 60 s is killed (the test then fails)
@@ -78,11 +85,7 @@ dir=$work/after
 OMP_NUM_THREADS=1 $mpirun -n 2 "$prog" --epochs 1 --train-subset 512 --test-subset 0 \
     --model wrn-10-1 --use-checkpointing --log-dir "$dir" >"$dir.out" 2>&1 &
 mpi=$!
-i=0
-while ! grep -q "^Cumulative training time:" "$dir.out" && [ $i -lt 1200 ] &&
-    kill -0 $mpi 2>/dev/null; do
-    sleep 0.05; i=$((i + 1))
-done
+poll 1200 grep -q "^Cumulative training time:" "$dir.out"
 kill -TERM $(pgrep -P $mpi)
 finish
 lines=$(grep -c "^hvdlab: stopped by SIGTERM after the training: exiting at once" "$dir.out")
@@ -99,10 +102,7 @@ dir=$work/timeout
 OMP_NUM_THREADS=1 timeout -s TERM 300 ./hvdrun -n 2 "$prog" $flags --log-dir "$dir" \
     --optimizer sgd >"$dir.out" 2>&1 &
 mpi=$!
-i=0
-while [ ! -e "$dir/checkpoint-1.ckpt" ] && [ $i -lt 600 ] && kill -0 $mpi 2>/dev/null; do
-    sleep 0.05; i=$((i + 1))
-done
+poll 600 test -e "$dir/checkpoint-1.ckpt"
 sleep 0.2
 kill -TERM -$mpi; sleep 0.3; kill -TERM -$mpi # timeout's process group (its own), twice
 finish
@@ -122,12 +122,10 @@ HVDLAB_TRACE=$dir.trace OMP_NUM_THREADS=1 ./hvdrun -n 2 "$prog" --epochs 2 --tra
     --batch-size 64 --test-subset 0 --val-batch-size 64 --model wrn-10-1 --use-checkpointing \
     --log-dir "$dir" >"$dir.out" 2>&1 &
 mpi=$!
-i=0 # epoch 1's fourth and last step done: its validation begins
-while [ "$(cat "$dir.trace/rank-0.log" 2>/dev/null | grep -c '^event=train_batch')" -lt 4 ] &&
-    [ $i -lt 1200 ] &&
-    kill -0 $mpi 2>/dev/null; do
-    sleep 0.05; i=$((i + 1))
-done
+four_steps() {
+    [ "$(cat "$dir.trace/rank-0.log" 2>/dev/null | grep -c '^event=train_batch')" -ge 4 ]
+}
+poll 1200 four_steps # epoch 1's fourth and last step done: its validation begins
 kill -TERM $mpi
 finish
 lines=$(grep -c "^hvdlab: stopped by SIGUSR1 in epoch 2 after batch" "$dir.out")
