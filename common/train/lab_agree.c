@@ -125,7 +125,11 @@ static void value(char *buf, size_t len, const record *rec, int it)
         break;
     }
     case NET: errmsg_append(buf, len, "wrn-%llu-%llu", v >> 32, v & 0xffffffffu); break;
-    case OPT: errmsg_append(buf, len, "%s", v == OPT_SGD ? "sgd" : "novograd"); break;
+    case OPT: { /* the registry's name (optim.h), as --optimizer takes it */
+        const optimizer_kind *k = optimizer_kind_of((int)v);
+        errmsg_append(buf, len, "%s", k ? k->name : "?");
+        break;
+    }
     default: errmsg_append(buf, len, "%llu", v);
     }
 }
