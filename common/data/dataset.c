@@ -106,15 +106,8 @@ int dataset_load_files(const char *images_path, const char *labels_path, dataset
 {
     memset(out, 0, sizeof *out);
     idx_array im, lb;
-    if (idx_read_file(images_path, &im, err, errlen))
+    if (idx_read_kind(images_path, IDX_MAGIC_IMAGES, &im, err, errlen))
         return -1;
-    if (im.magic != IDX_MAGIC_IMAGES) {
-        set_err(err, errlen,
-                "%s: expected images (magic 0x00000803) but this is a labels file (magic 0x%08lx)",
-                images_path, (unsigned long)im.magic);
-        idx_free(&im);
-        return -1;
-    }
     if (im.dims[1] != DATASET_ROWS || im.dims[2] != DATASET_COLS) {
         set_err(err, errlen, "%s: images are %lux%lu, expected %dx%d", images_path,
                 (unsigned long)im.dims[1], (unsigned long)im.dims[2], DATASET_ROWS, DATASET_COLS);
@@ -125,17 +118,12 @@ int dataset_load_files(const char *images_path, const char *labels_path, dataset
         idx_free(&im);
         return set_err(err, errlen, "%s: contains no images", images_path);
     }
-    if (idx_read_file(labels_path, &lb, err, errlen)) {
+    if (idx_read_kind(labels_path, IDX_MAGIC_LABELS, &lb, err, errlen)) {
         idx_free(&im);
         return -1;
     }
     int rc = 0;
-    if (lb.magic != IDX_MAGIC_LABELS) {
-        rc = set_err(err, errlen,
-                     "%s: expected labels (magic 0x00000801) but this is an images file "
-                     "(magic 0x%08lx)",
-                     labels_path, (unsigned long)lb.magic);
-    } else if (lb.count != im.count) {
+    if (lb.count != im.count) {
         rc = set_err(err, errlen,
                      "%s: counts disagree: %zu labels but %s has %zu images", labels_path,
                      lb.count, images_path, im.count);

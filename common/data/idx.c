@@ -64,6 +64,18 @@ static int parse_magic(const uint8_t *p, const char *name, char *err, size_t err
                 (unsigned long)magic);
 }
 
+/* A file of the other kind stops at its magic, before its header is read: a labels file whose
+ * magic says images would otherwise read as a truncated images file. expect 0 takes either. */
+static int wrong_kind(uint32_t magic, uint32_t expect, const char *name, char *err, size_t errlen)
+{
+    if (!expect || magic == expect)
+        return 0;
+    int labels = expect == IDX_MAGIC_LABELS;
+    return fail(err, errlen, name, "expected %s (magic 0x%08lx) but this is %s file (magic 0x%08lx)",
+                labels ? "labels" : "images", (unsigned long)expect,
+                labels ? "an images" : "a labels", (unsigned long)magic);
+}
+
 /* Fills the header fields of *a from the full header hdr (4 + 4*ndims bytes). */
 static int parse_dims(const uint8_t *hdr, int ndims, idx_array *a, const char *name, char *err,
                       size_t errlen)
@@ -156,8 +168,8 @@ static int ends_with(const char *s, const char *suffix)
 
 /* hint: the expected decoded file size (plain: st_size; gzip: the trailer's ISIZE), only used to
  * size the first allocation; the buffer then doubles while data keeps arriving. */
-static int read_stream(idx_source *s, size_t hint, const char *path, idx_array *out, char *err,
-                       size_t errlen)
+static int read_stream(idx_source *s, size_t hint, uint32_t expect, const char *path,
+                       idx_array *out, char *err, size_t errlen)
 {
     uint8_t hdr[16];
     int cut = 0;
@@ -168,7 +180,7 @@ static int read_stream(idx_source *s, size_t hint, const char *path, idx_array *
         return truncated_header(got, 0, cut, path, err, errlen);
     }
     int ndims = parse_magic(hdr, path, err, errlen);
-    if (ndims < 0)
+    if (ndims < 0 || wrong_kind(be32(hdr), expect, path, err, errlen))
         return -1;
     size_t hlen = 4 + 4 * (size_t)ndims;
     got += idx_source_read(s, hdr + 4, hlen - 4);
@@ -253,19 +265,24 @@ static size_t gzip_size_hint(int fd, off_t fsize)
 }
 
 /* Reads the open file fd (fsize bytes, gzip or plain) through an idx_source. */
-static int read_fd(int fd, off_t fsize, int is_gzip, const char *path, idx_array *out, char *err,
-                   size_t errlen)
+static int read_fd(int fd, off_t fsize, int is_gzip, uint32_t expect, const char *path,
+                   idx_array *out, char *err, size_t errlen)
 {
     idx_source s;
     if (idx_source_open(&s, fd, fsize, is_gzip, path, err, errlen))
         return -1;
     size_t hint = is_gzip ? gzip_size_hint(fd, fsize) : (size_t)fsize;
-    int rc = read_stream(&s, hint, path, out, err, errlen);
+    int rc = read_stream(&s, hint, expect, path, out, err, errlen);
     idx_source_close(&s);
     return rc;
 }
 
 int idx_read_file(const char *path, idx_array *out, char *err, size_t errlen)
+{
+    return idx_read_kind(path, 0, out, err, errlen);
+}
+
+int idx_read_kind(const char *path, uint32_t expect, idx_array *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     if (!path || !*path)
@@ -304,7 +321,7 @@ int idx_read_file(const char *path, idx_array *out, char *err, size_t errlen)
                     "signature 0x1f 0x8b",
                     sig[0], sig[1]);
     }
-    int rc = read_fd(fd, st.st_size, is_gzip, path, out, err, errlen);
+    int rc = read_fd(fd, st.st_size, is_gzip, expect, path, out, err, errlen);
     close(fd);
     return rc;
 }

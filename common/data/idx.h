@@ -40,6 +40,10 @@ int idx_parse_buffer(const uint8_t *buf, size_t len, const char *name, idx_array
 /* Reads an IDX file, plain or gzip, from path. Same contract as idx_parse_buffer. */
 int idx_read_file(const char *path, idx_array *out, char *err, size_t errlen);
 
+/* idx_read_file for one kind: expect is IDX_MAGIC_LABELS or IDX_MAGIC_IMAGES, and a file of the
+ * other kind fails with "expected labels (magic 0x00000801) but this is an images file (…)". */
+int idx_read_kind(const char *path, uint32_t expect, idx_array *out, char *err, size_t errlen);
+
 /* Writes a (uncompressed) IDX file with the given magic, dims and payload; gz = 1 writes gzip.
  * dims has 1 entry for IDX_MAGIC_LABELS and 3 for IDX_MAGIC_IMAGES. */
 int idx_write_file(const char *path, uint32_t magic, const uint32_t *dims,

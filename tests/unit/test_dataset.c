@@ -138,6 +138,18 @@ START_TEST(cross_checks)
              "%s: expected labels (magic 0x00000801) but this is an images file (magic 0x00000803)",
              ip);
     expect_load_fail(ip, ip, want);
+    /* a labels file whose magic alone says images: the wrong kind, not a truncated images file */
+    const char *bent = tmp_path("bent");
+    ck_assert_int_eq(idx_write_file(bent, IDX_MAGIC_LABELS, ld12, lab, 0, err, sizeof err), 0);
+    FILE *f = fopen(bent, "r+b");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fseek(f, 3, SEEK_SET), 0);
+    ck_assert_int_eq(fputc(0x03, f), 0x03);
+    ck_assert_int_eq(fclose(f), 0);
+    snprintf(want, sizeof want,
+             "%s: expected labels (magic 0x00000801) but this is an images file (magic 0x00000803)",
+             bent);
+    expect_load_fail(ip, bent, want);
     /* not 28x28 */
     ck_assert_int_eq(idx_write_file(odd, IDX_MAGIC_IMAGES, id32, img, 0, err, sizeof err), 0);
     snprintf(want, sizeof want, "%s: images are 32x32, expected 28x28", odd);
