@@ -86,9 +86,22 @@ static void name_call(const stall_inspector *si, const coll_desc *mine, char *ou
     coll_desc_format(mine, detail, out, len);
 }
 
+/* A rank in shutdown() never makes another call, and one that is not will never join it: as
+ * Horovod, which shuts every rank down once one has, the job stops at once rather than after the
+ * stall times (one rank given --help, or one that left its loop early). */
+static void shutdown_mismatch_exit(const stall_inspector *si, const coll_desc *mine, int r)
+{
+    int gone = mine->kind == COLL_SHUTDOWN ? 0 : r, other = gone == 0 ? r : 0;
+    char call[200];
+    coll_desc_format(gone == 0 ? &si->got[r] : mine, 0, call, sizeof call);
+    fatal_error("rank %d has shut down (hvd_shutdown) while rank %d is in %s, which rank %d will "
+                "never join (every rank must make the same collective calls, and none once "
+                "another rank has shut down); stopping every rank", gone, other, call, gone);
+}
+
 static void coordinate(stall_inspector *si, const coll_desc *mine)
 {
-    int pending = si->size - 1, mismatch = -1, warned = 0;
+    int pending = si->size - 1, mismatch = -1, ended = -1, warned = 0;
     for (int r = 1; r < si->size; r++) {
         si->arrived[r] = 0;
         MPI_Irecv(&si->got[r], (int)sizeof *si->got, MPI_BYTE, r, TAG_ENTRY, si->comm,
@@ -108,8 +121,12 @@ static void coordinate(stall_inspector *si, const coll_desc *mine)
                     int v = VERDICT_WARNED;
                     MPI_Send(&v, 1, MPI_INT, r, TAG_VERDICT, si->comm);
                 }
-                if (mismatch < 0 && !coll_desc_match(mine, &si->got[r]))
+                int differs = !coll_desc_match(mine, &si->got[r]);
+                if (mismatch < 0 && differs)
                     mismatch = r;
+                if (ended < 0 && differs &&
+                    (mine->kind == COLL_SHUTDOWN || si->got[r].kind == COLL_SHUTDOWN))
+                    ended = r;
             }
         }
         if (pending == 0 && mismatch < 0)
@@ -120,6 +137,8 @@ static void coordinate(stall_inspector *si, const coll_desc *mine)
                 MPI_Send(&v, 1, MPI_INT, r, TAG_VERDICT, si->comm);
             coll_mismatch_exit(si->comm, mine, mismatch, &si->got[mismatch]);
         }
+        if (ended >= 0)
+            shutdown_mismatch_exit(si, mine, ended);
         double waited = timer_seconds() - t0;
         if (si->shutdown_s > 0 && waited >= si->shutdown_s) {
             char call[200], ranks[1024];

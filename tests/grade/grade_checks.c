@@ -167,6 +167,21 @@ static int explain_run(grade_run *r, const char *which, char *msg, size_t len)
                     "called %s: did every rank make the same calls?\n%s%s\n  The run: %s", which,
                     r->seconds, ra, ca, rb, cb, calls, same_calls_hint, r->cmd);
     }
+    if (line_with(r->err, "has shut down (hvd_shutdown) while rank ", line, sizeof line) == 0) {
+        /* coll/stall.c: a rank left while another waited in a call it will never join */
+        int gone = -1, other = -1;
+        char call[400] = "?";
+        const char *in = strstr(line, " is in "), *which_rank = strstr(line, ", which rank ");
+        sscanf(line, "has shut down (hvd_shutdown) while rank %d", &other);
+        if (in && which_rank && which_rank > in) {
+            snprintf(call, sizeof call, "%.*s", (int)(which_rank - in - 7), in + 7);
+            sscanf(which_rank, ", which rank %d", &gone);
+        }
+        return fail(msg, len, "the %s run stopped after %.0f s: rank %d called %s but rank %d "
+                    "called hvd_shutdown (it had finished): did every rank make the same "
+                    "calls?\n%s%s\n  The run: %s", which, r->seconds, other, call, gone, calls,
+                    same_calls_hint, r->cmd);
+    }
     if (strstr(lines, "stall:"))
         return fail(msg, len, "the %s run stopped after %.0f s: a collective waited for ranks "
                     "that never joined it: did every rank make the same calls?\n%s%s%s\n  The "

@@ -55,6 +55,9 @@ int main(int argc, char **argv)
     } else if (strcmp(s, "early-shutdown") == 0) {
         if (rank == 0)
             hvd_allreduce(buf, 10, HVD_SUM, "loss");
+    } else if (strcmp(s, "early-shutdown-0") == 0) { /* rank 0 leaves; 1 in a call, 2 leaves */
+        if (rank == 1)
+            hvd_allreduce(buf, 10, HVD_SUM, "loss");
     } else if (strcmp(s, "fatal-one-rank") == 0) {
         if (rank == 1)
             fatal_error("cannot open checkpoint /nonexistent/ckpt-3.bin");

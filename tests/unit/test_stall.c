@@ -150,15 +150,40 @@ START_TEST(skipped_call_named)
 }
 END_TEST
 
+/* A rank in shutdown() can join no other call: the job stops at once, before the stall's first
+ * warning (1 s), with one line, every rank non-zero (Horovod shuts every rank down too). */
+static void expect_stop_at_once(const char *scenario, int np, const char *error)
+{
+    job j = run_job(STALL_ENV, np, scenario);
+    ck_assert_msg(j.status != 124, "%s: the job hung (timeout)\n%s", scenario, j.out);
+    ck_assert_msg(j.status != 0, "%s: exit status 0\n%s", scenario, j.out);
+    ck_assert_msg(has_line(j.out, error), "%s: missing line\n  %s\nin output:\n%s", scenario,
+                  error, j.out);
+    ck_assert_msg(json_count(j.out, "hvdlab: warning:") == 0 &&
+                      json_count(j.out, "hvdlab: error:") == 1,
+                  "%s: want no warning and one error line\n%s", scenario, j.out);
+    ck_assert_msg(!strstr(j.out, "finished"), "%s: a rank finished\n%s", scenario, j.out);
+    ck_assert_msg(j.secs < 3.0, "%s: took %.1f s, want less than the stall's 3 s\n%s", scenario,
+                  j.secs, j.out);
+}
+
 START_TEST(rank_leaving_early_named)
 {
-    expect_stall("early-shutdown", 2,
-                 "hvdlab: warning: stall: allreduce(name=\"loss\", count=10) has waited 1 s "
-                 "(HVD_STALL_CHECK_TIME_SECONDS): ranks reached: 0; missing ranks: 1 (in "
-                 "shutdown())",
-                 "hvdlab: error: [rank 0] stall: allreduce(name=\"loss\", count=10) has waited 3 s "
-                 "(HVD_STALL_SHUTDOWN_TIME_SECONDS): ranks reached: 0; missing ranks: 1 (in "
-                 "shutdown()); stopping every rank");
+    expect_stop_at_once("early-shutdown", 2,
+                        "hvdlab: error: [rank 0] rank 1 has shut down (hvd_shutdown) while rank 0 "
+                        "is in allreduce(name=\"loss\", count=10), which rank 1 will never join "
+                        "(every rank must make the same collective calls, and none once another "
+                        "rank has shut down); stopping every rank");
+}
+END_TEST
+
+START_TEST(coordinator_leaving_early_named)
+{
+    expect_stop_at_once("early-shutdown-0", 3,
+                        "hvdlab: error: [rank 0] rank 0 has shut down (hvd_shutdown) while rank 1 "
+                        "is in allreduce(name=\"loss\", count=10), which rank 0 will never join "
+                        "(every rank must make the same collective calls, and none once another "
+                        "rank has shut down); stopping every rank");
 }
 END_TEST
 
@@ -226,6 +251,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, different_counts_named);
     tcase_add_test(tc, skipped_call_named);
     tcase_add_test(tc, rank_leaving_early_named);
+    tcase_add_test(tc, coordinator_leaving_early_named);
     tcase_add_test(tc, different_reduce_ops_named);
     tcase_add_test(tc, different_compression_named);
     tcase_add_test(tc, slow_rank_warned_then_runs_on);
