@@ -105,7 +105,7 @@ static void reduce_group(fusion_queue *q, MPI_Comm comm, const fusion_entry *e, 
         q->stats.bytes_copied += 2 * total * (fp16 ? sizeof(uint16_t) : sizeof(float));
     }
     fusion_mark(e, len, "ALLREDUCE", 'E');
-    q->stats.ring_calls++;
+    q->stats.allreduce_calls++;
     q->stats.tensors += len;
 }
 

@@ -1,4 +1,4 @@
-/* fusion.h — tensor fusion: queued allreduces reduced together in as few ring passes as fit.
+/* fusion.h — tensor fusion: queued allreduces reduced together in as few allreduces as fit.
  *
  * Consecutive queued tensors with the same op and compression form a group while the group's
  * bytes stay within the fusion threshold (a tensor larger than the threshold goes alone;
@@ -7,7 +7,8 @@
  * fusion buffer, reduced once, and copied back. fp16 groups are always converted into a half
  * buffer for the wire and back.
  * Device tensors (CUDA build, gpu_ops.h) are grouped the same way; a group holding any goes to
- * fusion_gpu.c: its NCCL runs to NCCL, the rest staged through pinned host memory to the ring.
+ * fusion_gpu.c: its NCCL runs to NCCL, the rest staged through pinned host memory (summed on the
+ * GPUs, staged_node.h, or by the host's allreduce, staged.c).
  */
 #ifndef HVDLAB_FUSION_H
 #define HVDLAB_FUSION_H
@@ -31,9 +32,9 @@ typedef struct {
 enum { FUSION_HOST = 0, FUSION_STAGED = 1, FUSION_NCCL = 2 };
 
 typedef struct {
-    size_t ring_calls;   /* ring allreduces run */
-    size_t tensors;      /* tensors reduced */
-    size_t bytes_copied; /* bytes moved through the fusion buffer, in and out */
+    size_t allreduce_calls; /* allreduces run, one per group (ring, shm, cma, hier, NCCL) */
+    size_t tensors;         /* tensors reduced */
+    size_t bytes_copied;    /* bytes moved through the fusion buffer, in and out */
 } fusion_stats;
 
 typedef struct {

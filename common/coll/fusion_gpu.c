@@ -2,7 +2,7 @@
  * Public: fusion_gpu_reduce, fusion_gpu_free.
  * A group's NCCL runs go to NCCL; its other runs (device tensors staged through the host, and
  * host tensors among them) to the GPU-summed staged path where staged_node_usable and the run
- * is large enough (gpu_ops_node_reduce_min_bytes), else to staged.c's ring. */
+ * is large enough (gpu_ops_node_reduce_min_bytes), else to staged.c (the host's allreduce). */
 #ifdef HVDLAB_CUDA
 
 #include "coll/fusion_gpu.h"
@@ -162,7 +162,7 @@ static void nccl_run(const fusion_entry *e, size_t len, float scale, fusion_stat
         st->bytes_copied += 2 * total * esize;
     }
     fusion_mark(e, len, "ALLREDUCE", 'E');
-    st->ring_calls++;
+    st->allreduce_calls++;
     st->tensors += len;
 }
 
@@ -202,7 +202,7 @@ static void node_run(const fusion_entry *e, size_t len, float scale, fusion_stat
         st->bytes_copied += 2 * total * esize;
     }
     fusion_mark(e, len, "ALLREDUCE", 'E');
-    st->ring_calls++;
+    st->allreduce_calls++;
     st->tensors += len;
 }
 

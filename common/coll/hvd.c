@@ -70,9 +70,9 @@ int hvd_default_compression(void) { return S.compression; }
 int hvd_stall_check(void) { return S.stall_check; }
 void hvd_set_stall_check(int on) { S.stall_check = on; }
 
-void hvd_fusion_stats(size_t *ring_calls, size_t *tensors, size_t *bytes_copied)
+void hvd_fusion_stats(size_t *allreduce_calls, size_t *tensors, size_t *bytes_copied)
 {
-    *ring_calls = S.queue.stats.ring_calls;
+    *allreduce_calls = S.queue.stats.allreduce_calls;
     *tensors = S.queue.stats.tensors;
     *bytes_copied = S.queue.stats.bytes_copied;
 }

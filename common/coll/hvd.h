@@ -97,8 +97,9 @@ void hvd_set_gpu_stream(void *cuda_stream);
  * (a CPU build, or no GPU). */
 const char *hvd_gpu_operations(void);
 
-/* Diagnostics of tensor fusion since hvd_init: ring passes run, tensors reduced, and bytes
- * copied through the fusion buffer (0 when every group was contiguous). */
-void hvd_fusion_stats(size_t *ring_calls, size_t *tensors, size_t *bytes_copied);
+/* Diagnostics of tensor fusion since hvd_init: allreduces run (one per fused group, whatever
+ * the algorithm), tensors reduced, and bytes copied through the fusion buffer (0 when every
+ * group was contiguous float32: an fp16 group is always copied). */
+void hvd_fusion_stats(size_t *allreduce_calls, size_t *tensors, size_t *bytes_copied);
 
 #endif

@@ -174,7 +174,7 @@ void staged_allreduce(MPI_Comm comm, const fusion_entry *e, size_t len, float sc
     fusion_mark(e, len, "MEMCPY_OUT_HOST_BUFFER", 'E');
     fusion_mark(e, len, "ALLREDUCE", 'E');
     st->bytes_copied += 2 * total * esize;
-    st->ring_calls++;
+    st->allreduce_calls++;
     st->tensors += len;
 }
 
