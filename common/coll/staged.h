@@ -2,9 +2,10 @@
  *
  * For jobs where NCCL cannot run (ranks share a GPU) or is not wanted (HVD_GPU_OPERATIONS=mpi):
  * device buffers are copied to pinned host memory (cudaMemcpyAsync, fp16 cast on the GPU first so
- * only half the bytes cross), the host buffer goes through the same ring or MPI_Bcast as a host
- * tensor would, and the result is copied back. Same arithmetic as the CPU runtime, so the results
- * are the CPU runtime's bits. Only host memory ever reaches MPI. CUDA builds only.
+ * only half the bytes cross), the host buffer goes through the same allreduce (allreduce.h) or
+ * MPI_Bcast as a host tensor would, and the result is copied back. Same arithmetic as the CPU
+ * runtime, so the results are the CPU runtime's bits. Only host memory ever reaches MPI. CUDA
+ * builds only.
  */
 #ifndef HVDLAB_STAGED_H
 #define HVDLAB_STAGED_H
@@ -15,7 +16,7 @@
 #include "coll/fusion.h"
 
 /* A fusion run (device and host tensors, one op and compression): packed into the pinned buffer,
- * one ring pass, unpacked. scale: 1 or 1/size. */
+ * one allreduce (allreduce_run: ring, shm, cma or hier), unpacked. scale: 1 or 1/size. */
 void staged_allreduce(MPI_Comm comm, const fusion_entry *e, size_t len, float scale,
                       ring_workspace *ws, fusion_stats *st);
 /* In place from root; buf is device memory on this rank (other ranks' may be host memory).
