@@ -4,8 +4,8 @@
  *   unset  auto: NCCL when every rank has a GPU of its own, else host-staged
  *   nccl   NCCL; a job in which two ranks share a GPU (or a rank has none) stops with one line,
  *          since NCCL refuses two ranks on one GPU
- *   mpi    host-staged: device buffers go to pinned host memory, through the ring over MPI, and
- *          back
+ *   mpi    host-staged: device buffers go to pinned host memory, through the host's allreduce
+ *          (allreduce.h) or summed on the GPUs (HVDLAB_STAGED_REDUCE below), and back
  * The choice is made once at hvd_init for the whole job (every rank must take the same path for a
  * collective) and rank 0 says in one line which and why. Each rank uses GPU local_rank % ngpus,
  * the one hvd_pin_device picks. A CPU build, HVDLAB_DEVICE=cpu or a job with no GPU: GPU_PATH_NONE

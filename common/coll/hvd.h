@@ -25,7 +25,12 @@
  *                          memory, ring across one leader per host, broadcast back (allreduce.h)
  *   HVD_HOST_GROUP_SIZE    tests only: ranks r / N form one "host", to try the hierarchy on one
  *                          machine (hier.h)
- * Every rank must have the same values of all but HVD_TIMELINE: hvd_init compares them.
+ *   HVD_AUTOTUNE           1: search the fusion threshold on the first steps (autotune.h)
+ *   HVDLAB_STAGED_REDUCE, HVDLAB_STAGED_HOST  CUDA build: how staged device tensors are
+ *                          summed, and in which host memory (gpu_ops.h)
+ *   HVD_DEAD_RANK_CHECK_DISABLE  1 on any rank: no survivor names a dead rank (watchdog.h)
+ * Every rank must have the same values of all but HVD_TIMELINE and HVD_DEAD_RANK_CHECK_DISABLE:
+ * hvd_init compares them.
  *
  * Device tensors (CUDA build): hvd_allreduce*, hvd_broadcast* and hvd_allgather take device
  * pointers too (found with cudaPointerGetAttributes) and return with the result in place, on
