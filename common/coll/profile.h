@@ -1,13 +1,13 @@
 /* profile.h — HVD_PROFILE=1: where the communication time goes, as mpitrace shows it.
  *
  * Every rank counts, per operation, its calls, the bytes they moved and the seconds spent inside
- * them: the hvd_* collectives (allreduce, broadcast, allgather, barrier), the ring passes under
- * the allreduce, and the MPI calls under both (caught through MPI's profiling interface, so the
- * ring needs no hooks of its own). At hvd_shutdown rank 0 gathers every rank's counts and prints
- * one table (profile_report.c): #calls per rank, average bytes per call, seconds min/mean/max over
- * ranks, then the total communication time (the hvd_* rows; the rows below them are inside
- * those) against the elapsed time since hvd_init. With a timeline it also writes the table as
- * CSV beside it: timeline.json -> timeline.profile.csv.
+ * them: the hvd_* collectives (allreduce, broadcast, allgather, barrier), the passes under the
+ * allreduce (ring, one host's shm or cma, hierarchical), and the MPI calls under both (caught
+ * through MPI's profiling interface, so the ring needs no hooks of its own). At hvd_shutdown rank 0
+ * gathers every rank's counts and prints one table (profile_report.c): #calls per rank, average
+ * bytes per call, seconds min/mean/max over ranks, then the total communication time (the hvd_*
+ * rows; the rows below them are inside those) against the elapsed time since hvd_init. With a
+ * timeline it also writes the table as CSV beside it: timeline.json -> timeline.profile.csv.
  *
  * The gather at shutdown is a collective, so every rank must have the same HVD_PROFILE: hvd_init
  * compares it with the other settings. Off, every hook is one test of a flag.
