@@ -1,5 +1,6 @@
 /* progress.c — Keras-style progress output, the lab's timing lines, early stop. See progress.h.
- * Public: progress_init, progress_set_early_stop, progress_epoch_begin, progress_batch,
+ * Public: progress_init, progress_set_early_stop, progress_restore_early_stop,
+ *         progress_epoch_begin, progress_batch,
  *         progress_epoch_end, progress_train_end, progress_test, progress_print,
  *         progress_format_bar, progress_format_eta, progress_format_per_step,
  *         progress_format_value.
