@@ -16,8 +16,9 @@
 
 /* Call after loader_set_epoch, on every rank, at every epoch's start. In the epoch the run
  * resumed in: moves the loader to the saved batch and returns it (rank 0's, as it loaded the
- * checkpoint); else 0. The first call also tells stop.h that this program can go on from a
- * mid-epoch checkpoint. */
+ * checkpoint; counted in this run's batches when --batch-size or the number of ranks differs
+ * from the saved run's, so that no image is skipped); else 0. The first call also tells stop.h
+ * that this program can go on from a mid-epoch checkpoint. */
 int resume_batch(loader *train, int epoch);
 
 /* Before the first draw from a shuffled validation loader drawn `steps` batches per epoch: in a
