@@ -62,7 +62,7 @@ static int views_tile(const param_set *ps)
 /* Why one named allreduce per view rather than one call on the flat buffer: it is what Horovod
  * does (one allreduce per gradient tensor, named after it), so the timeline shows every tensor
  * and HVD_FUSION_THRESHOLD has its real effect: the runtime fuses the queued tensors into one
- * ring pass per threshold-sized bucket and, since the views are contiguous, reduces them in
+ * allreduce per threshold-sized bucket and, since the views are contiguous, reduces them in
  * place with no copy (fusion off: one pass per tensor). The result is the same either way. */
 void hvd_allreduce_gradients(param_set *ps, int compression)
 {

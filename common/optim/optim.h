@@ -114,8 +114,8 @@ optimizer *optimizer_new(const optimizer_kind *kind, const param_set *ps, float 
                          float momentum);
 const char *optimizer_name(const optimizer *opt); /* its kind's name; "none" for NULL */
 
-/* Horovod's DistributedOptimizer: returns opt, now averaging gradients over all ranks (one fused
- * allreduce over the flat gradient buffer) before each inner update. */
+/* Horovod's DistributedOptimizer: returns opt, now averaging gradients over all ranks (one
+ * allreduce per view, fused: hvd_allreduce_gradients) before each inner update. */
 optimizer *hvd_distributed_optimizer(optimizer *opt);
 optimizer *hvd_distributed_optimizer_ex(optimizer *opt, int compression,
                                         int backward_passes_per_step);
@@ -132,7 +132,7 @@ void optimizer_check_finite(const optimizer *opt, const param_set *ps);
 
 /* What DistributedOptimizer does before each update: averages ps->grads over all ranks, one
  * named allreduce per view ("DistributedOptimizer.grads/<view>"), queued and then fused by the
- * runtime (one ring pass per HVD_FUSION_THRESHOLD bucket). compression: HVD_COMPRESS_*. */
+ * runtime (one allreduce per HVD_FUSION_THRESHOLD bucket). compression: HVD_COMPRESS_*. */
 void hvd_allreduce_gradients(param_set *ps, int compression);
 
 /* From root to every rank: trainable params and the non-trainable state (BN statistics). */
