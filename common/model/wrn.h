@@ -1,4 +1,5 @@
-/* wrn.h — WideResNet-D-K (keras-contrib form) on 28x28x1 inputs, forward and backward on the CPU.
+/* wrn.h — WideResNet-D-K (keras-contrib form) on 28x28x1 inputs, forward and backward on the CPU,
+ * or on the GPU where hvd_pin_device chose one in a CUDA build (wrn_place.h).
  *
  * Network (NCHW float32): stem conv3x3(16)-BN-ReLU; three groups of (D-4)/6 blocks at widths
  * 16K, 32K, 64K; each block conv3x3-BN-ReLU-dropout-conv3x3-BN-ReLU added to the block input
@@ -52,9 +53,9 @@ typedef struct {
 } wrn_result;
 
 /* "nchw", "nChw16c" or "nhwc": the layout of the model's activations (a CPU model on oneDNN's
- * AVX-512 kernels keeps them blocked; a GPU model NHWC when asked; HVDLAB_ACTIVATION_LAYOUT,
- * wrn_layout.c). Results are the same up to float rounding; parameters, gradients and
- * checkpoints are the same layout either way. */
+ * AVX-512 kernels keeps them blocked; a GPU model NHWC unless asked for NCHW;
+ * HVDLAB_ACTIVATION_LAYOUT, wrn_layout.c). Results are the same up to float rounding;
+ * parameters, gradients and checkpoints are the same layout either way. */
 const char *wrn_activation_layout(const wrn_model *m);
 
 /* Training mode: zeroes grads, forward with batch statistics and dropout, loss, backward into
