@@ -3,18 +3,20 @@
  * by field) is in ckpt_format.h, under this header; here: what a run expects of a file, the
  * files in a log directory, and saving and loading a model with its optimizer.
  *
- * The lab's step 7 (Horovod tutorials: rank 0 reads, broadcasts; rank 0 writes), in a step program:
+ * The lab's step 7 (Horovod tutorials: rank 0 reads, broadcasts; rank 0 writes), as
+ * solutions/step07.c does it:
  *   int resume = 0;                        // restart_epoch(): newest file, from --epochs down
- *   if (hvd_rank() == 0 && (resume = ckpt_latest_model(dir, model, opt, epochs, err, len)) < 0)
- *       fatal_error("%s", err);
- *   hvd_broadcast_bytes(&resume, sizeof resume, 0, "resume_epoch");
- *   if (resume > 0) {                      // hvd.load_model on rank 0, then broadcast
- *       if (hvd_rank() == 0 && ckpt_load_model(dir, resume, model, opt, err, len))
+ *   if (hvd_rank() == 0) {                 // hvd.load_model on rank 0
+ *       if ((resume = ckpt_latest_model(dir, model, opt, epochs, err, len)) < 0)
  *           fatal_error("%s", err);
- *       hvd_broadcast_parameters(wrn_params(model), 0);
- *       hvd_broadcast_optimizer_state(opt, 0);
+ *       if (resume > 0 && ckpt_load_model(dir, resume, model, opt, err, len))
+ *           fatal_error("%s", err);
  *   }
+ *   hvd_broadcast_bytes(&resume, sizeof resume, 0, "resume_from_epoch");
+ *   hvd_broadcast_parameters(wrn_params(model), 0);    // step 4's broadcasts: rank 0's weights
+ *   hvd_broadcast_optimizer_state(opt, 0);
  *   for (int epoch = resume; epoch < epochs; epoch++) {
+ *       for (int b = resume_batch(&train, epoch); b < steps_per_epoch; b++) { ... }
  *       ...                                // ModelCheckpoint('checkpoint-{epoch}.h5') on rank 0:
  *       if (hvd_rank() == 0 && ckpt_save_model(dir, epoch + 1, model, opt, err, len))
  *           fatal_error("%s", err);
