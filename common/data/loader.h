@@ -24,8 +24,8 @@
  *      Pixels shifted in from outside copy the nearest edge pixel. The draws depend only on
  *      (seed, epoch, dataset index of the sample), never on rank, size or batch position.
  *   5. Standardisation, after augmentation: x = (pixel - mean) / (std + 1e-6) in float, mean and std
- *      being the training-set figures (dataset_pixel_stats). Test loaders: shuffle = 0, augment = 0,
- *      same mean/std.
+ *      being the training-set figures (dataset_pixel_stats). Loaders of the test images:
+ *      augment = 0, same mean/std; shuffle = 0 for the final score, 1 for validation (lab.h).
  * Decoded images stay uint8 (borrowed, not copied); floats are produced per batch in the caller's
  * buffer of shape (B, 1, 28, 28).
  */
