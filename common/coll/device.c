@@ -1,5 +1,5 @@
 /* device.c — bind ranks to cores (CPU) or GPUs (CUDA build). See device.h.
- * Public: hvd_pin_device, device_describe, device_cpu_share. */
+ * Public: hvd_pin_device, device_forced_cpu, device_describe, device_cpu_share. */
 #include "coll/device.h"
 
 #include <cblas.h>

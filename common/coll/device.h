@@ -1,9 +1,9 @@
-/* device.h — pin each rank to its own device: hvd_pin_device(hvd_local_rank()).
+/* device.h — pin each rank to its own device: hvd_pin_device(hvd_local_rank(), NULL).
  *
- * CUDA build with GPUs: cudaSetDevice(local_rank % ngpus). Otherwise (CPU build, or a CUDA build
- * that finds no GPU, which it says in one line): bind the rank to its own share of the cores it
- * may run on and set the BLAS thread count to that share, so N ranks on one node do not fight
- * over every core. HVDLAB_REPORT_BINDINGS=1 prints each rank's binding.
+ * CUDA build with GPUs: cudaSetDevice(local_rank % ngpus). Otherwise (CPU build, HVDLAB_DEVICE=cpu,
+ * or a CUDA build that finds no GPU, which it says in one line): bind the rank to its own share of
+ * the cores it may run on and set the BLAS thread count to that share, so N ranks on one node do
+ * not fight over every core. HVDLAB_REPORT_BINDINGS=1 prints each rank's binding.
  */
 #ifndef HVDLAB_DEVICE_H
 #define HVDLAB_DEVICE_H
@@ -25,7 +25,7 @@ int hvd_pin_device(int local_rank, device_binding *out);
 /* HVDLAB_DEVICE: 1 for cpu (the CPU even in a CUDA build with a GPU), 0 for auto or unset;
  * another value stops the job with one line. */
 int device_forced_cpu(void);
-/* "cores 0-1, 2 BLAS threads" or "GPU 0" */
+/* "cores 0,1, 2 BLAS threads", "core 3, 1 BLAS thread" or "GPU 0" */
 void device_describe(const device_binding *b, char *out, size_t outlen);
 
 /* Split of ncpus allowed CPUs among local_size ranks: rank local_rank gets `count` of them
