@@ -3,7 +3,8 @@
  * Reduce-scatter then allgather around the ring: each rank sends and receives 2(N-1)/N of the
  * buffer. Incoming data is received in small segments into a reusable scratch buffer (so it
  * stays in cache and never page-faults) and added in place, overlapping the next receive.
- * Handles any length, including 0 and lengths not divisible by the number of ranks.
+ * Handles any length, including 0 and lengths not divisible by the number of ranks. Buffers of
+ * over 4 KiB up to 128 KiB on a power-of-two number of ranks take recursive doubling (ring.c).
  */
 #ifndef HVDLAB_RING_H
 #define HVDLAB_RING_H
