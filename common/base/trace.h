@@ -23,13 +23,16 @@
  *   shard         epoch loader_rank loader_size n shuffle count first sum=<FNV-1a 64 of the
  *                 indices as 8-byte LE integers> [idx=3,17,42 when count <= 4096]
  *                 (loader_set_epoch)
- *   ckpt_save     path epoch / ckpt_restore path epoch
+ *   ckpt_save     path epoch [batch] / ckpt_restore path epoch [batch] (batch: a mid-epoch file)
  *   metrics       when=local|averaged name loss accuracy [count] (hvd_metric_average);
  *                 when=epoch epoch loss accuracy val_loss val_accuracy (progress_epoch_end)
  *   evaluate      steps loss accuracy count: this rank's own, before averaging  (lab_evaluate)
  *   progress      text="<the line printed, quoted>"
- *   resume        epoch batch saved_batch world was: where a resumed run starts (the batch mapped
- *                 from saved_batch of `was` ranks onto `world`)                (resume_batch)
+ *   resume        epoch batch saved_batch world was batch_size batch_size_was: where a resumed
+ *                 run starts (the batch mapped from saved_batch of `was` ranks and batch_size_was
+ *                 images onto `world` and batch_size)                          (resume_batch)
+ *   stop          signal epoch batch | signal after_training=1: a signal stops the run
+ *                                                                            (train/stop.h)
  *   commit        epoch batch iter ms sum path: an elastic commit (rank 0)    (train/elastic.h)
  *   elastic_stop  epoch batch: the ranks stop after a commit to grow          (train/elastic.h)
  *   autotune      trial threshold sync | chosen threshold sync score_ms      (coll/autotune.h)
