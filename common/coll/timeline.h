@@ -1,8 +1,9 @@
 /* timeline.h — HVD_TIMELINE: a Chrome-trace JSON of every collective (chrome://tracing, Perfetto).
  *
  * As Horovod's: each tensor is a "process" (pid) named by a process_name metadata event, with
- * NEGOTIATE_ALLREDUCE then ALLREDUCE spans and nested MEMCPY_IN_FUSION_BUFFER, MPI_ALLREDUCE,
- * MEMCPY_OUT_FUSION_BUFFER; ts in microseconds since the timeline opened. Rank 0 writes it.
+ * NEGOTIATE_ALLREDUCE then ALLREDUCE spans and nested MEMCPY_IN_FUSION_BUFFER, MPI_ALLREDUCE
+ * (the ring; on one host SHM_ALLREDUCE or CMA_ALLREDUCE, allreduce.h), MEMCPY_OUT_FUSION_BUFFER;
+ * ts in microseconds since the timeline opened. Rank 0 writes it.
  * The file is valid JSON after every event: each event and the closing bracket go out in one
  * write at the end of the file, so a killed job leaves a loadable trace.
  */
