@@ -1,6 +1,6 @@
 /* metrics.c — running loss/accuracy and hvd_metric_average. See metrics.h.
  * Public: metrics_reset, metrics_add, metrics_loss, metrics_accuracy, metrics_count,
- *         hvd_metric_average.
+ *         hvd_metric_average, metrics_last_validation.
  */
 #include "train/metrics.h"
 
@@ -51,7 +51,7 @@ void hvd_metric_average(metrics *m, const char *name)
     if (!name)
         name = "";
     /* Horovod averages each metric as its own named tensor, sorted by name; both are queued
-     * and then reduced together (one fused ring pass), the same bits on every rank. */
+     * and then reduced together (one fused allreduce), the same bits on every rank. */
     float acc = (float)metrics_accuracy(m), loss = (float)metrics_loss(m);
     trace_event("metrics", "when=local name=%s loss=%.9g accuracy=%.9g count=%zu", name,
                 (double)loss, (double)acc, m->count);

@@ -10,12 +10,12 @@
  * by its size), the accuracy is correct / count over the epoch.
  *
  * hvd_metric_average, like MetricAverageCallback, replaces each metric value by the plain mean of
- * the per-rank values (not weighted by the ranks' sample counts), one allreduce per metric in a
- * fixed name order ("<name>.accuracy" then "<name>.loss", sorted as Horovod sorts the logs), so
- * every rank ends with the same bits. Every rank must call it, in the same order. Trace events
- * (HVDLAB_TRACE): "metrics when=local name=<name> loss= accuracy= count=" before and
- * "metrics when=averaged name=<name> loss= accuracy=" after; values printed with %.9g are the
- * float values that went into / came out of the allreduce.
+ * the per-rank values (not weighted by the ranks' sample counts), one named allreduce per metric
+ * (queued, then fused into one) in a fixed name order ("<name>.accuracy" then "<name>.loss", sorted
+ * as Horovod sorts the logs), so every rank ends with the same bits. Every rank must call it, in
+ * the same order. Trace events (HVDLAB_TRACE): "metrics when=local name=<name> loss= accuracy=
+ * count=" before and "metrics when=averaged name=<name> loss= accuracy=" after; values printed with
+ * %.9g are the float values that went into / came out of the allreduce.
  *
  * Public: metrics_reset, metrics_add, metrics_loss, metrics_accuracy, metrics_count,
  *         hvd_metric_average, metrics_last_validation.
