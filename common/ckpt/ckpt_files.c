@@ -2,7 +2,7 @@
  * rename, directory fsync), loaded with every check, and the newest valid epoch found. The
  * format itself is in ckpt_format.c; what a file must fit, ckpt_check.c.
  * Public: ckpt_mkdirs, ckpt_write_temp, ckpt_commit, ckpt_save, ckpt_load, ckpt_latest_epoch,
- * ckpt_set_aside, ckpt_move_noclobber.
+ * ckpt_newest_valid, ckpt_found_batch, ckpt_set_aside, ckpt_move_noclobber.
  */
 #include "ckpt/ckpt.h"
 

@@ -3,7 +3,8 @@
  * I/O are in ckpt_format.c, which works on plain buffers.
  * Public: ckpt_data_of, ckpt_expect_of, ckpt_save_params, ckpt_load_params, ckpt_set_target,
  * ckpt_has_target, ckpt_save_target, ckpt_set_world_size, ckpt_loaded_world_size,
- * ckpt_set_batch_size, ckpt_loaded_batch_size, ckpt_target_iterations, ckpt_target_checksum.
+ * ckpt_set_batch_size, ckpt_loaded_batch_size, ckpt_target_iterations, ckpt_target_checksum,
+ * ckpt_set_early_stop_source, ckpt_loaded_early_stop_count.
  */
 #include "ckpt/ckpt.h"
 

@@ -1,8 +1,8 @@
 /* gpu_ops.c — choose the path of device collectives once per job. See gpu_ops.h.
  * Public: gpu_ops_parse, gpu_ops_request_name, staged_reduce_parse, staged_reduce_name,
  *         gpu_ops_init, gpu_ops_shutdown, gpu_ops_path, gpu_ops_node_reduce,
- *         gpu_ops_node_reduce_min_bytes, gpu_ops_staged_hugepages, gpu_ops_is_device,
- *         gpu_ops_set_stream, gpu_ops_stream. */
+ *         gpu_ops_node_reduce_min_bytes, gpu_ops_node_ipc_min_bytes, gpu_ops_staged_hugepages,
+ *         gpu_ops_is_device, gpu_ops_set_stream, gpu_ops_stream. */
 #include "coll/gpu_ops.h"
 
 #include <stdint.h>

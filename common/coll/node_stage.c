@@ -1,6 +1,6 @@
 /* node_stage.c — one host's ranks reduce through pinned slots, piece by piece. See node_stage.h.
- * Public: node_stage_init, node_stage_window, node_stage_allreduce, node_stage_free,
- *         node_stage_set_piece_bytes. */
+ * Public: node_stage_init, node_stage_window, node_stage_attach, node_stage_allreduce,
+ *         node_stage_free, node_stage_set_piece_bytes, node_stage_piece_bytes. */
 #include "coll/node_stage.h"
 
 #include <errno.h>
