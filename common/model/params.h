@@ -13,8 +13,8 @@
  * numbers on the host goes through params_to_host / params_checksum_at.
  *
  * Public: the structs below, params_checksum, params_find, params_add_l2, params_checksum_at,
- *         params_to_host, params_from_host, params_buffer_alloc, params_buffer_free,
- *         params_device_stream, params_device_wait.
+ *         params_digest_at, params_to_host, params_from_host, params_buffer_alloc,
+ *         params_buffer_free, params_device_stream, params_device_wait.
  */
 #ifndef HVDLAB_PARAMS_H
 #define HVDLAB_PARAMS_H

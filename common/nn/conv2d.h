@@ -16,7 +16,7 @@
  *         conv2d_set_backend, conv2d_backend, conv2d_gemm_work_floats, conv2d_gemm_forward,
  *         conv2d_gemm_backward;
  *         with HVDLAB_CUDA conv2d_cudnn_work_floats, conv2d_cudnn_forward, conv2d_cudnn_backward,
- *         conv2d_cudnn_algos, conv2d_cudnn_release.
+ *         conv2d_cudnn_backward_set, conv2d_cudnn_algos, conv2d_cudnn_release.
  */
 #ifndef HVDLAB_CONV2D_H
 #define HVDLAB_CONV2D_H
