@@ -2,7 +2,8 @@
  *
  *   Keras / Horovod                                  hvdlab
  *   opt = keras.optimizers.SGD(lr, momentum)      -> opt = sgd_create(ps, lr, momentum)
- *   opt = tfa.optimizers.NovoGrad(lr, ...)         -> opt = novograd_create(ps, lr, &novograd_defaults())
+ *   opt = tfa.optimizers.NovoGrad(lr, ...)         -> nov = novograd_defaults();
+ *                                                     opt = novograd_create(ps, lr, &nov)
  *   opt = hvd.DistributedOptimizer(opt)            -> opt = hvd_distributed_optimizer(opt)
  *   model.fit(...) one batch                       -> optimizer_step(opt, ps)
  *   hvd.broadcast_variables / BroadcastGlobalVariablesCallback(0)
