@@ -116,7 +116,7 @@ MPIRUN_FLAGS ?= --oversubscribe $(if $(filter 0,$(shell id -u)),--allow-run-as-r
 SETUP_PKGS := openmpi-bin libopenmpi-dev libopenblas-dev libdnnl-dev zlib1g-dev check pkg-config patch \
               dataset-fashion-mnist
 
-.PHONY: all help setup lib tools tests benches test unit-tests check-layers check-cuda-streams test-ckpt-faults cuda-check check-build demo \
+.PHONY: all help setup lib tools tests benches test unit-tests check-layers check-cuda-streams test-ckpt-faults test-hvdrun cuda-check check-build demo \
         progress-demo asan-test clean FORCE
 .DEFAULT_GOAL := all
 
@@ -190,6 +190,7 @@ test: setup  ## install if needed, build, check the CUDA build, the layers, unit
 	@$(MAKE) --no-print-directory test-emu-train
 	@$(MAKE) --no-print-directory lab-test
 	@$(MAKE) --no-print-directory test-ckpt-faults
+	@$(MAKE) --no-print-directory test-hvdrun
 	@$(MAKE) --no-print-directory check-docs
 	@$(MAKE) --no-print-directory test-scaling-plots
 	@$(MAKE) --no-print-directory test-bench-tools
@@ -204,6 +205,9 @@ test-ckpt-faults: solution10  ## log dirs a run must not or cannot use; kills an
 	@MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" timeout 300 sh tests/resume/exact_resume.sh ./solution10
 	@MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" timeout 300 sh tests/resume/signals.sh ./solution10
 	@MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" timeout 120 sh tests/resume/batch_size_resume.sh ./solution10
+
+test-hvdrun:  ## ./hvdrun counts the processes asked for (-n/-np/--np/--n/-c, MPMD parts summed) and oversubscribes past the cores
+	@timeout 300 sh tests/launch/hvdrun_np.sh
 
 check-layers: lib  ## check that includes point down the layers of common/ and no files call each other round a circle
 	@BUILD=$(BUILD) sh tools/check_layers.sh
