@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/early_signal.h"
 #include "base/stats.h"
 #include "base/timer.h"
 #include "coll/profile.h"
@@ -55,6 +56,7 @@ int main(int argc, char **argv)
     args a;
     args_defaults(&a);
     int rc = args_parse(&a, argc, argv, err, sizeof err);
+    early_signal_release(); /* no stop.h handlers here: SIGUSR1 ends this bench at once */
     if (rc < 0)
         fatal_error("%s", err);
     if (rc > 0) {

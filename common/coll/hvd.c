@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/early_signal.h"
 #include "base/env_switch.h"
 #include "base/fatal.h"
 #include "base/trace.h"
@@ -259,6 +260,7 @@ int hvd_init(int *argc, char ***argv)
     if (S.initialized)
         return 0;
     fatal_set_abort_hook(abort_job);
+    early_signal_catch(); /* ./hvdrun's SIGUSR1 while the rank starts up (early_signal.h) */
     int mpi_init = 0;
     MPI_Initialized(&mpi_init);
     if (!mpi_init) {
@@ -316,6 +318,11 @@ static void entry_check(const coll_desc *d)
 
 static void enter_call(const coll_desc *d)
 {
+    int sig = early_signal_unkept(); /* a program without stop.h's handlers: die of it */
+    if (sig) {
+        watchdog_note_signal(sig, "killed by");
+        early_signal_release();
+    }
     entry_check(d);
     watchdog_busy(d); /* every rank is in: from here the progress check watches (watchdog.h) */
 }

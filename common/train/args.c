@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/early_signal.h"
 #include "base/errmsg.h"
 #include "ckpt/ckpt.h"
 #include "coll/hvd.h"
@@ -228,6 +229,7 @@ static int apply(args *a, int id, const char *val, char *err, size_t errlen)
 
 int args_parse(args *a, int argc, char **argv, char *err, size_t errlen)
 {
+    early_signal_keep(); /* a step program: its progress installs stop.h's handlers */
     args_defaults(a);
     struct option longopts[NFLAGS + 1];
     for (size_t i = 0; i < NFLAGS; i++)

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/early_signal.h"
 #include "base/errmsg.h"
 #include "base/trace.h"
 #include "ckpt/ckpt.h"
@@ -70,6 +71,7 @@ void stop_install(void)
     if (installed)
         return;
     installed = 1;
+    atomic_store(&caught, early_signal_take()); /* one that came during start-up counts */
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;

@@ -5,7 +5,8 @@
  * signal number. A second signal exits at once, and so does one after the training (during the
  * test: nothing is left to save, and mpirun's SIGKILL follows its SIGTERM by a second).
  *
- * The step programs need not call any of it: progress_init installs the handlers, progress_batch
+ * The step programs need not call any of it: progress_init installs the handlers (a SIGUSR1 that
+ * came while the rank started up counts as caught there: base/early_signal.h), progress_batch
  * (every rank, at the end of every step) votes, progress_train_end votes once more. The
  * vote (coll/vote.h) is started at one step and read at the next, so it never waits; the ranks
  * stop one step after the first of them saw the signal, all at the same step.
