@@ -43,6 +43,7 @@ test-bench-tools:  ## the GPU benches' verdict scripts (and gpu-memcheck's) on r
 	@sh tests/bench/bench_train_gpu_rows.sh
 	@sh tests/bench/bench_train_gpu_nsys.sh
 	@sh tests/bench/gpu_memcheck_lines.sh
+	@sh tests/bench/gpu_session_stages.sh
 
 # Device buffers: the CUDA flavour's build, whatever this make's flavour is. The peer: PyTorch's
 # gloo allreduce of CUDA tensors, 2 ranks on the GPU (NCCL refuses that, in PyTorch too);

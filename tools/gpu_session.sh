@@ -13,7 +13,7 @@
 # returns at most 8 files from $OUT; gpu-check writes more).
 # A stage that ends leaves build/cuda/gpu-check.done.<stage>, and a later call on the same warm
 # machine skips it: the same command, with a smaller BUDGET, goes on where the last call stopped
-# (a bench stage its time limit cut runs again; gpu-check never does).
+# (a stage its time limit or the budget cut part-way runs again; gpu-check never does).
 #
 #   run, carry [".device"], timeout_s 590:
 #       set -o pipefail; bash tools/gpu_session.sh 2>&1 | tee $OUT/session.log
@@ -35,6 +35,15 @@ echo "env.sh done at $(at): $(command -v mpicc)"
 mkdir -p build/cuda
 todo() { [ ! -e "$LOG.done.$1" ]; } # not finished by an earlier call on this machine
 done_stage() { : >"$LOG.done.$1"; }
+# A stage of several runs: done, unless the budget cut it part-way ($cut set): a later call on
+# this machine runs it again, whole.
+cut_or_done() {
+    if [ -n "$cut" ]; then
+        echo "($1: cut by the budget at $(at); a later call runs it again)"
+    else
+        done_stage "$1"
+    fi
+}
 # A make target as a stage: NAME MIN_LEFT TITLE TARGET LINES. It runs when not done yet and more
 # than MIN_LEFT s are left, logs to $LOG.NAME and shows the lines matching LINES (grep -E), or
 # the log's end when none; one that its time limit stopped (124/137) is left for a later call.
@@ -82,9 +91,10 @@ make_stage planted 120 "planted answers, CUDA build" gpu-planted '^planted answe
 # then solution 10 in NCHW with the batched loads, and without the fold.
 if todo batch && [ "$(left)" -gt 100 ]; then
     echo "== the other ways: the model's suite with each, solution 10 with two"
-    n=0
+    n=0 cut=
     for sw in HVDLAB_BIAS_IN_BN=0 HVDLAB_ACTIVATION_LAYOUT=nchw \
         "HVDLAB_ACTIVATION_LAYOUT=nchw HVDLAB_BN_BATCH=1"; do
+        [ "$(left)" -gt 100 ] || { cut=1; break; } # each up to 95 s
         n=$((n + 1))
         # shellcheck disable=SC2086 # sw: one word a variable
         env $sw timeout -k 5 90 build/cuda/tests/unit/test_wrn_cuda > "$LOG.batch.$n" 2>&1
@@ -92,7 +102,7 @@ if todo batch && [ "$(left)" -gt 100 ]; then
         grep -E '^[0-9]+%|FAIL' "$LOG.batch.$n" | head -5
     done
     for sw in "HVDLAB_ACTIVATION_LAYOUT=nchw HVDLAB_BN_BATCH=1" HVDLAB_BIAS_IN_BN=0; do
-        [ "$(left)" -gt 70 ] || break
+        if [ -n "$cut" ] || [ "$(left)" -le 70 ]; then cut=1; break; fi
         d=$(mktemp -d)
         # shellcheck disable=SC2086 # sw: one word a variable
         env $sw timeout -k 5 60 build/cuda/solutions/step10 --epochs 2 --model wrn-16-4 \
@@ -101,7 +111,7 @@ if todo batch && [ "$(left)" -gt 100 ]; then
         grep -iE 'images/sec|test.*acc' $LOG.batch.step10 | tail -2
         rm -rf "$d"
     done
-    done_stage batch
+    cut_or_done batch
 fi
 # Two ranks sharing the GPU, the workshop laptop's case: solution 10 for 2 epochs with the staged
 # gradients added as by default (HVDLAB_STAGED_REDUCE=auto: the GPUs from 2 MiB), by the CPU, by
@@ -109,8 +119,9 @@ fi
 # those from 8 MiB), then grade10 with the GPUs adding everything.
 if todo two && [ "$(left)" -gt 120 ]; then
     echo "== two ranks on one GPU: who adds the staged gradients"
+    cut=
     for adds in auto host gpu ipc; do
-        [ "$(left)" -gt 70 ] || break
+        [ "$(left)" -gt 70 ] || { cut=1; break; }
         d=$(mktemp -d)
         HVDLAB_STAGED_REDUCE=$adds timeout -k 5 60 mpirun --allow-run-as-root --oversubscribe -n 2 \
             -x HVDLAB_STAGED_REDUCE build/cuda/solutions/step10 --epochs 2 --model wrn-16-4 \
@@ -120,13 +131,13 @@ if todo two && [ "$(left)" -gt 120 ]; then
         grep -iE 'images/sec|test.*acc' $LOG.two.$adds | tail -3
         rm -rf "$d"
     done
-    if [ "$(left)" -gt 100 ]; then
+    if [ -z "$cut" ] && [ "$(left)" -gt 100 ]; then
         echo "== grade10 with HVDLAB_STAGED_REDUCE=gpu"
         HVDLAB_STAGED_REDUCE=gpu timeout -k 5 90 build/cuda/tests/grade/grade_step10 \
             build/cuda/solutions/step10 > $LOG.grade10.gpu 2>&1
         echo "exit $?"; tail -2 $LOG.grade10.gpu
     fi
-    done_stage two
+    cut_or_done two
 fi
 # NCHW or NHWC: issue 12 asks for the faster, said from a measurement.
 make_stage layout 60 "NCHW or NHWC" bench-conv-layout-gpu '^bench-conv-layout-gpu:'
@@ -140,11 +151,12 @@ make_stage layout 60 "NCHW or NHWC" bench-conv-layout-gpu '^bench-conv-layout-gp
 if todo switches && [ "$(left)" -gt 100 ]; then
     echo "== the choices, whole step: the kit's images/s (NHWC or NCHW, batched BN loads, the" \
         "bias in the convolutions with a cuBLAS gradient)"
+    cut=
     for row in "wrn-16-4 512" "wrn-16-10 512" "wrn-16-10 128" "wrn-16-4 128"; do
         # shellcheck disable=SC2086 # the row is two words: model and batch
         set -- $row
         for sw in - L L,B L,f - L L,B L,f; do
-            [ "$(left)" -gt 80 ] || break 2
+            [ "$(left)" -gt 80 ] || { cut=1; break 2; }
             vars=
             for v in $(echo "$sw" | tr , ' '); do
                 case $v in
@@ -159,7 +171,7 @@ if todo switches && [ "$(left)" -gt 100 ]; then
             echo "$1 b$2${vars:- as by default}: exit $?, $(grep -h images_per_s $LOG.switches)"
         done
     done
-    done_stage switches
+    cut_or_done switches
 fi
 # What limits a step (issue 12): how busy the GPU is and which kernels take the time, wrn-16-4 at
 # batch 512, as by default (NHWC) and in NCHW.
@@ -168,5 +180,5 @@ make_stage nsys 90 "what limits a training step: Nsight Systems" bench-train-gpu
 # torch.compile: the H200 gave its figures already; on another GPU, last.
 make_stage compile 120 "torch.compile peer" bench-train-gpu-compile '^bench-train-gpu-compile:'
 tar czf "${OUT:-build/cuda}/gpu-logs.tgz" $LOG.* build/cuda/bench_gpu.* build/cuda/ar_gpu.* \
-    build/cuda/conv_layout.txt build/cuda/nsys_*.log 2>/dev/null
+    build/cuda/conv_layout.txt build/cuda/nsys_*.log build/cuda/memcheck_*.log 2>/dev/null
 echo "== done at $(at)"
