@@ -40,7 +40,11 @@ if [ -z "$SANITIZER" ] || [ ! -x "$SANITIZER" ]; then
 fi
 echo "gpu-memcheck: $SANITIZER"
 
-rc=0 n=0
+rc=0 n=0 run=
+# timeout(1) puts each run in a process group of its own, which a signal to this script's group
+# (gpu_session.sh's time limit on the make stage) does not reach: pass it on, so that the run
+# under memcheck does not go on for up to LIMIT s beside the session's next stages.
+trap '[ -n "$run" ] && kill -TERM "$run" 2>/dev/null; exit 143' TERM INT HUP
 # memcheck WHAT VAR=value... -- PROGRAM ARGS...: one run and its line.
 memcheck() {
     what=$1
@@ -56,8 +60,11 @@ memcheck() {
     shift
     # shellcheck disable=SC2086 # vars: words, each VAR=value
     timeout -k 5 "$LIMIT" env $vars "$SANITIZER" --tool memcheck --error-exitcode 99 \
-        --print-limit 20 "$@" >"$log" 2>&1
+        --print-limit 20 "$@" >"$log" 2>&1 &
+    run=$!
+    wait "$run"
     r=$?
+    run=
     errs=$(sed -n 's/^========= ERROR SUMMARY: \([0-9]*\) error.*/\1/p' "$log" | tail -1)
     if [ "$r" -eq 124 ] || [ "$r" -eq 137 ]; then
         echo "gpu-memcheck: $what: cut at $LIMIT s (LIMIT=seconds gives it more)"

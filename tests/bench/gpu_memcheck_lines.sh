@@ -2,8 +2,9 @@
 # gpu_memcheck_lines.sh — tools/gpu_memcheck.sh (make gpu-memcheck) with a stand-in for
 # compute-sanitizer that prints memcheck's summary lines: clean runs, a run with errors (its count
 # and first error named, exit 1), a program that fails without memcheck errors, a run its time
-# limit cuts, the variables reaching the program and not the sanitizer, and no sanitizer at all
-# (exit 2). Runs without a GPU: it checks the script, not the kit's kernels.
+# limit cuts, the variables reaching the program and not the sanitizer, a script stopped from
+# outside taking its run with it, and no sanitizer at all (exit 2). Runs without a GPU: it checks
+# the script, not the kit's kernels.
 set -u
 SCRIPT=${1:-tools/gpu_memcheck.sh}
 TEST=gpu_memcheck_lines
@@ -33,6 +34,9 @@ fail)
     exit 1 ;;
 slow)
     sleep 5 ;;
+hang) # the program's pid for the check that it is gone when the script is stopped
+    echo $$ >"$CALLS.pid"
+    exec sleep 30 ;;
 esac
 echo "========= ERROR SUMMARY: 0 errors"
 EOF
@@ -66,6 +70,23 @@ check "a failing program: exit 1, its exit and its log's end" $?
 MODE=slow MODE_RUN=test_twins_cuda sh "$SCRIPT" >"$d/out" 2>&1
 [ $? -eq 1 ] && grep -q '^gpu-memcheck: test_twins_cuda, the kit.s kernels: cut at 2 s' "$d/out"
 check "a run past its limit: cut, exit 1" $?
+
+# Stopped from outside (gpu_session.sh's time limit on make gpu-memcheck signals its process
+# group; timeout(1) in the script has a group of its own): the run under memcheck goes too,
+# rather than going on for up to LIMIT s beside the session's next stages.
+rm -f "$CALLS.pid"
+MODE=hang MODE_RUN=test_twins_cuda LIMIT=60 timeout 3 sh "$SCRIPT" >"$d/out" 2>&1
+sleep 1
+gone=0
+if [ -s "$CALLS.pid" ]; then
+    if kill -0 "$(cat "$CALLS.pid")" 2>/dev/null; then
+        kill "$(cat "$CALLS.pid")" 2>/dev/null # this test's own stand-in
+    else
+        gone=1
+    fi
+fi
+[ "$gone" -eq 1 ]
+check "stopped from outside: the run under memcheck stops too" $?
 
 SANITIZER="$d/none" sh "$SCRIPT" >"$d/out" 2>&1
 [ $? -eq 2 ] && grep -q '^gpu-memcheck: no compute-sanitizer at .*/none' "$d/out"
