@@ -30,7 +30,7 @@ void early_signal_keep(void) { atomic_store(&kept, 1); }
 
 int early_signal_take(void)
 {
-    atomic_store(&catching, 0); /* stop.h's handler replaces record() right after */
+    atomic_store(&catching, 0); /* stop.h's handler has replaced record() */
     return atomic_exchange(&recorded, 0);
 }
 

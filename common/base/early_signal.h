@@ -23,7 +23,7 @@
 void early_signal_catch(void);
 /* The program installs stop.h's handlers later: keep a recorded signal for them. */
 void early_signal_keep(void);
-/* The recorded signal (0: none), taken once; SIGUSR1 is no longer recorded after this. */
+/* The recorded signal (0: none), taken once, after stop.h has put its own handler in place. */
 int early_signal_take(void);
 /* A recorded signal that no one will take (early_signal_keep not called), else 0. The caller
  * notes it and calls early_signal_release, which ends the process. */

@@ -1,5 +1,5 @@
 /* idx.c — IDX reader (plain or gzip through zlib) and writer. See idx.h for the format.
- * Public: idx_parse_buffer, idx_read_file, idx_write_file, idx_describe, idx_free.
+ * Public: idx_parse_buffer, idx_read_file, idx_read_kind, idx_write_file, idx_describe, idx_free.
  *
  * idx_parse_buffer is the from-memory parser (the fuzz target feeds it directly). idx_read_file
  * streams the file (idx_source.h: gzip through inflate, plain through read), decodes the header
@@ -71,7 +71,8 @@ static int wrong_kind(uint32_t magic, uint32_t expect, const char *name, char *e
     if (!expect || magic == expect)
         return 0;
     int labels = expect == IDX_MAGIC_LABELS;
-    return fail(err, errlen, name, "expected %s (magic 0x%08lx) but this is %s file (magic 0x%08lx)",
+    return fail(err, errlen, name,
+                "expected %s (magic 0x%08lx) but this is %s file (magic 0x%08lx)",
                 labels ? "labels" : "images", (unsigned long)expect,
                 labels ? "an images" : "a labels", (unsigned long)magic);
 }

@@ -71,7 +71,6 @@ void stop_install(void)
     if (installed)
         return;
     installed = 1;
-    atomic_store(&caught, early_signal_take()); /* one that came during start-up counts */
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
@@ -80,6 +79,10 @@ void stop_install(void)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGUSR1, &sa, NULL);
+    /* One that came during start-up counts (taken after the handlers are in: none falls between) */
+    int early = early_signal_take();
+    if (early)
+        atomic_store(&caught, early);
 }
 
 void stop_allow_mid_epoch(void) { mid_epoch_ok = 1; }
