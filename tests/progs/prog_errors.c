@@ -58,6 +58,10 @@ int main(int argc, char **argv)
     } else if (strcmp(s, "early-shutdown-0") == 0) { /* rank 0 leaves; 1 in a call, 2 leaves */
         if (rank == 1)
             hvd_allreduce(buf, 10, HVD_SUM, "loss");
+    } else if (strcmp(s, "usr1-early") == 0) { /* ./hvdrun's SIGUSR1 while rank 1 starts up */
+        if (rank == 1)
+            raise(SIGUSR1); /* kept by hvd_init (base/early_signal.h); no stop handlers here */
+        hvd_allreduce(buf, 10, HVD_SUM, "after-usr1");
     } else if (strcmp(s, "fatal-one-rank") == 0) {
         if (rank == 1)
             fatal_error("cannot open checkpoint /nonexistent/ckpt-3.bin");
