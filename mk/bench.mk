@@ -37,13 +37,14 @@ bench-loader: $(BUILD)/bench/loader  ## data pipeline images/s (batch 128, one c
 	$(BUILD)/bench/loader
 
 .PHONY: test-bench-tools
-test-bench-tools:  ## the GPU benches' verdict scripts (and gpu-memcheck's) on rows of their programs' formats (no GPU needed)
+test-bench-tools:  ## the GPU benches' verdict scripts (and gpu-memcheck's) on rows of their programs' formats, the GPU session's stages and limits (no GPU needed)
 	@sh tests/bench/allreduce_gpu_compare.sh
 	@sh tests/bench/allreduce_gpu_ways.sh
 	@sh tests/bench/bench_train_gpu_rows.sh
 	@sh tests/bench/bench_train_gpu_nsys.sh
 	@sh tests/bench/gpu_memcheck_lines.sh
 	@sh tests/bench/gpu_session_stages.sh
+	@sh tests/bench/stage_timeout.sh
 
 # Device buffers: the CUDA flavour's build, whatever this make's flavour is. The peer: PyTorch's
 # gloo allreduce of CUDA tensors, 2 ranks on the GPU (NCCL refuses that, in PyTorch too);

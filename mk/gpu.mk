@@ -9,7 +9,9 @@ GPU_BUILD = $(MAKE) --no-print-directory CUDA=1 BUILD=build/cuda WERROR=
 GPU_LOG := build/cuda/gpu-check
 # Each stage under a time limit, so that a hang costs that stage and not the whole check (a GPU
 # session's command stops at 10 minutes); exit 124 in the summary means the stage timed out.
-STAGE = timeout -k 10
+# timeout -k 10 through tools/stage_timeout.sh, so that a cut of gpu-check itself (gpu_session.sh)
+# ends the stage in progress too.
+STAGE = sh tools/stage_timeout.sh
 
 # tools/bench_train_gpu.sh: each row three ways (as the kit trains by default: NHWC, the bias
 # folded into batch norm; in NCHW; with HVDLAB_BIAS_IN_BN=0), then the peer, then its line at

@@ -52,8 +52,7 @@ typedef struct {
     /* Activations kept for backward, each (B, Cout, H, W) for B up to the model's max batch: */
     float *c1; /* conv1 output (bn1 input) */
     float *r1; /* relu(bn1) then dropout, in place (conv2 input) */
-    float *c2; /* conv2 output (bn2 input) */
-    float *r2; /* unused: relu(bn2) is fused into the output (wrn_block.c); may be NULL */
+    float *c2; /* conv2 output (bn2 input); relu(bn2) is fused into the output (wrn_block.c) */
 } wrn_block;
 
 /* out = block(in). train: batch statistics (running stats updated) and dropout with key;

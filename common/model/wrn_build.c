@@ -307,7 +307,6 @@ static void wire(wrn_model *m, carver *cv)
         blk->c1 = take(cv, act);
         blk->r1 = take(cv, act);
         blk->c2 = take(cv, act);
-        blk->r2 = NULL; /* relu(bn2) is fused into the block output (wrn_block.c) */
         m->block_out[b] = take(cv, act);
         if (act > max_act)
             max_act = act;

@@ -120,7 +120,7 @@ static void check_block(int cin, int cout, float p)
         bn->run_mean = filled(cout, 0), bn->run_var = filled(cout, 1);
         bn->mean = filled(cout, 0), bn->invstd = filled(cout, 0);
     }
-    blk.c1 = filled(ny, 0), blk.r1 = filled(ny, 0), blk.c2 = filled(ny, 0), blk.r2 = filled(ny, 0);
+    blk.c1 = filled(ny, 0), blk.r1 = filled(ny, 0), blk.c2 = filled(ny, 0);
     float *x = randf(nx, -1, 1), *r = randf(ny, -1, 1), *out = filled(ny, 0);
     float *dx = filled(nx, PREFILL), *t1 = filled(ny, 0), *t2 = filled(ny, 0);
     float *work = filled(work_n, 0);
@@ -162,7 +162,7 @@ static void check_block(int cin, int cout, float p)
         free(par[i]), free(grad[i]), free(c.par[i]);
     for (int i = 0; i < 2; i++)
         free(bns[i]->run_mean), free(bns[i]->run_var), free(bns[i]->mean), free(bns[i]->invstd);
-    free(blk.c1), free(blk.r1), free(blk.c2), free(blk.r2), free(x), free(r), free(out);
+    free(blk.c1), free(blk.r1), free(blk.c2), free(x), free(r), free(out);
     free(dx), free(t1), free(t2), free(work), free(c.x), free(c.r), free(c.t1), free(c.t2);
     free(c.out);
 }
