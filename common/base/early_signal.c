@@ -1,6 +1,6 @@
 /* early_signal.c — a SIGUSR1 during start-up is kept for the stop handlers. See early_signal.h.
- * Public: early_signal_catch, early_signal_keep, early_signal_take, early_signal_unkept,
- *         early_signal_release. */
+ * Public: early_signal_catch, early_signal_keep, early_signal_unkeep, early_signal_take,
+ *         early_signal_unkept, early_signal_release. */
 #include "base/early_signal.h"
 
 #include <signal.h>
@@ -27,6 +27,8 @@ void early_signal_catch(void)
 }
 
 void early_signal_keep(void) { atomic_store(&kept, 1); }
+
+void early_signal_unkeep(void) { atomic_store(&kept, 0); }
 
 int early_signal_take(void)
 {

@@ -11,9 +11,12 @@
  *   each hvd_* call     early_signal_unkept(): a program that never said keep (a bench, a test
  *                       program) dies of the recorded signal there (early_signal_release), as
  *                       it would have at once
+ *   hvd_shutdown        early_signal_unkeep(), then the same: a program that said keep but
+ *                       never installed the handlers (args_parse without progress_init) dies of
+ *                       a signal no one took there at the latest; SIGUSR1's default comes back
  *
- * Public: early_signal_catch, early_signal_keep, early_signal_take, early_signal_unkept,
- *         early_signal_release.
+ * Public: early_signal_catch, early_signal_keep, early_signal_unkeep, early_signal_take,
+ *         early_signal_unkept, early_signal_release.
  */
 #ifndef HVDLAB_EARLY_SIGNAL_H
 #define HVDLAB_EARLY_SIGNAL_H
@@ -23,6 +26,8 @@
 void early_signal_catch(void);
 /* The program installs stop.h's handlers later: keep a recorded signal for them. */
 void early_signal_keep(void);
+/* No stop handlers will take a recorded signal any more (hvd_shutdown). */
+void early_signal_unkeep(void);
 /* The recorded signal (0: none), taken once, after stop.h has put its own handler in place. */
 int early_signal_take(void);
 /* A recorded signal that no one will take (early_signal_keep not called), else 0. The caller

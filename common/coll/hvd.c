@@ -332,6 +332,9 @@ void hvd_shutdown(void)
     if (!S.initialized)
         return;
     flush_queue(); /* nothing queued is lost */
+    /* A start-up SIGUSR1 that args_parse kept but no stop handler took (a program with the lab's
+     * flags but not its progress) must not be lost: enter_call dies of it (early_signal.h). */
+    early_signal_unkeep();
     coll_desc d = coll_describe(COLL_SHUTDOWN, "", 0, -1);
     enter_call(&d);
     watchdog_idle();
@@ -349,6 +352,7 @@ void hvd_shutdown(void)
     fatal_set_rank(0); /* hvd_rank() is 0 again */
     if (S.we_initialized_mpi)
         MPI_Finalize();
+    early_signal_release(); /* SIGUSR1's default, where no stop handler replaced record() */
 }
 
 /* Trace event "collective" (HVDLAB_TRACE), also before hvd_init; the name is quoted. reduce

@@ -11,6 +11,7 @@
 #include "base/fatal.h"
 #include "coll/device.h"
 #include "coll/hvd.h"
+#include "train/args.h"
 
 int main(int argc, char **argv)
 {
@@ -61,6 +62,13 @@ int main(int argc, char **argv)
     } else if (strcmp(s, "usr1-early") == 0) { /* ./hvdrun's SIGUSR1 while rank 1 starts up */
         if (rank == 1)
             raise(SIGUSR1); /* kept by hvd_init (base/early_signal.h); no stop handlers here */
+        hvd_allreduce(buf, 10, HVD_SUM, "after-usr1");
+    } else if (strcmp(s, "usr1-args") == 0) { /* the same, but the flags are a lab program's */
+        args a;
+        char err[256], *av[] = {argv[0], NULL};
+        args_parse(&a, 1, av, err, sizeof err); /* keeps the signal for stop handlers never put in */
+        if (rank == 1)
+            raise(SIGUSR1);
         hvd_allreduce(buf, 10, HVD_SUM, "after-usr1");
     } else if (strcmp(s, "fatal-one-rank") == 0) {
         if (rank == 1)

@@ -231,6 +231,19 @@ START_TEST(early_usr1_ends_a_program_without_stop_handlers)
 }
 END_TEST
 
+START_TEST(early_usr1_ends_an_args_program_without_stop_handlers)
+{
+    /* args_parse keeps the signal for stop.h's handlers; a program that parses the lab's flags
+     * but never installs them must not lose it: it dies of it at hvd_shutdown at the latest. */
+    job j = run_job("", 2, "usr1-args");
+    ck_assert_msg(j.status != 124, "the job hung\n%s", j.out);
+    ck_assert_msg(j.status != 0, "exit status 0: the SIGUSR1 was lost\n%s", j.out);
+    ck_assert_msg(strstr(j.out, "rank 1 (pid ") && strstr(j.out, "killed by SIGUSR1"),
+                  "the survivor does not name rank 1's SIGUSR1\n%s", j.out);
+    ck_assert_msg(!strstr(j.out, "rank 1 finished"), "rank 1 went on\n%s", j.out);
+}
+END_TEST
+
 START_TEST(bad_broadcast_root_named)
 {
     job j = run_job("HVD_CHECK_COLLECTIVES=0", 2, "bad-root");
@@ -368,6 +381,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, agreeing_program_passes_checks);
     tcase_add_test(tc, fatal_on_one_rank_stops_all);
     tcase_add_test(tc, early_usr1_ends_a_program_without_stop_handlers);
+    tcase_add_test(tc, early_usr1_ends_an_args_program_without_stop_handlers);
     tcase_add_test(tc, bad_broadcast_root_named);
     tcase_add_test(tc, bad_settings_named);
     tcase_add_test(tc, killed_job_leaves_loadable_timeline);
