@@ -11,7 +11,8 @@
  *   after 2 * warn_s (rank 0 has not reached the call) and stops the job after
  *   shutdown_s + warn_s. The margins leave the line to rank 0 whenever rank 0 can write it.
  * With check set (HVD_CHECK_COLLECTIVES), a mismatch seen by rank 0 stops the job at once with
- * coll_check's line instead of waiting.
+ * coll_check's line instead of waiting. A rank in shutdown() while another makes a different call
+ * (rank 0 either of the two) stops the job at once, check or not: no call can follow shutdown().
  *
  * It covers the entry of every call (as Horovod's, which watches negotiation only). A rank
  * stopped in the middle of a transfer, after every rank has entered, is the watchdog's progress
