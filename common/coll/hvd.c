@@ -316,13 +316,19 @@ static void entry_check(const coll_desc *d)
         coll_check(S.check_comm, d);
 }
 
-static void enter_call(const coll_desc *d)
+/* A start-up SIGUSR1 that no stop handler will take (early_signal.h): die of it now. */
+static void die_of_unkept_signal(void)
 {
-    int sig = early_signal_unkept(); /* a program without stop.h's handlers: die of it */
+    int sig = early_signal_unkept();
     if (sig) {
         watchdog_note_signal(sig, "killed by");
         early_signal_release();
     }
+}
+
+static void enter_call(const coll_desc *d)
+{
+    die_of_unkept_signal();
     entry_check(d);
     watchdog_busy(d); /* every rank is in: from here the progress check watches (watchdog.h) */
 }
@@ -437,6 +443,7 @@ void hvd_synchronize(void)
 {
     if (!S.initialized)
         return;
+    die_of_unkept_signal(); /* also where no entry check runs (HVD_STALL_CHECK_DISABLE=1) */
     autotune_sync(S.queue.len); /* HVD_AUTOTUNE: may set the threshold for this flush */
     double t = profile_begin();
     fusion_flush(&S.queue, S.comm, S.fusion_threshold,

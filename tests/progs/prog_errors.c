@@ -63,6 +63,8 @@ int main(int argc, char **argv)
         if (rank == 1)
             raise(SIGUSR1); /* kept by hvd_init (base/early_signal.h); no stop handlers here */
         hvd_allreduce(buf, 10, HVD_SUM, "after-usr1");
+        printf("prog_errors: rank %d past the allreduce\n", rank);
+        fflush(stdout);
     } else if (strcmp(s, "usr1-args") == 0) { /* the same, but the flags are a lab program's */
         args a;
         char err[256], *av[] = {argv[0], NULL};

@@ -221,13 +221,18 @@ END_TEST
 START_TEST(early_usr1_ends_a_program_without_stop_handlers)
 {
     /* hvd_init records a SIGUSR1 for stop.h's handlers; a program that never installs them
-     * (args_parse not called) must still die of it, at its next call, as it would have at once. */
-    job j = run_job("", 2, "usr1-early");
-    ck_assert_msg(j.status != 124, "the job hung\n%s", j.out);
-    ck_assert_msg(j.status != 0, "exit status 0\n%s", j.out);
-    ck_assert_msg(strstr(j.out, "rank 1 (pid ") && strstr(j.out, "killed by SIGUSR1"),
-                  "the survivor does not name rank 1's SIGUSR1\n%s", j.out);
-    ck_assert_msg(!strstr(j.out, "rank 1 finished"), "rank 1 went on\n%s", j.out);
+     * (args_parse not called) must still die of it, at its next call, as it would have at once:
+     * with the entry checks, and without them (no stall inspector, no collective check). */
+    const char *envs[] = {"", "HVD_STALL_CHECK_DISABLE=1 HVD_CHECK_COLLECTIVES=0"};
+    for (int i = 0; i < 2; i++) {
+        job j = run_job(envs[i], 2, "usr1-early");
+        ck_assert_msg(j.status != 124, "[%s] the job hung\n%s", envs[i], j.out);
+        ck_assert_msg(j.status != 0, "[%s] exit status 0\n%s", envs[i], j.out);
+        ck_assert_msg(strstr(j.out, "rank 1 (pid ") && strstr(j.out, "killed by SIGUSR1"),
+                      "[%s] the survivor does not name rank 1's SIGUSR1\n%s", envs[i], j.out);
+        ck_assert_msg(!strstr(j.out, "rank 1 past the allreduce"), "[%s] rank 1 went on\n%s",
+                      envs[i], j.out);
+    }
 }
 END_TEST
 
