@@ -218,21 +218,26 @@ START_TEST(fatal_on_one_rank_stops_all)
 }
 END_TEST
 
+/* Rank 1 of `scenario` died of its start-up SIGUSR1: no hang, a non-zero exit, the survivor
+ * names it, and rank 1 never printed `went_on`. */
+static void expect_killed_by_usr1(const char *env, const char *scenario, const char *went_on)
+{
+    job j = run_job(env, 2, scenario);
+    ck_assert_msg(j.status != 124, "[%s] the job hung\n%s", env, j.out);
+    ck_assert_msg(j.status != 0, "[%s] exit status 0: the SIGUSR1 was lost\n%s", env, j.out);
+    ck_assert_msg(strstr(j.out, "rank 1 (pid ") && strstr(j.out, "killed by SIGUSR1"),
+                  "[%s] the survivor does not name rank 1's SIGUSR1\n%s", env, j.out);
+    ck_assert_msg(!strstr(j.out, went_on), "[%s] rank 1 went on\n%s", env, j.out);
+}
+
 START_TEST(early_usr1_ends_a_program_without_stop_handlers)
 {
     /* hvd_init records a SIGUSR1 for stop.h's handlers; a program that never installs them
      * (args_parse not called) must still die of it, at its next call, as it would have at once:
      * with the entry checks, and without them (no stall inspector, no collective check). */
-    const char *envs[] = {"", "HVD_STALL_CHECK_DISABLE=1 HVD_CHECK_COLLECTIVES=0"};
-    for (int i = 0; i < 2; i++) {
-        job j = run_job(envs[i], 2, "usr1-early");
-        ck_assert_msg(j.status != 124, "[%s] the job hung\n%s", envs[i], j.out);
-        ck_assert_msg(j.status != 0, "[%s] exit status 0\n%s", envs[i], j.out);
-        ck_assert_msg(strstr(j.out, "rank 1 (pid ") && strstr(j.out, "killed by SIGUSR1"),
-                      "[%s] the survivor does not name rank 1's SIGUSR1\n%s", envs[i], j.out);
-        ck_assert_msg(!strstr(j.out, "rank 1 past the allreduce"), "[%s] rank 1 went on\n%s",
-                      envs[i], j.out);
-    }
+    expect_killed_by_usr1("", "usr1-early", "rank 1 past the allreduce");
+    expect_killed_by_usr1("HVD_STALL_CHECK_DISABLE=1 HVD_CHECK_COLLECTIVES=0", "usr1-early",
+                          "rank 1 past the allreduce");
 }
 END_TEST
 
@@ -240,12 +245,7 @@ START_TEST(early_usr1_ends_an_args_program_without_stop_handlers)
 {
     /* args_parse keeps the signal for stop.h's handlers; a program that parses the lab's flags
      * but never installs them must not lose it: it dies of it at hvd_shutdown at the latest. */
-    job j = run_job("", 2, "usr1-args");
-    ck_assert_msg(j.status != 124, "the job hung\n%s", j.out);
-    ck_assert_msg(j.status != 0, "exit status 0: the SIGUSR1 was lost\n%s", j.out);
-    ck_assert_msg(strstr(j.out, "rank 1 (pid ") && strstr(j.out, "killed by SIGUSR1"),
-                  "the survivor does not name rank 1's SIGUSR1\n%s", j.out);
-    ck_assert_msg(!strstr(j.out, "rank 1 finished"), "rank 1 went on\n%s", j.out);
+    expect_killed_by_usr1("", "usr1-args", "rank 1 finished");
 }
 END_TEST
 

@@ -52,22 +52,31 @@ static int has_line(const char *out, const char *line)
     return 0;
 }
 
+/* A job stopped by the inspector: no hang, a non-zero exit, the line error, exactly `warnings`
+ * warning lines (warning, when given, among them) and one error line, and no rank finished. */
+static job expect_stopped(const char *env, const char *scenario, int np, size_t warnings,
+                          const char *warning, const char *error)
+{
+    job j = run_job(env, np, scenario);
+    ck_assert_msg(j.status != 124, "%s: the job hung (timeout)\n%s", scenario, j.out);
+    ck_assert_msg(j.status != 0, "%s: exit status 0\n%s", scenario, j.out);
+    ck_assert_msg(!warning || has_line(j.out, warning), "%s: missing line\n  %s\nin output:\n%s",
+                  scenario, warning ? warning : "", j.out);
+    ck_assert_msg(has_line(j.out, error), "%s: missing line\n  %s\nin output:\n%s", scenario,
+                  error, j.out);
+    ck_assert_msg(json_count(j.out, "hvdlab: warning:") == warnings &&
+                      json_count(j.out, "hvdlab: error:") == 1,
+                  "%s: want %zu warning(s) and one error line\n%s", scenario, warnings, j.out);
+    ck_assert_msg(!strstr(j.out, "finished"), "%s: a rank finished\n%s", scenario, j.out);
+    return j;
+}
+
 /* A stall that never resolves: one warning, then one error line once the shutdown time is up,
  * and every rank gone non-zero within a few seconds of it. */
 static void expect_stall_env(const char *env, const char *scenario, int np, const char *warning,
                              const char *error)
 {
-    job j = run_job(env, np, scenario);
-    ck_assert_msg(j.status != 124, "%s: the job hung (timeout)\n%s", scenario, j.out);
-    ck_assert_msg(j.status != 0, "%s: exit status 0\n%s", scenario, j.out);
-    ck_assert_msg(has_line(j.out, warning), "%s: missing line\n  %s\nin output:\n%s", scenario,
-                  warning, j.out);
-    ck_assert_msg(has_line(j.out, error), "%s: missing line\n  %s\nin output:\n%s", scenario,
-                  error, j.out);
-    ck_assert_msg(json_count(j.out, "hvdlab: warning:") == 1 &&
-                      json_count(j.out, "hvdlab: error:") == 1,
-                  "%s: want one warning and one error line\n%s", scenario, j.out);
-    ck_assert_msg(!strstr(j.out, "finished"), "%s: a rank finished\n%s", scenario, j.out);
+    job j = expect_stopped(env, scenario, np, 1, warning, error);
     ck_assert_msg(j.secs >= 3.0 && j.secs < 15.0, "%s: took %.1f s, want 3 s and a little\n%s",
                   scenario, j.secs, j.out);
 }
@@ -154,15 +163,7 @@ END_TEST
  * warning (1 s), with one line, every rank non-zero (Horovod shuts every rank down too). */
 static void expect_stop_at_once(const char *scenario, int np, const char *error)
 {
-    job j = run_job(STALL_ENV, np, scenario);
-    ck_assert_msg(j.status != 124, "%s: the job hung (timeout)\n%s", scenario, j.out);
-    ck_assert_msg(j.status != 0, "%s: exit status 0\n%s", scenario, j.out);
-    ck_assert_msg(has_line(j.out, error), "%s: missing line\n  %s\nin output:\n%s", scenario,
-                  error, j.out);
-    ck_assert_msg(json_count(j.out, "hvdlab: warning:") == 0 &&
-                      json_count(j.out, "hvdlab: error:") == 1,
-                  "%s: want no warning and one error line\n%s", scenario, j.out);
-    ck_assert_msg(!strstr(j.out, "finished"), "%s: a rank finished\n%s", scenario, j.out);
+    job j = expect_stopped(STALL_ENV, scenario, np, 0, NULL, error);
     /* no warning: the job stopped before the stall's first second; the time, start-up and
      * teardown included, only has to stay below the stall's 3 s stop with a margin for load */
     ck_assert_msg(j.secs < 10.0, "%s: took %.1f s\n%s", scenario, j.secs, j.out);
