@@ -14,6 +14,8 @@
 #   ```c blocks in chapter NN: every non-blank line must still be a line of steps/stepNN.c or
 #     solutions/stepNN.c (leading and trailing blanks ignored), so quoted code cannot drift.
 #   Links to local files (](x.md), ](images/y.svg)) must exist; no @@…@@ placeholder may be left.
+#   README.md: every on/off switch of common/base/env_switch.c's table has its row in the table of
+#     variables saying its default, and is in the list of switches under it.
 #
 # Usage: sh tools/check_docs.sh [-v]   (from anywhere; needs the lab built: make lab)
 # Env: BUILD (default build), MAKE (default make), DOCS (default notebooks-md). Exit 0 when everything passes.
@@ -182,9 +184,29 @@ for f in "$docs"/*.md; do
     fi
 done
 
+# The kit's on/off switches: each one of base/env_switch.c's table has its row in README.md's
+# table of variables with the table's default ("`1` (default)") and is named in the paragraph
+# under it, so the README cannot drift from the one place that sets a default.
+nswitch=0
+sed -n 's/^ *\[SWITCH_[A-Z0-9_]*\] = {"\(HVDLAB_[A-Z0-9_]*\)", \([01]\)},$/\1 \2/p' \
+    common/base/env_switch.c >"$tmp/switches"
+[ -s "$tmp/switches" ] || fail "common/base/env_switch.c: no switch table found"
+tr '\n' ' ' <README.md | sed 's/  */ /g' >"$tmp/readme1"
+while read -r name dflt; do
+    nswitch=$((nswitch + 1))
+    row=$(grep -m1 "^| \`$name\` *|" README.md)
+    if [ -z "$row" ]; then
+        fail "README.md: no row for the switch $name in the table of variables"
+    elif ! printf '%s\n' "$row" | grep -q "\`$dflt\` (default)"; then
+        fail "README.md: the row of $name does not say \`$dflt\` (default) (common/base/env_switch.c)"
+    fi
+    grep -q "The kit's on/off switches ([^)]*\`$name\`" "$tmp/readme1" ||
+        fail "README.md: $name is missing from the list of the kit's on/off switches"
+done <"$tmp/switches"
+
 echo "check-docs: $nmake make commands ($(sort -u -k2 "$tmp/maketargets" | wc -l) targets run with make -n)," \
      "$nprog program command lines ($nuniq distinct, run with --help), $ncode quoted code lines," \
-     "$nlinks local links checked; $nother other commands not checked (-v lists them)"
+     "$nlinks local links, $nswitch switches' defaults checked; $nother other commands not checked (-v lists them)"
 if [ $fails -gt 0 ]; then
     echo "check-docs: $fails problem(s)"
     exit 1

@@ -80,7 +80,7 @@ int main(int argc, char **argv)
                device_library_file(DEVICE_LIB_CUDNN));
     else
         printf("    [ ] cuDNN (linked, but it could not be loaded)\n");
-    printf("        TF32 in convolutions: %s\n", env_switch("HVDLAB_TF32", 1)
+    printf("        TF32 in convolutions: %s\n", env_switch_on(SWITCH_TF32)
                                                     ? "on (HVDLAB_TF32=0 turns it off)"
                                                     : "off (HVDLAB_TF32=0)");
 #else

@@ -66,7 +66,7 @@ static inline int cuda_check_sync(void)
 {
     static int on = -1;
     if (on < 0) {
-        on = env_switch("HVDLAB_CUDA_SYNC", 0);
+        on = env_switch_on(SWITCH_CUDA_SYNC);
     }
     return on;
 }

@@ -14,7 +14,33 @@
 extern "C" {
 #endif
 
-/* 0 or 1: the switch's value, or dflt when it is unset or empty; fatal_error on another value. */
+/* The kit's switches. Each has one name and one default, in the table of env_switch.c; code reads
+ * a switch by its id so that the default cannot differ from one reader to the next. */
+typedef enum {
+    SWITCH_TF32,                /* HVDLAB_TF32, 1: TF32 in cuDNN convolutions */
+    SWITCH_CUDNN_DETERMINISTIC, /* HVDLAB_CUDNN_DETERMINISTIC, 1: deterministic algorithms only */
+    SWITCH_BIAS_GRAD_CUBLAS,    /* HVDLAB_BIAS_GRAD_CUBLAS, 1: NCHW bias gradient by cuBLAS */
+    SWITCH_BN_SPLIT,            /* HVDLAB_BN_SPLIT, 1: a large BN channel over several blocks */
+    SWITCH_BN_BATCH,            /* HVDLAB_BN_BATCH, 0: BN threads issue four loads at a time */
+    SWITCH_BIAS_IN_BN,          /* HVDLAB_BIAS_IN_BN, 1: a conv's bias folded into its BN */
+    SWITCH_CUDA_SYNC,           /* HVDLAB_CUDA_SYNC, 0: wait for every kernel launch */
+    SWITCH_REPORT_BINDINGS,     /* HVDLAB_REPORT_BINDINGS, 0: print each rank's cores or GPU */
+    SWITCH_COUNT
+} env_switch_id;
+
+/* 0 or 1: the switch's value, or its default when it is unset or empty; fatal_error on another
+ * value. */
+int env_switch_on(env_switch_id id);
+
+/* Its variable's name and its default. */
+const char *env_switch_name(env_switch_id id);
+int env_switch_default(env_switch_id id);
+
+/* Every switch read once: stops at the first one with another value than 0 or 1. */
+void env_switch_check_all(void);
+
+/* 0 or 1: the variable's value, or dflt when it is unset or empty; fatal_error on another value.
+ * (For a variable outside the table: the tests' own.) */
 int env_switch(const char *name, int dflt);
 
 /* The same check without stopping: 0 or 1, dflt when unset or empty, -1 on another value. */

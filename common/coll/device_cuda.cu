@@ -52,7 +52,7 @@ extern "C" void device_cuda_announce(int gpu)
         (void)cudaGetLastError();
         return;
     }
-    const int tf32 = env_switch("HVDLAB_TF32", 1);
+    const int tf32 = env_switch_on(SWITCH_TF32);
     printf("hvdlab: GPU %d: %s, %.1f GiB; TF32 %s in cuDNN convolutions (%s)\n", gpu, p.name,
            (double)p.totalGlobalMem / (1024.0 * 1024.0 * 1024.0), tf32 ? "on" : "off",
            tf32 ? "HVDLAB_TF32=0 turns it off" : "HVDLAB_TF32=0");

@@ -133,25 +133,13 @@ static double parse_seconds(const char *var, const char *v, double dflt)
 
 static int flag_set(const char *v) { return v && *v && strcmp(v, "0") != 0; }
 
-/* The GPU code's on/off switches (base/env_switch.h), read where that code first runs; checked
- * here as well, in every build, so that HVDLAB_TF32=off stops a CPU build too instead of passing
- * unread, and a CUDA build says so at start rather than at its first convolution. */
-static void check_gpu_switches(void)
-{
-    static const struct {
-        const char *name;
-        int dflt;
-    } sw[] = {{"HVDLAB_TF32", 1},          {"HVDLAB_CUDNN_DETERMINISTIC", 1},
-              {"HVDLAB_BIAS_GRAD_CUBLAS", 1}, {"HVDLAB_BN_SPLIT", 1},
-              {"HVDLAB_BN_BATCH", 0},       {"HVDLAB_BIAS_IN_BN", 1},
-              {"HVDLAB_CUDA_SYNC", 0}};
-    for (size_t i = 0; i < sizeof sw / sizeof *sw; i++)
-        env_switch(sw[i].name, sw[i].dflt);
-}
-
 static void read_settings(void)
 {
-    check_gpu_switches();
+    /* The kit's on/off switches (base/env_switch.h) are read where their code first runs, most of
+     * it GPU code; checked here as well, in every build, so that HVDLAB_TF32=off stops a CPU build
+     * too instead of passing unread, and a CUDA build says so at start rather than at its first
+     * convolution. */
+    env_switch_check_all();
     const char *v = getenv("HVD_FUSION_THRESHOLD");
     if (v && *v && parse_bytes(v, &S.fusion_threshold) != 0)
         fatal_error("HVD_FUSION_THRESHOLD=%s: expected a byte count such as 67108864, 64M or 0", v);

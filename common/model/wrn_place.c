@@ -85,7 +85,7 @@ void wrn_place_mark(wrn_model *m)
     }
     /* on by default: without it an NHWC step ran 0.53-0.82x as fast on an H200 (2026-11-27,
      * bench-train-gpu against tools/gpu_session.sh's switches stage; wrn_layout.c) */
-    if (m->gpu && env_switch("HVDLAB_BIAS_IN_BN", 1)) {
+    if (m->gpu && env_switch_on(SWITCH_BIAS_IN_BN)) {
         fold_bias(&m->stem_conv, &m->stem_bn);
         for (int b = 0; b < m->nblocks; b++) {
             fold_bias(&m->blocks[b].conv1, &m->blocks[b].bn1);

@@ -415,7 +415,7 @@ extern "C" void bn_cuda_set_batch(int on) { batch_mode = on < 0 ? -1 : on != 0; 
 static int bn_parts(const bn_dims *d)
 {
     if (split_mode < 0)
-        split_mode = env_switch("HVDLAB_BN_SPLIT", 1);
+        split_mode = env_switch_on(SWITCH_BN_SPLIT);
     return split_mode ? bn_split_parts((size_t)d->n * (size_t)d->hw, d->c) : 1;
 }
 
@@ -423,7 +423,7 @@ static int bn_parts(const bn_dims *d)
 static int bn_batch(void)
 {
     if (batch_mode < 0)
-        batch_mode = env_switch("HVDLAB_BN_BATCH", 0);
+        batch_mode = env_switch_on(SWITCH_BN_BATCH);
     return batch_mode ? BN_BATCH : 1;
 }
 

@@ -361,8 +361,8 @@ static conv_plan *plan_for(const conv2d_dims *d)
 {
     const int tf32 = gpu_context_tf32(); /* also: stops if another device is current */
     if (deterministic < 0) {
-        deterministic = env_switch("HVDLAB_CUDNN_DETERMINISTIC", 1);
-        bias_grad_cublas = env_switch("HVDLAB_BIAS_GRAD_CUBLAS", 1);
+        deterministic = env_switch_on(SWITCH_CUDNN_DETERMINISTIC);
+        bias_grad_cublas = env_switch_on(SWITCH_BIAS_GRAD_CUBLAS);
     }
     for (int i = 0; i < nplans; i++) {
         conv_plan *p = &plans[i];

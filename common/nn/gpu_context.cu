@@ -53,7 +53,7 @@ extern "C" void gpu_context_init(void)
         return;
     }
     CUDA_CHECK(cudaGetDevice(&ctx.device));
-    ctx.tf32 = env_switch("HVDLAB_TF32", 1);
+    ctx.tf32 = env_switch_on(SWITCH_TF32);
     /* Non-blocking: the stream does not wait for the legacy default stream, which libraries
      * and copies elsewhere in the process may use. */
     CUDA_CHECK(cudaStreamCreateWithFlags(&ctx.stream, cudaStreamNonBlocking));

@@ -1,7 +1,8 @@
 /* test_env_switch.c — the kit's on/off environment switches (base/env_switch.h): unset and empty
  * give the default, 0 and 1 their value, and any other spelling (off, true, 2, " 1") stops the
- * process with one line naming the variable, its value and what is expected. The stopping case
- * runs in a child process whose stderr the test reads. */
+ * process with one line naming the variable, its value and what is expected; every switch of the
+ * table is checked at start with its own default. The stopping cases run in a child process whose
+ * stderr the test reads. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,8 +38,9 @@ START_TEST(values_and_defaults)
 }
 END_TEST
 
-/* env_switch in a child with the variable set to value: its exit status and its stderr. */
-static int child_status(const char *value, char *err, size_t errlen)
+/* In a child with name set to value: env_switch("HVDLAB_TEST_SWITCH", 1) when all is 0, else
+ * env_switch_check_all. Its exit status and its stderr. */
+static int child_run(const char *name, const char *value, int all, char *err, size_t errlen)
 {
     int fd[2];
     ck_assert_int_eq(pipe(fd), 0);
@@ -48,8 +50,12 @@ static int child_status(const char *value, char *err, size_t errlen)
     if (pid == 0) {
         dup2(fd[1], 2);
         close(fd[0]);
-        setenv("HVDLAB_TEST_SWITCH", value, 1);
-        int on = env_switch("HVDLAB_TEST_SWITCH", 1);
+        setenv(name, value, 1);
+        if (all) {
+            env_switch_check_all();
+            _exit(10);
+        }
+        int on = env_switch(name, 1);
         _exit(10 + on); /* not reached for a bad value */
     }
     close(fd[1]);
@@ -57,6 +63,11 @@ static int child_status(const char *value, char *err, size_t errlen)
     int st = 0;
     ck_assert_int_eq(waitpid(pid, &st, 0), pid);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static int child_status(const char *value, char *err, size_t errlen)
+{
+    return child_run("HVDLAB_TEST_SWITCH", value, 0, err, errlen);
 }
 
 START_TEST(another_spelling_stops_with_one_line)
@@ -75,12 +86,46 @@ START_TEST(another_spelling_stops_with_one_line)
 }
 END_TEST
 
+/* Every switch of the table is checked at start (hvd_init's env_switch_check_all), by its name
+ * and with its default, and reads as the table says. */
+START_TEST(every_switch_checked_with_its_default)
+{
+    for (int i = 0; i < SWITCH_COUNT; i++)
+        if (env_switch_name((env_switch_id)i))
+            unsetenv(env_switch_name((env_switch_id)i));
+    for (int i = 0; i < SWITCH_COUNT; i++) {
+        const env_switch_id id = (env_switch_id)i;
+        const char *name = env_switch_name(id);
+        const int dflt = env_switch_default(id);
+        CK_EXPECT(name && strncmp(name, "HVDLAB_", 7) == 0 && (dflt == 0 || dflt == 1),
+                  "switch %d: name %s, default %d", i, name ? name : "(none)", dflt);
+        if (!name)
+            continue;
+        CK_EXPECT(env_switch_on(id) == dflt, "%s unset: %d, want %d", name, env_switch_on(id),
+                  dflt);
+        char err[512], want[160];
+        int st = child_run(name, "off", 1, err, sizeof err);
+        snprintf(want, sizeof want, "%s=off: expected 0 or 1 (unset: %d)", name, dflt);
+        CK_EXPECT(st != 0 && st != 10 && strstr(err, want),
+                  "%s=off: exit %d, stderr %s; want an error with: %s", name, st, err, want);
+        st = child_run(name, dflt ? "0" : "1", 1, err, sizeof err);
+        CK_EXPECT(st == 10 && !err[0], "%s=%d: exit %d, stderr %s", name, !dflt, st, err);
+        for (int j = 0; j < i; j++)
+            CK_EXPECT(!env_switch_name((env_switch_id)j) ||
+                          strcmp(name, env_switch_name((env_switch_id)j)) != 0,
+                      "switches %d and %d are both %s", j, i, name);
+    }
+    CK_AGREE();
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("env_switch");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, values_and_defaults);
     tcase_add_test(tc, another_spelling_stops_with_one_line);
+    tcase_add_test(tc, every_switch_checked_with_its_default);
     suite_add_tcase(s, tc);
     return s;
 }
