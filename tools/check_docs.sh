@@ -198,7 +198,8 @@ while read -r name dflt; do
     if [ -z "$row" ]; then
         fail "README.md: no row for the switch $name in the table of variables"
     elif ! printf '%s\n' "$row" | grep -q "\`$dflt\` (default)"; then
-        fail "README.md: the row of $name does not say \`$dflt\` (default) (common/base/env_switch.c)"
+        fail "README.md: the row of $name does not say \`$dflt\` (default)" \
+             "(common/base/env_switch.c)"
     fi
     grep -q "The kit's on/off switches ([^)]*\`$name\`" "$tmp/readme1" ||
         fail "README.md: $name is missing from the list of the kit's on/off switches"
@@ -206,7 +207,8 @@ done <"$tmp/switches"
 
 echo "check-docs: $nmake make commands ($(sort -u -k2 "$tmp/maketargets" | wc -l) targets run with make -n)," \
      "$nprog program command lines ($nuniq distinct, run with --help), $ncode quoted code lines," \
-     "$nlinks local links, $nswitch switches' defaults checked; $nother other commands not checked (-v lists them)"
+     "$nlinks local links, $nswitch switches' defaults checked;" \
+     "$nother other commands not checked (-v lists them)"
 if [ $fails -gt 0 ]; then
     echo "check-docs: $fails problem(s)"
     exit 1
