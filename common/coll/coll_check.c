@@ -1,6 +1,7 @@
 /* coll_check.c — compare collective calls across ranks before running them. See coll_check.h.
  * Public: coll_kind_name, coll_describe, coll_describe_allreduce, coll_desc_match,
- *         coll_desc_format, coll_desc_need_detail, coll_check, coll_mismatch_exit. */
+ *         coll_desc_format, coll_desc_need_detail, coll_check, coll_mismatch_exit,
+ *         coll_early_shutdown_line. */
 #include "coll/coll_check.h"
 
 #include <stdio.h>
@@ -96,6 +97,16 @@ void coll_desc_format(const coll_desc *d, int detail, char *out, size_t outlen)
                  d->gpu == COLL_GPU_NCCL     ? "on the GPU (NCCL)"
                  : d->gpu == COLL_GPU_SUMMED ? "on the GPU (host-staged, summed on the GPUs)"
                                              : "on the host");
+}
+
+void coll_early_shutdown_line(int gone, int waiting, const coll_desc *call, char *out,
+                              size_t outlen)
+{
+    char c[200];
+    coll_desc_format(call, 0, c, sizeof c);
+    snprintf(out, outlen, "rank %d has shut down (hvd_shutdown) while rank %d is in %s, which "
+             "rank %d will never join (every rank must make the same collective calls, and none "
+             "once another rank has shut down); stopping every rank", gone, waiting, c, gone);
 }
 
 void coll_mismatch_exit(MPI_Comm comm, const coll_desc *a, int bad, const coll_desc *b)

@@ -60,6 +60,13 @@ int coll_desc_need_detail(const coll_desc *a, const coll_desc *b);
  * job (one line from rank 0, exit status 1 on every rank). */
 void coll_check(MPI_Comm comm, const coll_desc *mine);
 
+/* The line for a rank that has shut down while another waits in a call it will never join (the
+ * stall inspector's and the watchdog's, stall.h and watchdog.h): "rank 1 has shut down
+ * (hvd_shutdown) while rank 0 is in allreduce(name="x", count=10), which rank 1 will never join
+ * (…); stopping every rank". */
+void coll_early_shutdown_line(int gone, int waiting, const coll_desc *call, char *out,
+                              size_t outlen);
+
 /* The mismatch ending, for any exchange in which every rank has arrived: rank 0 (the caller
  * passing a and b) prints the line naming rank 0's call a and rank bad's call b; then every rank
  * of comm exits with status 1. Collective over comm. */

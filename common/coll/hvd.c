@@ -79,6 +79,7 @@ void hvd_fusion_stats(size_t *allreduce_calls, size_t *tensors, size_t *bytes_co
 }
 
 static void entry_check(const coll_desc *d);
+static void enter_vote(const coll_desc *d);
 
 /* fatal_error's hook once hvd_init has run: every rank of the job goes down with this one, and
  * the watchdog passes the message to the others. */
@@ -285,7 +286,7 @@ int hvd_init(int *argc, char ***argv)
                                                           : DEFAULT_GPU_WAIT_LIMIT_SECONDS};
     gpu_ops_init(&g); /* after the settings agree: the choice is collective */
     allreduce_init(S.comm, S.hierarchical, S.host_group_size); /* the hosts, for allreduce.h */
-    vote_init(S.comm, entry_check); /* the vote's communicator, here: collective on every rank */
+    vote_init(S.comm, enter_vote); /* the vote's communicator, here: collective on every rank */
     watchdog_set_progress_check(S.stall_check ? S.stall_warn_s : 0, S.stall_shutdown_s);
     watchdog_start(S.comm); /* a rank that dies is named by the others (watchdog.h) */
     const char *tl = getenv("HVD_TIMELINE");
@@ -314,10 +315,19 @@ static void die_of_unkept_signal(void)
     }
 }
 
+/* The entry of a vote (vote.h), which does not block: checked, and counted where no handshake
+ * runs (the shutdown rule has only the watchdog then, watchdog.h). */
+static void enter_vote(const coll_desc *d)
+{
+    entry_check(d);
+    if (!S.stall_check && !S.check)
+        watchdog_enter(d);
+}
+
 static void enter_call(const coll_desc *d)
 {
     die_of_unkept_signal();
-    entry_check(d);
+    enter_vote(d);
     watchdog_busy(d); /* every rank is in: from here the progress check watches (watchdog.h) */
 }
 
@@ -434,8 +444,7 @@ void hvd_synchronize(void)
     die_of_unkept_signal(); /* also where no entry check runs (HVD_STALL_CHECK_DISABLE=1) */
     autotune_sync(S.queue.len); /* HVD_AUTOTUNE: may set the threshold for this flush */
     double t = profile_begin();
-    fusion_flush(&S.queue, S.comm, S.fusion_threshold,
-                 S.stall_check || S.check ? enter_call : NULL);
+    fusion_flush(&S.queue, S.comm, S.fusion_threshold, enter_call);
     watchdog_idle();
     profile_add(PROFILE_ALLREDUCE, 0, 0, profile_since(t));
 }

@@ -92,11 +92,9 @@ static void name_call(const stall_inspector *si, const coll_desc *mine, char *ou
 static void shutdown_mismatch_exit(const stall_inspector *si, const coll_desc *mine, int r)
 {
     int gone = mine->kind == COLL_SHUTDOWN ? 0 : r, other = gone == 0 ? r : 0;
-    char call[200];
-    coll_desc_format(gone == 0 ? &si->got[r] : mine, 0, call, sizeof call);
-    fatal_error("rank %d has shut down (hvd_shutdown) while rank %d is in %s, which rank %d will "
-                "never join (every rank must make the same collective calls, and none once "
-                "another rank has shut down); stopping every rank", gone, other, call, gone);
+    char line[600];
+    coll_early_shutdown_line(gone, other, gone == 0 ? &si->got[r] : mine, line, sizeof line);
+    fatal_error("%s", line);
 }
 
 static void coordinate(stall_inspector *si, const coll_desc *mine)

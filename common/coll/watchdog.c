@@ -1,6 +1,7 @@
 /* watchdog.c — the TCP star of watchdog.h: set-up, the thread that watches the sockets, the
  * survivor's line and the fatal-signal handlers that leave a note. The sockets are
- * watchdog_net.c's, the notes watchdog_notes.c's, the progress check watchdog_progress.c's.
+ * watchdog_net.c's, the notes watchdog_notes.c's, the progress check watchdog_progress.c's, the
+ * shutdown rule watchdog_leave.c's.
  * Public: watchdog_start, watchdog_stop. */
 #include "coll/watchdog.h"
 
@@ -190,7 +191,13 @@ static void heard(int r, const note *n)
         wd.ponged[r] = 1;
     } else if (n->kind == NOTE_ABORT) {
         wd.dying = 1; /* the one line is the sender's */
+        if (wd.rank == 0) { /* the others hear only rank 0: they go too, as silently */
+            note abort_note = watchdog_make_note(NOTE_ABORT);
+            watchdog_broadcast_note(&abort_note);
+        }
         _exit(1);
+    } else if (n->kind == NOTE_SHUTDOWN) {
+        watchdog_heard_shutdown(r, n);
     } else if (n->kind == NOTE_SIGNAL) {
         wd.heard[r] = *n;
     }
@@ -293,7 +300,9 @@ static void free_all(void)
     free(wd.left);
     free(wd.heard);
     free(wd.ponged);
+    free(wd.shut_calls);
     wd.ponged = NULL;
+    wd.shut_calls = NULL;
     wd.who = NULL;
     wd.fd = NULL;
     wd.left = NULL;
@@ -336,11 +345,14 @@ void watchdog_start(MPI_Comm comm)
     wd.left = calloc(n, sizeof *wd.left);
     wd.heard = calloc(n, sizeof *wd.heard);
     wd.ponged = calloc(n, sizeof *wd.ponged);
-    if (!wd.who || !wd.fd || !wd.left || !wd.heard || !wd.ponged)
+    wd.shut_calls = malloc(n * sizeof *wd.shut_calls);
+    if (!wd.who || !wd.fd || !wd.left || !wd.heard || !wd.ponged || !wd.shut_calls)
         fatal_error("dead-rank watchdog: out of memory for %d ranks", wd.size);
     int ok = 1;
     for (int r = 0; r < wd.size; r++)
-        wd.fd[r] = -1;
+        wd.fd[r] = -1, wd.shut_calls[r] = -1;
+    wd.calls = 0;
+    wd.shutting = 0;
     whoami me;
     memset(&me, 0, sizeof me);
     me.pid = (int32_t)getpid();

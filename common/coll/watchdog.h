@@ -42,9 +42,20 @@
  * and after HVD_STALL_SHUTDOWN_TIME_SECONDS (when set) the same as an error ending in "stopping
  * every rank": the others are told to exit (silently) and this rank exits 1.
  *
+ * The shutdown rule where no entry handshake runs (HVD_STALL_CHECK_DISABLE=1 without
+ * HVD_CHECK_COLLECTIVES, watchdog_leave.c): a rank in hvd_shutdown joins no other call, and
+ * without the handshake a rank waiting in one would wait for ever. Every collective call counts
+ * (watchdog_enter); hvd_shutdown tells the others how many calls its rank made, and a rank that
+ * is, or gets, into a later one prints the stall inspector's line and stops every rank:
+ *   hvdlab: error: [rank 0] rank 1 has shut down (hvd_shutdown) while rank 0 is in
+ *     allreduce(name="x", count=10), which rank 1 will never join (…); stopping every rank
+ * Rank 0 hears every rank's count and the others rank 0's; every call has rank 0 in it, so one
+ * of them sees it (where rank 0 is the one gone, each rank left waiting says it).
+ *
  * HVD_DEAD_RANK_CHECK_DISABLE=1 turns it off (it is agreed across ranks at hvd_init).
  * Public: watchdog_start, watchdog_stop, watchdog_set_context, watchdog_note_fatal,
- *         watchdog_note_signal, watchdog_set_progress_check, watchdog_busy, watchdog_idle.
+ *         watchdog_note_signal, watchdog_set_progress_check, watchdog_busy, watchdog_idle,
+ *         watchdog_enter.
  */
 #ifndef HVDLAB_WATCHDOG_H
 #define HVDLAB_WATCHDOG_H
@@ -77,5 +88,10 @@ void watchdog_set_progress_check(double warn_s, double shutdown_s);
 void watchdog_busy(const coll_desc *d);
 /* The call has ended. */
 void watchdog_idle(void);
+
+/* The shutdown rule (above), for the calls no entry handshake sees: this rank enters its next
+ * collective call d, or with d->kind COLL_SHUTDOWN its hvd_shutdown. Stops every rank when a
+ * peer has shut down before this call. */
+void watchdog_enter(const coll_desc *d);
 
 #endif

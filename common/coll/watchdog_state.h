@@ -1,7 +1,7 @@
 /* watchdog_state.h — what the watchdog's files share (watchdog.h): the notes on the wire, the
  * one state of this process (wd) and the note helpers (watchdog_notes.c). Not for other files.
  * Public: watchdog_make_note, watchdog_send_note, watchdog_broadcast_note, watchdog_read_note,
- *         watchdog_progress_tick. */
+ *         watchdog_progress_tick, watchdog_heard_shutdown. */
 #ifndef HVDLAB_WATCHDOG_STATE_H
 #define HVDLAB_WATCHDOG_STATE_H
 
@@ -16,14 +16,15 @@
 #define WATCHDOG_MAGIC 0x68766477u /* "hvdw" */
 
 enum { NOTE_HELLO = 1, NOTE_BYE, NOTE_SIGNAL, NOTE_FATAL, NOTE_DEATH, NOTE_PING, NOTE_PONG,
-       NOTE_ABORT };
+       NOTE_ABORT, NOTE_SHUTDOWN };
 
 /* One message on a socket; fixed size, written with one send(). */
 typedef struct {
     uint32_t magic, nonce;
     int32_t kind, rank, sig; /* NOTE_DEATH: rank is the dead one, sig its note's kind */
     int32_t cause_sig;
-    char text[488];
+    int64_t calls; /* NOTE_SHUTDOWN: the collective calls the rank made before hvd_shutdown */
+    char text[480];
 } note;
 
 typedef struct {
@@ -62,6 +63,11 @@ typedef struct {
     unsigned warned_seq;
     double ping_sent;         /* 0: no ping out */
     int *ponged;              /* (size): answered the last ping */
+    /* the shutdown rule without the entry handshake (watchdog_leave.c), under lock */
+    int64_t calls;            /* the collective calls this rank has entered */
+    coll_desc call_desc;      /* the last of them */
+    int64_t *shut_calls;      /* (size): a peer's calls before its hvd_shutdown; -1: not shut */
+    int shutting;             /* this rank is in hvd_shutdown */
     struct sigaction old[32];
 } watchdog_state;
 
@@ -77,5 +83,8 @@ int watchdog_read_note(int fd, note *n);
 
 /* The progress check's tick, on the watchdog's thread (watchdog_progress.c). */
 void watchdog_progress_tick(void);
+
+/* On the watchdog's thread: peer r's NOTE_SHUTDOWN (watchdog_leave.c). */
+void watchdog_heard_shutdown(int r, const note *n);
 
 #endif

@@ -59,6 +59,23 @@ int main(int argc, char **argv)
     } else if (strcmp(s, "early-shutdown-0") == 0) { /* rank 0 leaves; 1 in a call, 2 leaves */
         if (rank == 1)
             hvd_allreduce(buf, 10, HVD_SUM, "loss");
+    } else if (strcmp(s, "many-calls") == 0 || strcmp(s, "early-shutdown-late") == 0) {
+        /* every kind of call, the ranks at different speeds; then, in early-shutdown-late, rank 0
+         * makes one more call after the others have shut down */
+        for (int i = 0; i < 20; i++) {
+            if (i % 7 == rank)
+                usleep(20000);
+            hvd_allreduce_async(buf, 4, HVD_SUM, "a", HVD_COMPRESS_NONE);
+            hvd_allreduce_async(buf + 4, 4, HVD_AVERAGE, "b", HVD_COMPRESS_FP16);
+            hvd_synchronize();
+            hvd_broadcast(buf, 10, i % hvd_size(), "w");
+            size_t total = 0;
+            free(hvd_allgather(buf, (size_t)rank + 1, &total, NULL, "g"));
+            if (i % 5 == 0)
+                hvd_barrier();
+        }
+        if (rank == 0 && strcmp(s, "early-shutdown-late") == 0)
+            hvd_allreduce(buf, 10, HVD_SUM, "loss");
     } else if (strcmp(s, "usr1-early") == 0) { /* ./hvdrun's SIGUSR1 while rank 1 starts up */
         if (rank == 1)
             raise(SIGUSR1); /* kept by hvd_init (base/early_signal.h); no stop handlers here */

@@ -161,12 +161,24 @@ END_TEST
 
 /* A rank in shutdown() can join no other call: the job stops at once, before the stall's first
  * warning (1 s), with one line, every rank non-zero (Horovod shuts every rank down too). */
-static void expect_stop_at_once(const char *scenario, int np, const char *error)
+static void expect_stop_at_once_env(const char *env, const char *scenario, int np,
+                                    const char *error)
 {
-    job j = expect_stopped(STALL_ENV, scenario, np, 0, NULL, error);
+    job j = expect_stopped(env, scenario, np, 0, NULL, error);
     /* no warning: the job stopped before the stall's first second; the time, start-up and
      * teardown included, only has to stay below the stall's 3 s stop with a margin for load */
     ck_assert_msg(j.secs < 10.0, "%s: took %.1f s\n%s", scenario, j.secs, j.out);
+}
+
+static void expect_stop_at_once(const char *scenario, int np, const char *error)
+{
+    expect_stop_at_once_env(STALL_ENV, scenario, np, error);
+}
+
+/* The same without the entry handshake: the watchdog counts the calls (watchdog.h). */
+static void expect_stop_at_once_unchecked(const char *scenario, int np, const char *error)
+{
+    expect_stop_at_once_env(STALL_ENV " HVD_STALL_CHECK_DISABLE=1", scenario, np, error);
 }
 
 START_TEST(rank_leaving_early_named)
@@ -186,6 +198,48 @@ START_TEST(coordinator_leaving_early_named)
                         "is in allreduce(name=\"loss\", count=10), which rank 0 will never join "
                         "(every rank must make the same collective calls, and none once another "
                         "rank has shut down); stopping every rank");
+}
+END_TEST
+
+START_TEST(rank_leaving_after_calls_named)
+{
+    expect_stop_at_once("early-shutdown-late", 3,
+                        "hvdlab: error: [rank 0] rank 1 has shut down (hvd_shutdown) while rank 0 "
+                        "is in allreduce(name=\"loss\", count=10), which rank 1 will never join "
+                        "(every rank must make the same collective calls, and none once another "
+                        "rank has shut down); stopping every rank");
+}
+END_TEST
+
+/* HVD_STALL_CHECK_DISABLE=1 turns the handshake off, not the shutdown rule: the watchdog stops
+ * the job instead of a hang (where rank 0 left, the rank that waits says it). */
+START_TEST(rank_leaving_early_named_without_the_check)
+{
+    const char *line = "hvdlab: error: [rank 0] rank 1 has shut down (hvd_shutdown) while rank 0 "
+                       "is in allreduce(name=\"loss\", count=10), which rank 1 will never join "
+                       "(every rank must make the same collective calls, and none once another "
+                       "rank has shut down); stopping every rank";
+    expect_stop_at_once_unchecked("early-shutdown", 2, line);
+    expect_stop_at_once_unchecked("early-shutdown-late", 3, line);
+    expect_stop_at_once_unchecked("early-shutdown-0", 3,
+                                  "hvdlab: error: [rank 1] rank 0 has shut down (hvd_shutdown) "
+                                  "while rank 1 is in allreduce(name=\"loss\", count=10), which "
+                                  "rank 0 will never join (every rank must make the same "
+                                  "collective calls, and none once another rank has shut down); "
+                                  "stopping every rank");
+}
+END_TEST
+
+/* ... and every call of a job that makes the same calls on every rank is counted alike: no
+ * rank is taken for gone, however the ranks' speeds differ. */
+START_TEST(same_calls_without_the_check_finish)
+{
+    for (int np = 2; np <= 3; np++) {
+        job j = run_job(STALL_ENV " HVD_STALL_CHECK_DISABLE=1", np, "many-calls");
+        ck_assert_msg(j.status == 0 && json_count(j.out, "finished") == (size_t)np,
+                      "-n %d: status %d\n%s", np, j.status, j.out);
+        ck_assert_msg(!strstr(j.out, "hvdlab:"), "-n %d:\n%s", np, j.out);
+    }
 }
 END_TEST
 
@@ -254,6 +308,9 @@ static Suite *make_suite(void)
     tcase_add_test(tc, skipped_call_named);
     tcase_add_test(tc, rank_leaving_early_named);
     tcase_add_test(tc, coordinator_leaving_early_named);
+    tcase_add_test(tc, rank_leaving_after_calls_named);
+    tcase_add_test(tc, rank_leaving_early_named_without_the_check);
+    tcase_add_test(tc, same_calls_without_the_check_finish);
     tcase_add_test(tc, different_reduce_ops_named);
     tcase_add_test(tc, different_compression_named);
     tcase_add_test(tc, slow_rank_warned_then_runs_on);
