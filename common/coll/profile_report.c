@@ -52,6 +52,7 @@ static void print_table(FILE *f, const double *all, int size)
     double *tot = calloc((size_t)size, sizeof *tot); /* each rank's communication seconds */
     if (!tot)
         fatal_error("profile: out of memory");
+    int nested = 0; /* the heading of the rows inside the hvd_* calls is out */
     for (int op = 0; op < PROFILE_NOPS; op++) {
         row r = over_ranks(all, size, op, 0);
         if (op < PROFILE_NCOLL)
@@ -59,8 +60,11 @@ static void print_table(FILE *f, const double *all, int size)
                 tot[k] += all[(size_t)k * PER_RANK + 3 * op + 2];
         if (r.calls == 0)
             continue;
-        if (op == PROFILE_NCOLL)
+        /* before the first nested row, whichever it is: on one host no ring pass runs */
+        if (op >= PROFILE_NCOLL && !nested) {
             fprintf(f, "  (inside the calls above)\n");
+            nested = 1;
+        }
         fprintf(f, "%s%-*s %10.0f %12.0f %10.6f %10.6f %10.6f\n", op < PROFILE_NCOLL ? "" : "  ",
                 op < PROFILE_NCOLL ? 18 : 16, profile_op_name((profile_op)op), r.calls / size,
                 r.bytes / r.calls, r.min, r.mean, r.max);

@@ -69,6 +69,8 @@ static void check_known_workload(int np, int k, int s)
     snprintf(line, sizeof line, "%d rank", np);
     ck_assert_msg(mpi_job_count(j, line) == 1, "table does not say %d ranks:\n%s", np, j->out);
     ck_assert_msg(mpi_job_count(j, "total communication time = ") == 1, "%s", j->out);
+    /* the MPI rows are headed also where no ring pass ran (every rank on one host) */
+    ck_assert_msg(mpi_job_count(j, "  (inside the calls above)") == 1, "%s", j->out);
     mpi_job_free(j);
 
     snprintf(csv, sizeof csv, "%s/t.profile.csv", dir);
