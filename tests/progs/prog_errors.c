@@ -60,8 +60,8 @@ int main(int argc, char **argv)
         if (rank == 1)
             hvd_allreduce(buf, 10, HVD_SUM, "loss");
     } else if (strcmp(s, "many-calls") == 0 || strcmp(s, "early-shutdown-late") == 0) {
-        /* every kind of call, the ranks at different speeds; then, in early-shutdown-late, rank 0
-         * makes one more call after the others have shut down */
+        /* every kind of call, the ranks at different speeds; then, in early-shutdown-late, every
+         * rank but rank 1 makes one more call, which rank 1, shut down, never joins */
         for (int i = 0; i < 20; i++) {
             if (i % 7 == rank)
                 usleep(20000);
@@ -74,7 +74,7 @@ int main(int argc, char **argv)
             if (i % 5 == 0)
                 hvd_barrier();
         }
-        if (rank == 0 && strcmp(s, "early-shutdown-late") == 0)
+        if (rank != 1 && strcmp(s, "early-shutdown-late") == 0)
             hvd_allreduce(buf, 10, HVD_SUM, "loss");
     } else if (strcmp(s, "usr1-early") == 0) { /* ./hvdrun's SIGUSR1 while rank 1 starts up */
         if (rank == 1)
