@@ -34,13 +34,13 @@ static const char *sig_name(int sig)
                                                                                 : "a signal";
 }
 
-/* Writes its line and exits, from the handler: write(2), _exit and the copies are
- * async-signal-safe. */
+/* Writes its line, head + the signal's name + tail (tail NULL: head is the whole line), and
+ * exits, from the handler: write(2), _exit and the copies are async-signal-safe. */
 static void exit_at_once(int sig, const char *head, const char *tail, const char *how)
 {
     char line[160];
     size_t n = 0;
-    const char *parts[] = {head, sig_name(sig), tail};
+    const char *parts[] = {head, tail ? sig_name(sig) : "", tail ? tail : ""};
     for (int i = 0; i < 3; i++) {
         size_t len = strlen(parts[i]);
         if (len > sizeof line - n)
@@ -57,7 +57,7 @@ static void exit_at_once(int sig, const char *head, const char *tail, const char
 static void on_signal(int sig)
 {
     if (atomic_exchange(&caught, sig)) /* the second: the user means it */
-        exit_at_once(sig, "hvdlab: second signal: exiting at once", "\n", "exited at a second");
+        exit_at_once(sig, "hvdlab: second signal: exiting at once\n", NULL, "exited at a second");
     /* After the training (the test, the last lines) no step votes any more, and mpirun sends
      * SIGKILL a second after its SIGTERM: say so and go, nothing is left to save. caught is set
      * before trained is read, stop_finish sets trained before it reads caught: one of the two

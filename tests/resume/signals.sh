@@ -76,7 +76,7 @@ start "$work/twice" sgd
 r1=$(pgrep -P $mpi | tail -1)
 kill -TERM $r1; kill -INT $r1
 finish
-if [ "$rc" -eq 0 ] || ! grep -q "^hvdlab: second signal: exiting at once" "$work/twice.out"; then
+if [ "$rc" -eq 0 ] || ! grep -q "^hvdlab: second signal: exiting at once$" "$work/twice.out"; then
     fail "a second signal: exit $rc, no 'second signal' line"
 else n=$((n + 1)); fi
 # a signal after the training, during the test (all 10,000 images: seconds): no step votes any
