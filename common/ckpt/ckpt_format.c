@@ -242,7 +242,9 @@ static int decode_view(const uint8_t *b, param_view *v, size_t limit, const char
 /* Reads the whole file into *blob. */
 static int slurp(const char *path, uint8_t **blob, size_t *size, char *err, size_t errlen)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO (or a device) under a checkpoint's name must not block the open until
+     * a writer comes; it is refused below. A regular file reads the same either way. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return errmsg_set(err, errlen, path, "cannot open checkpoint: %s", strerror(errno));
     struct stat st;
@@ -250,6 +252,9 @@ static int slurp(const char *path, uint8_t **blob, size_t *size, char *err, size
         close(fd);
         return errmsg_set(err, errlen, path, "not a regular file");
     }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl != -1)
+        fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
     size_t n = (size_t)st.st_size, got = 0;
     uint8_t *b = malloc(n ? n : 1);
     if (!b) {

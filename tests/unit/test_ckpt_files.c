@@ -109,6 +109,34 @@ START_TEST(latest_skips_bad_files_with_one_warning_each)
 }
 END_TEST
 
+/* A FIFO under a checkpoint's name (left by a tool, or made by mistake) is set aside like any
+ * other damaged file: opening it must not wait for a writer (rank 0 hung there, the other ranks
+ * in the resume broadcast, with no stall shutdown by default). */
+START_TEST(fifo_in_place_of_a_checkpoint_does_not_block)
+{
+    char dir[512], want[4096];
+    snprintf(dir, sizeof dir, "%s", tmp_path("fifo"));
+    fixture f;
+    make_fixture(&f, 10, 2, 1);
+    save(dir, &f);
+    ckpt_expect w = expect_of(&f);
+    ck_assert_int_eq(mkfifo(tmp_path("fifo/checkpoint-2.ckpt"), 0644), 0);
+    alarm(10); /* a blocked open fails the test instead of hanging it */
+    int cap = capture_begin();
+    int e = ckpt_latest_epoch(dir, &w, 0, err, sizeof err);
+    char *out = capture_end(cap);
+    alarm(0);
+    ck_assert_msg(e == 1, "latest %d: %s / %s", e, err, out);
+    snprintf(want, sizeof want, "hvdlab: warning: %s/checkpoint-2.ckpt: not a regular file; "
+             "renamed to %s/checkpoint-2.ckpt.damaged, not overwritten\n", dir, dir);
+    ck_assert_str_eq(out, want);
+    free(out);
+    struct stat st;
+    ck_assert_int_eq(lstat(tmp_path("fifo/checkpoint-2.ckpt.damaged"), &st), 0);
+    ck_assert(S_ISFIFO(st.st_mode));
+}
+END_TEST
+
 /* A file saved mid-epoch (on a signal) is checkpoint-E.B.ckpt: newer than checkpoint-E, older
  * than checkpoint-(E+1); when the scan picks it, loading epoch E reads it. */
 START_TEST(mid_epoch_files_sort_between_epochs)
@@ -452,6 +480,7 @@ static Suite *make_suite(void)
     tcase_add_checked_fixture(tc, setup, tmp_test_teardown);
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, latest_skips_bad_files_with_one_warning_each);
+    tcase_add_test(tc, fifo_in_place_of_a_checkpoint_does_not_block);
     tcase_add_test(tc, mid_epoch_files_sort_between_epochs);
     tcase_add_test(tc, killed_writer_leaves_previous_checkpoint);
     tcase_add_test(tc, creates_log_dir_or_names_it);
