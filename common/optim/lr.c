@@ -8,6 +8,8 @@
  */
 #include "optim/lr.h"
 
+#include <math.h>
+
 #include "base/errmsg.h"
 
 float lr_scaled(float base_lr, int size) { return base_lr * (float)(size > 0 ? size : 1); }
@@ -62,8 +64,10 @@ static const struct {
 int lr_lab_init(lr_lab *s, float lr, int size, int warmup_epochs, int steps_per_epoch,
                 int verbose, char *err, size_t errlen)
 {
-    if (!(lr > 0.0f))
-        return errmsg_set(err, errlen, "lr_lab_init", "learning rate %g must be > 0", lr);
+    if (!(lr > 0.0f) || !isfinite(lr)) /* inf: --base-lr x size beyond a float's range */
+        return errmsg_set(err, errlen, "lr_lab_init", "learning rate %g must be finite and > 0%s",
+                          lr, isinf(lr) ? " (--base-lr times the ranks is beyond a float's range)"
+                                        : "");
     if (size < 1)
         return errmsg_set(err, errlen, "lr_lab_init", "size %d must be >= 1", size);
     if (warmup_epochs < 0)

@@ -4,6 +4,7 @@
 #include "train/args.h"
 
 #include <errno.h>
+#include <float.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
@@ -168,6 +169,9 @@ static int apply(args *a, int id, const char *val, char *err, size_t errlen)
     case A_LR:
         if (parse_real(val, 0, INFINITY, 0, &d) != 0 || d == 0)
             return errmsg_set(err, errlen, flag, "'%s' is not a positive number", val);
+        if (d < FLT_MIN || d > FLT_MAX) /* the optimizers take it as a float: inf or 0 there */
+            return errmsg_set(err, errlen, flag, "'%s' is not a positive number a float holds "
+                              "(%g to %g)", val, (double)FLT_MIN, (double)FLT_MAX);
         a->base_lr = d;
         return 0;
     case A_WARMUP:
@@ -178,6 +182,9 @@ static int apply(args *a, int id, const char *val, char *err, size_t errlen)
     case A_WD:
         if (parse_real(val, 0, INFINITY, 0, &d) != 0)
             return errmsg_set(err, errlen, flag, "'%s' is not a number >= 0", val);
+        if (d > FLT_MAX) /* the model takes it as a float */
+            return errmsg_set(err, errlen, flag, "'%s' is not a number a float holds (at most "
+                              "%g)", val, (double)FLT_MAX);
         a->wd = d;
         return 0;
     case A_MOMENTUM:

@@ -157,6 +157,13 @@ START_TEST(bad_values_name_the_flag)
     expect_error("--base-lr: 'nan' is not a positive number", "--base-lr", "nan", NULL);
     expect_error("--base-lr: 'inf' is not a positive number", "--base-lr", "inf", NULL);
     expect_error("--base-lr: '0.1x' is not a positive number", "--base-lr", "0.1x", NULL);
+    /* the runtime takes them as floats: beyond a float's range they would become inf or 0 */
+    expect_error("--base-lr: '1e39' is not a positive number a float holds (1.17549e-38 to "
+                 "3.40282e+38)", "--base-lr", "1e39", NULL);
+    expect_error("--base-lr: '1e-50' is not a positive number a float holds (1.17549e-38 to "
+                 "3.40282e+38)", "--base-lr", "1e-50", NULL);
+    expect_error("--wd: '1e39' is not a number a float holds (at most 3.40282e+38)", "--wd",
+                 "1e39", NULL);
     expect_error("--momentum: '1' is not a number in [0, 1)", "--momentum", "1", NULL);
     expect_error("--momentum: '-0.1' is not a number in [0, 1)", "--momentum", "-0.1", NULL);
     expect_error("--dropout: '1.5' is not a number in [0, 1)", "--dropout", "1.5", NULL);

@@ -218,6 +218,10 @@ START_TEST(lab_init_rejects_bad_arguments)
     char err[128];
     ck_assert_int_eq(lr_lab_init(&s, 0.0f, 4, 5, 10, 0, err, sizeof err), -1);
     ck_assert_msg(strstr(err, "learning rate"), "%s", err);
+    /* --base-lr times the ranks beyond a float's range: inf would pass "> 0" */
+    ck_assert_int_eq(lr_lab_init(&s, INFINITY, 4, 5, 10, 0, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "learning rate inf must be finite"), "%s", err);
+    ck_assert_int_eq(lr_lab_init(&s, NAN, 4, 5, 10, 0, err, sizeof err), -1);
     ck_assert_int_eq(lr_lab_init(&s, 0.1f, 0, 5, 10, 0, err, sizeof err), -1);
     ck_assert_msg(strstr(err, "size 0"), "%s", err);
     ck_assert_int_eq(lr_lab_init(&s, 0.1f, 2, -1, 10, 0, err, sizeof err), -1);
