@@ -117,9 +117,9 @@ int ckpt_load(const char *dir, int epoch, const ckpt_expect *want, ckpt_file *f,
  * satisfies want; 0 if none or dir does not exist. Nothing saved is ever overwritten by an
  * unrelated run: a damaged file it meets (format, CRC, non-finite value, wrong epoch) is renamed
  * to <name>.damaged (.damaged.2, ... when taken) with one warning line and the search goes on
- * to older ones; a valid file that does not satisfy want (another model or optimizer), or a
- * directory whose checkpoints are all damaged, gives -1 and one line naming the file, what
- * differs and CKPT_WAYS_ON.
+ * to older ones; a valid file that does not satisfy want (another model or optimizer), a
+ * damaged one that cannot be renamed aside, or a directory whose checkpoints are all damaged,
+ * gives -1 and one line naming the file, what differs and CKPT_WAYS_ON.
  * -1 and one line in err also when dir exists but cannot be listed. */
 int ckpt_latest_epoch(const char *dir, const ckpt_expect *want, int max_epoch, char *err,
                       size_t errlen);
@@ -138,7 +138,8 @@ int ckpt_found_batch(const char *dir, int epoch);
 
 /* Renames path to path.damaged, or the first of path.damaged.2, .3, ... no file holds (an
  * earlier damaged file is never overwritten); one warning line on stderr with why and the name
- * used. 0, or -1 (also warned). */
+ * used. 0, or -1 and errno, with nothing printed (ckpt_latest_epoch then stops the run: the
+ * file would be overwritten). */
 int ckpt_set_aside(const char *path, const char *why);
 /* Renames from to to unless to exists (then -1, errno EEXIST): renameat2 RENAME_NOREPLACE, else
  * link + unlink, else (no hard links) a look then rename. 0, or -1 and errno. */

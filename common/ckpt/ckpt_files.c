@@ -222,11 +222,8 @@ int ckpt_set_aside(const char *path, const char *why)
             snprintf(to, sizeof to, "%s.damaged.%d", path, k);
         rc = ckpt_move_noclobber(path, to);
     }
-    if (rc != 0) {
-        fprintf(stderr, "hvdlab: warning: %s; cannot rename it aside: %s\n", why,
-                strerror(errno));
-        return -1;
-    }
+    if (rc != 0)
+        return -1; /* errno says why; the caller stops with one line */
     fprintf(stderr, "hvdlab: warning: %s; renamed to %s, not overwritten\n", why, to);
     return 0;
 }
@@ -363,7 +360,10 @@ int ckpt_latest_epoch(const char *dir, const ckpt_expect *want, int max_epoch, c
         if (ckpt_path_at(path, sizeof path, dir, ep[i].epoch, ep[i].batch))
             continue;
         if (read_checked(path, ep[i].epoch, ep[i].batch, NULL, &f, msg, sizeof msg) != 0) {
-            ckpt_set_aside(path, msg);
+            /* left in place, it would be overwritten by this run's save of its epoch */
+            if (ckpt_set_aside(path, msg) != 0)
+                rc = errmsg_set(err, errlen, NULL, "%s; cannot rename it aside: %s, and this "
+                                "run would overwrite it; " CKPT_WAYS_ON, msg, strerror(errno));
             damaged++;
             continue;
         }

@@ -326,6 +326,39 @@ START_TEST(set_aside_never_overwrites_an_earlier_damaged_file)
 }
 END_TEST
 
+/* A damaged file that cannot be set aside (here: every name up to .damaged.1000 is taken) stops
+ * the scan: going on to an older epoch would let this run's save overwrite it. */
+START_TEST(damaged_file_that_cannot_be_set_aside_stops_the_run)
+{
+    char dir[512], name[600], want[2048];
+    snprintf(dir, sizeof dir, "%s", tmp_path("full"));
+    fixture f;
+    make_fixture(&f, 10, 2, 1);
+    save(dir, &f);
+    ckpt_expect w = expect_of(&f);
+    spit(tmp_path("full/checkpoint-2.ckpt.damaged"), "x", 1);
+    for (int k = 2; k <= 1000; k++) {
+        snprintf(name, sizeof name, "full/checkpoint-2.ckpt.damaged.%d", k);
+        spit(tmp_path(name), "x", 1);
+    }
+    spit(tmp_path("full/checkpoint-2.ckpt"), "HVDLCKPT", 8);
+    int cap = capture_begin();
+    int e = ckpt_latest_epoch(dir, &w, 0, err, sizeof err);
+    char *out = capture_end(cap);
+    ck_assert_msg(e == -1, "latest %d: %s / %s", e, err, out);
+    ck_assert_str_eq(out, ""); /* the error is the one line */
+    free(out);
+    snprintf(want, sizeof want, "%s/checkpoint-2.ckpt: ", dir);
+    ck_assert_msg(strncmp(err, want, strlen(want)) == 0, "%s", err);
+    ck_assert_msg(strstr(err, "; cannot rename it aside: File exists, and this run would "
+                              "overwrite it; use another --log-dir"), "%s", err);
+    size_t len;
+    uint8_t *b = slurp(tmp_path("full/checkpoint-2.ckpt"), &len);
+    ck_assert_msg(len == 8 && !memcmp(b, "HVDLCKPT", 8), "checkpoint-2.ckpt changed");
+    free(b);
+}
+END_TEST
+
 /* dir/restart-<the stamp of t>, the folder a --restart at time t makes first */
 static void restart_dir(char *p, size_t len, const char *dir, time_t t)
 {
@@ -485,6 +518,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, killed_writer_leaves_previous_checkpoint);
     tcase_add_test(tc, creates_log_dir_or_names_it);
     tcase_add_test(tc, set_aside_never_overwrites_an_earlier_damaged_file);
+    tcase_add_test(tc, damaged_file_that_cannot_be_set_aside_stops_the_run);
     tcase_add_test(tc, restart_never_overwrites_an_earlier_restart);
     tcase_add_test(tc, param_set_layer_and_trace);
     suite_add_tcase(s, tc);
