@@ -1,7 +1,8 @@
 /* diverge.c — stop a run whose gradient holds NaN or Inf, naming where and what to change.
  * See optim.h.
- * Public: optimizer_check_finite.
+ * Public: optimizer_check_finite, optimizer_check_loss.
  */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -42,32 +43,38 @@ static const char *first_bad_view(const param_set *ps)
     return "?";
 }
 
-/* Where the loop is and the cure, from the schedule's record of the last LR it handed out. */
+/* Where the loop is and the cure, from the schedule's record of the last LR it handed out;
+ * without that record, from opt (NULL: no optimizer at hand). */
 static void where_and_cure(const optimizer *opt, char *where, size_t wlen, char *cure,
                            size_t clen)
 {
     lr_position p = lr_lab_position();
+    if (!p.known && !opt) {
+        snprintf(where, wlen, "after the last update");
+        snprintf(cure, clen, "lower the learning rate or warm up to it");
+        return;
+    }
     if (!p.known) {
         snprintf(where, wlen, "after %ld optimizer steps", opt->iterations);
         snprintf(cure, clen, "learning rate %g in use; lower the learning rate or warm up to it",
                  (double)opt->lr);
         return;
     }
+    const double lr = opt ? (double)opt->lr : (double)p.lr;
     double base = (double)p.peak_lr / (p.size > 0 ? p.size : 1);
     snprintf(where, wlen, "at epoch %d, step %d of %d", p.epoch + 1, p.batch + 1,
              p.steps_per_epoch);
     if (p.warmup_epochs == 0)
         snprintf(cure, clen, "learning rate %g in use (--base-lr %g x %d ranks, no warmup); warm "
                  "up to it with --warmup-epochs (the lab uses 5) or use a smaller --base-lr",
-                 (double)opt->lr, base, p.size);
+                 lr, base, p.size);
     else if (p.epoch < p.warmup_epochs)
         snprintf(cure, clen, "learning rate %g in use, warming up to --base-lr %g x %d ranks over "
-                 "%d epochs; use a smaller --base-lr", (double)opt->lr, base, p.size,
-                 p.warmup_epochs);
+                 "%d epochs; use a smaller --base-lr", lr, base, p.size, p.warmup_epochs);
     else
         snprintf(cure, clen, "learning rate %g in use (--base-lr %g x %d ranks, after a %d-epoch "
-                 "warmup); use a smaller --base-lr or a longer --warmup-epochs", (double)opt->lr,
-                 base, p.size, p.warmup_epochs);
+                 "warmup); use a smaller --base-lr or a longer --warmup-epochs", lr, base, p.size,
+                 p.warmup_epochs);
 }
 
 void optimizer_check_finite(const optimizer *opt, const param_set *ps)
@@ -86,4 +93,15 @@ void optimizer_check_finite(const optimizer *opt, const param_set *ps)
     fatal_error("training diverged %s: the %sgradient holds %zu NaN or Inf values of %zu (first "
                 "in %s); %s", where, opt->distributed ? "averaged " : "", bad, ps->n,
                 ps->device ? view_at(ps, first) : first_bad_view(ps), cure);
+}
+
+void optimizer_check_loss(double loss)
+{
+    if (isfinite(loss))
+        return;
+    char where[96], cure[ERRMSG_LEN / 2];
+    where_and_cure(NULL, where, sizeof where, cure, sizeof cure);
+    fatal_error("training diverged %s: the evaluation after it gives a loss of %s, so that "
+                "update took the weights where the model computes no finite loss (no later "
+                "gradient was there to show it); %s", where, isnan(loss) ? "NaN" : "Inf", cure);
 }

@@ -26,7 +26,7 @@
  * Public: sgd.c sgd_kind, sgd_create; novograd.c novograd_kind, novograd_defaults,
  * novograd_create; optim_kinds.c optimizer_kind_named, optimizer_kind_of, optimizer_kind_names;
  * optim.c optimizer_new, optimizer_step, optimizer_free, optimizer_name; diverge.c
- * optimizer_check_finite; distributed.c
+ * optimizer_check_finite, optimizer_check_loss; distributed.c
  * hvd_distributed_optimizer(_ex), hvd_allreduce_gradients, hvd_broadcast_parameters,
  * hvd_broadcast_optimizer_state.
  */
@@ -130,6 +130,10 @@ int optimizer_step(optimizer *opt, param_set *ps);
  * the epoch and step (from lr_lab_position, lr.h), the LR in use and the likely cure (a warmup,
  * a smaller --base-lr). optimizer_step calls it after the averaging, before the update. */
 void optimizer_check_finite(const optimizer *opt, const param_set *ps);
+
+/* The same stop for a loss that is NaN or Inf where no gradient follows to be checked: the
+ * evaluation after the last update (lab_evaluate calls it). */
+void optimizer_check_loss(double loss);
 
 /* What DistributedOptimizer does before each update: averages ps->grads over all ranks, one
  * named allreduce per view ("DistributedOptimizer.grads/<view>"), queued and then fused by the

@@ -85,6 +85,8 @@ metrics lab_evaluate(wrn_model *model, loader *L, int steps, float *x, int *y)
     }
     trace_event("evaluate", "steps=%d loss=%.17g accuracy=%.17g count=%zu", steps,
                 metrics_loss(&m), metrics_accuracy(&m), metrics_count(&m));
+    /* After the last update no gradient follows that optimizer_step would check. */
+    optimizer_check_loss(metrics_loss(&m));
     return m;
 }
 

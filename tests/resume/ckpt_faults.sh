@@ -92,6 +92,22 @@ run "$work/n.out" --log-dir "$work/n" --base-lr 1000 --warmup-epochs 0 --epochs 
 if [ "$rc" -ne 0 ] && grep -Eq "checkpoint-1.ckpt: not saved: .*(nan|inf)|non-finite|diverged" "$work/n.out" &&
    ! ls "$work/n" 2>/dev/null | grep -q '^checkpoint-'; then pass=$((pass + 1))
 else fail "divergence: a checkpoint was written or no line said why"; sed 's/^/    /' "$work/n.out" | grep hvdlab | head -3; fi
+# 7b. ... also when the last update of the run is the one that diverges (one step: no gradient
+# follows that the divergence check would read): the evaluation after it stops the run, with and
+# without checkpoints, before any test score or checkpoint
+for ck in --use-checkpointing ""; do
+    OMP_NUM_THREADS=1 timeout 60 $mpirun -n 2 "$prog" --epochs 1 --train-subset 256 \
+        --test-subset 256 --batch-size 128 --model wrn-10-1 --base-lr 1e30 --warmup-epochs 0 \
+        --log-dir "$work/l" $ck >"$work/l.out" 2>&1; rc=$?
+    if [ "$rc" -ne 0 ] &&
+       grep -q "^hvdlab: error: .*training diverged at epoch 1, step 1 of 1: the evaluation after it gives a loss of NaN" "$work/l.out" &&
+       ! grep -q "^Test loss" "$work/l.out" && ! ls "$work/l" 2>/dev/null | grep -q '^checkpoint-'; then
+        pass=$((pass + 1))
+    else
+        fail "last-step divergence ${ck:-without checkpoints}: exit $rc, a test score, a checkpoint or no line"
+        grep -E "hvdlab|Test loss" "$work/l.out" | sed 's/^/    /' | head -3
+    fi
+done
 # 8-9. read-only and full file systems (a small tmpfs; needs root, else skipped)
 mnt="$work/mnt"; mkdir -p "$mnt"
 if mount -t tmpfs -o size=64k,ro tmpfs "$mnt" 2>/dev/null; then
