@@ -164,6 +164,10 @@ static void lost(int r)
 {
     if (wd.left[r])
         return;
+    if (wd.shut_calls[r] >= 0) { /* in hvd_shutdown (its count came): a socket that ends now is */
+        wd.left[r] = 1;          /* its goodbye, maybe reset by a note sent as it closed */
+        return;
+    }
     const note *cause = wd.heard[r].kind ? &wd.heard[r] : NULL;
     if (wd.rank == 0 && wd.size > 2)
         relay(r, cause);
@@ -196,8 +200,9 @@ static void heard(int r, const note *n)
             watchdog_broadcast_note(&abort_note);
         }
         _exit(1);
-    } else if (n->kind == NOTE_SHUTDOWN) {
-        watchdog_heard_shutdown(r, n);
+    } else if (n->kind == NOTE_SHUTDOWN) { /* n->rank: the rank gone (rank 0 relays others') */
+        if (n->rank >= 0 && n->rank < wd.size && n->rank != wd.rank)
+            watchdog_heard_shutdown(n->rank, n);
     } else if (n->kind == NOTE_SIGNAL) {
         wd.heard[r] = *n;
     }
@@ -433,6 +438,7 @@ void watchdog_stop(void)
 {
     if (!wd.on || getpid() != wd.owner)
         return;
+    watchdog_await_counts(); /* rank 0 after hvd_shutdown without the handshake */
     ssize_t r = write(wd.wake[1], "x", 1);
     (void)r;
     pthread_join(wd.thread, NULL);

@@ -1,7 +1,7 @@
 /* watchdog_state.h — what the watchdog's files share (watchdog.h): the notes on the wire, the
  * one state of this process (wd) and the note helpers (watchdog_notes.c). Not for other files.
  * Public: watchdog_make_note, watchdog_send_note, watchdog_broadcast_note, watchdog_read_note,
- *         watchdog_progress_tick, watchdog_heard_shutdown. */
+ *         watchdog_progress_tick, watchdog_heard_shutdown, watchdog_await_counts. */
 #ifndef HVDLAB_WATCHDOG_STATE_H
 #define HVDLAB_WATCHDOG_STATE_H
 
@@ -86,5 +86,8 @@ void watchdog_progress_tick(void);
 
 /* On the watchdog's thread: peer r's NOTE_SHUTDOWN (watchdog_leave.c). */
 void watchdog_heard_shutdown(int r, const note *n);
+
+/* Rank 0 in watchdog_stop: waits for every count the shutdown rule needs (watchdog_leave.c). */
+void watchdog_await_counts(void);
 
 #endif

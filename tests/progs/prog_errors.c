@@ -76,6 +76,17 @@ int main(int argc, char **argv)
         }
         if (rank != 1 && strcmp(s, "early-shutdown-late") == 0)
             hvd_allreduce(buf, 10, HVD_SUM, "loss");
+    } else if (strcmp(s, "skip-bcast-slow") == 0) {
+        /* rank argv[2] (default 2) skips a broadcast from rank 0, works 1 s, then shuts down:
+         * rank 0 is through the broadcast (it only sends) and in hvd_shutdown by then, while a
+         * rank that gets the data through the skipping one (Open MPI's tree) waits for ever */
+        int skip = argc > 2 ? atoi(argv[2]) : 2;
+        if (argc <= 3) /* any argv[3]: no allreduce, no window, so hvd_shutdown does not wait */
+            hvd_allreduce(buf, 10, HVD_SUM, "warm-up");
+        if (rank != skip)
+            hvd_broadcast(buf, 10, 0, "w");
+        else
+            sleep(1);
     } else if (strcmp(s, "usr1-early") == 0) { /* ./hvdrun's SIGUSR1 while rank 1 starts up */
         if (rank == 1)
             raise(SIGUSR1); /* kept by hvd_init (base/early_signal.h); no stop handlers here */

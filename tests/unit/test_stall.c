@@ -230,6 +230,20 @@ START_TEST(rank_leaving_early_named_without_the_check)
 }
 END_TEST
 
+/* A rank left waiting in a call that rank 0 has already finished (a broadcast rank 0 roots,
+ * which rank 1 skipped and rank 3 gets through rank 1 in Open MPI's tree): rank 0 is in
+ * hvd_shutdown when rank 1's count comes, and passes it on; the job stops, with one line. */
+START_TEST(rank_left_behind_rank_0_named_without_the_check)
+{
+    job j = run_job(STALL_ENV " HVD_STALL_CHECK_DISABLE=1", 4, "skip-bcast-slow 1");
+    ck_assert_msg(j.status != 124, "the job hung (timeout)\n%s", j.out);
+    ck_assert_msg(json_count(j.out, "hvdlab: error:") <= 1, "more than one error line\n%s", j.out);
+    if (j.status != 0) /* stopped: the waiting rank names rank 1 */
+        ck_assert_msg(strstr(j.out, "rank 1 has shut down (hvd_shutdown) while rank 3 is in "
+                                    "broadcast(name=\"w\", count=10, root=0)"), "%s", j.out);
+}
+END_TEST
+
 /* ... and every call of a job that makes the same calls on every rank is counted alike: no
  * rank is taken for gone, however the ranks' speeds differ. */
 START_TEST(same_calls_without_the_check_finish)
@@ -310,6 +324,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, coordinator_leaving_early_named);
     tcase_add_test(tc, rank_leaving_after_calls_named);
     tcase_add_test(tc, rank_leaving_early_named_without_the_check);
+    tcase_add_test(tc, rank_left_behind_rank_0_named_without_the_check);
     tcase_add_test(tc, same_calls_without_the_check_finish);
     tcase_add_test(tc, different_reduce_ops_named);
     tcase_add_test(tc, different_compression_named);
