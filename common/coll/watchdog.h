@@ -49,8 +49,11 @@
  * is, or gets, into a later one prints the stall inspector's line and stops every rank:
  *   hvdlab: error: [rank 0] rank 1 has shut down (hvd_shutdown) while rank 0 is in
  *     allreduce(name="x", count=10), which rank 1 will never join (…); stopping every rank
- * Rank 0 hears every rank's count and the others rank 0's; every call has rank 0 in it, so one
- * of them sees it (where rank 0 is the one gone, each rank left waiting says it).
+ * Rank 0 hears every rank's count and the others rank 0's. Until rank 0 shuts down it is in
+ * every later call and says the line; from then on it passes every count on, and stays on the
+ * star until each rank has told its count or gone, for a rank may be left in a call rank 0 could
+ * finish alone (a broadcast it roots). Where rank 0 is the one gone, each rank left waiting says
+ * it. A peer whose count came and whose socket then ends has gone, not died.
  *
  * HVD_DEAD_RANK_CHECK_DISABLE=1 turns it off (it is agreed across ranks at hvd_init).
  * Public: watchdog_start, watchdog_stop, watchdog_set_context, watchdog_note_fatal,
