@@ -34,6 +34,10 @@ void wrn_config_name(const wrn_config *cfg, char *buf, size_t len);
 
 typedef struct wrn_model wrn_model;
 
+/* The largest batch wrn_create builds for (2^20 images; the flags --batch-size and
+ * --val-batch-size are checked against it, train/args.c). */
+#define WRN_MAX_BATCH (1u << 20)
+
 /* Builds the model for batches of up to max_batch images; all work buffers are allocated here,
  * once. Weights: conv kernels he_normal, dense kernel glorot_uniform, biases 0, BN gamma 1 beta 0,
  * running mean 0 var 1 (Keras defaults); drawn from seed (which also seeds dropout).

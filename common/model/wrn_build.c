@@ -395,9 +395,9 @@ wrn_model *wrn_create(const wrn_config *cfg, size_t max_batch, uint64_t seed, ch
         errmsg_set(err, errlen, "wrn_create", "dropout %g: must be in [0, 1)", cfg->dropout);
         return NULL;
     }
-    if (max_batch < 1 || max_batch > (1u << 20)) {
+    if (max_batch < 1 || max_batch > WRN_MAX_BATCH) {
         errmsg_set(err, errlen, "wrn_create", "max_batch %zu: must be in 1..%u", max_batch,
-                   1u << 20);
+                   WRN_MAX_BATCH);
         return NULL;
     }
     wrn_model *m = calloc(1, sizeof *m);

@@ -14,6 +14,7 @@
 #include "base/errmsg.h"
 #include "ckpt/ckpt.h"
 #include "coll/hvd.h"
+#include "model/wrn.h"
 
 enum {
     A_EPOCHS = 256, A_BATCH, A_VAL_BATCH, A_LR, A_MOMENTUM, A_WD, A_WARMUP, A_MODEL, A_DROPOUT,
@@ -152,6 +153,9 @@ static int apply(args *a, int id, const char *val, char *err, size_t errlen)
     case A_PATIENCE:
         if (parse_uint(val, 1, 1000000000, &u) != 0)
             return errmsg_set(err, errlen, flag, "'%s' is not a positive integer", val);
+        if ((id == A_BATCH || id == A_VAL_BATCH) && u > WRN_MAX_BATCH) /* wrn_create's limit */
+            return errmsg_set(err, errlen, flag, "'%s': at most %u images a batch", val,
+                              WRN_MAX_BATCH);
         *(id == A_EPOCHS ? &a->epochs : id == A_BATCH ? &a->batch_size
                          : id == A_VAL_BATCH ? &a->val_batch_size : &a->patience) = (int)u;
         return 0;

@@ -142,6 +142,10 @@ START_TEST(bad_values_name_the_flag)
     expect_error("--batch-size: '0' is not a positive integer", "--batch-size=0", NULL);
     expect_error("--batch-size: '-3' is not a positive integer", "--batch-size", "-3", NULL);
     expect_error("--batch-size: '12x' is not a positive integer", "--batch-size", "12x", NULL);
+    expect_error("--batch-size: '1048577': at most 1048576 images a batch", "--batch-size",
+                 "1048577", NULL);
+    expect_error("--val-batch-size: '1000000000': at most 1048576 images a batch",
+                 "--val-batch-size=1000000000", NULL);
     expect_error("--epochs: '' is not a positive integer", "--epochs=", NULL);
     expect_error("--epochs: '99999999999999999999' is not a positive integer", "--epochs",
                  "99999999999999999999", NULL);
