@@ -5,7 +5,8 @@
 # ./hvdrun while the ranks validate. Each run must exit non-zero with one "stopped by" line per
 # rank, leave a mid-epoch checkpoint, and a run resumed from it must end with the uninterrupted
 # run's checkpoint bytes. A second signal must end the rank at once, and so must one during the
-# test.
+# test. A mid-epoch checkpoint resumed by a run with shorter epochs says, once, that nothing of
+# that epoch is left.
 # Usage: signals.sh PROGRAM (from the repository root). Env: MPIRUN. Exit 0 when all hold.
 set -u
 prog=${1:-./solution10}
@@ -63,6 +64,7 @@ for case in "TERM mpirun sgd" "USR1 mpirun novograd" "INT rank1 sgd" "TERM rank0
         grep hvdlab "$dir.out" | head -4 | sed 's/^/    /'
         continue
     fi
+    [ $n = 0 ] && cp -r "$dir" "$work/shorter" # its mid-epoch checkpoint, for the case below
     OMP_NUM_THREADS=1 timeout 120 $mpirun -n 2 "$prog" $flags --log-dir "$dir" --optimizer "$opt" \
         >"$dir.resumed" 2>&1 || { fail "SIG$sig to $to: the resumed run failed"; continue; }
     for f in "$work/whole-$opt"/checkpoint-*.ckpt; do
@@ -71,6 +73,17 @@ for case in "TERM mpirun sgd" "USR1 mpirun novograd" "INT rank1 sgd" "TERM rank0
     done
     n=$((n + 1))
 done
+# a mid-epoch checkpoint resumed by a run whose epochs are shorter (one step: --train-subset 64)
+# has nothing of that epoch left to train: said in one warning, and the run goes on
+if [ -d "$work/shorter" ]; then
+    OMP_NUM_THREADS=1 timeout 120 $mpirun -n 2 "$prog" $flags --log-dir "$work/shorter" \
+        --optimizer sgd --train-subset 64 >"$work/shorter.out" 2>&1
+    rc=$?
+    if [ "$rc" -ne 0 ] || [ "$(grep -c "^hvdlab: warning: resuming epoch [0-9]* at step [0-9]*, but this run's epochs have 1 steps (--train-subset, --batch-size or the number of ranks is not the checkpoint's): nothing of epoch [0-9]* is left to train$" "$work/shorter.out")" != 1 ]; then
+        fail "a mid-epoch checkpoint resumed with shorter epochs: exit $rc, not one warning:"
+        grep hvdlab "$work/shorter.out" | head -3 | sed 's/^/    /'
+    fi
+fi
 # a second signal: the rank exits at once, saying so (two kinds: the same signal twice may merge)
 start "$work/twice" sgd
 r1=$(pgrep -P $mpi | tail -1)
@@ -161,5 +174,5 @@ for delay in 0.02 0.3; do
         grep -E 'hvdrun|hvdlab|Test|signal' "$dir.out" | head -4 | sed 's/^/    /'
     else n=$((n + 1)); fi
 done
-[ "$bad" -eq 0 ] && echo "signals: $n signal cases stop with a line on every rank; the mid-epoch checkpoints resume to the uninterrupted runs' bytes"
+[ "$bad" -eq 0 ] && echo "signals: $n signal cases stop with a line on every rank; the mid-epoch checkpoints resume to the uninterrupted runs' bytes, and one resumed with shorter epochs says so"
 exit $bad
