@@ -61,14 +61,15 @@ int resume_batch(loader *train, int epoch)
                 fprintf(stderr, "hvdlab: resumed at epoch %d step %d with %d ranks (was %d)\n",
                         epoch + 1, first_batch, hvd_size(), was > 0 ? was : hvd_size());
         }
-        /* A checkpoint saved mid-epoch by a run with longer epochs (a larger --train-subset,
-         * smaller batches, fewer ranks): nothing of that epoch is left here, said once. */
+        /* A checkpoint saved mid-epoch by a run with longer epochs: nothing of that epoch is
+         * left here, said once. Only a smaller --train-subset does that: another batch size or
+         * number of ranks maps the batch to the same place in the epoch (map_batch). */
         size_t steps = loader_num_batches(train);
         if (first_batch > 0 && (size_t)first_batch >= steps && hvd_rank() == 0)
             fprintf(stderr, "hvdlab: warning: resuming epoch %d at step %d, but this run's "
-                    "epochs have %zu steps (--train-subset, --batch-size or the number of ranks "
-                    "is not the checkpoint's): nothing of epoch %d is left to train\n", epoch + 1,
-                    first_batch, steps, epoch + 1);
+                    "epochs have %zu steps (a smaller --train-subset than the checkpoint's run): "
+                    "nothing of epoch %d is left to train\n", epoch + 1, first_batch, steps,
+                    epoch + 1);
     }
     if (epoch != first_epoch || first_batch <= 0)
         return 0;

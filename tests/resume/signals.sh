@@ -79,7 +79,7 @@ if [ -d "$work/shorter" ]; then
     OMP_NUM_THREADS=1 timeout 120 $mpirun -n 2 "$prog" $flags --log-dir "$work/shorter" \
         --optimizer sgd --train-subset 64 >"$work/shorter.out" 2>&1
     rc=$?
-    if [ "$rc" -ne 0 ] || [ "$(grep -c "^hvdlab: warning: resuming epoch [0-9]* at step [0-9]*, but this run's epochs have 1 steps (--train-subset, --batch-size or the number of ranks is not the checkpoint's): nothing of epoch [0-9]* is left to train$" "$work/shorter.out")" != 1 ]; then
+    if [ "$rc" -ne 0 ] || [ "$(grep -c "^hvdlab: warning: resuming epoch [0-9]* at step [0-9]*, but this run's epochs have 1 steps (a smaller --train-subset than the checkpoint's run): nothing of epoch [0-9]* is left to train$" "$work/shorter.out")" != 1 ]; then
         fail "a mid-epoch checkpoint resumed with shorter epochs: exit $rc, not one warning:"
         grep hvdlab "$work/shorter.out" | head -3 | sed 's/^/    /'
     fi
