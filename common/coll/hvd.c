@@ -315,12 +315,15 @@ static void die_of_unkept_signal(void)
     }
 }
 
-/* The entry of a vote (vote.h), which does not block: checked, and counted where no handshake
- * runs (the shutdown rule has only the watchdog then, watchdog.h). */
+/* An entry check runs at every call: the stall inspector's handshake or the collective check.
+ * Without one, the shutdown rule has only the watchdog's count (watchdog.h). */
+static int entry_checked(void) { return S.stall_check || S.check; }
+
+/* The entry of a vote (vote.h), which does not block: checked, or else counted. */
 static void enter_vote(const coll_desc *d)
 {
     entry_check(d);
-    if (!S.stall_check && !S.check)
+    if (!entry_checked())
         watchdog_enter(d);
 }
 
@@ -442,7 +445,7 @@ void hvd_allreduce_async(float *buf, size_t n, hvd_op op, const char *name, int 
  * fraction of the check's per-tensor cost (bench/allreduce's line "stall inspector off"). */
 static void count_flush(void)
 {
-    if (S.stall_check || S.check || S.queue.len == 0)
+    if (entry_checked() || S.queue.len == 0)
         return;
     const fusion_entry *e = S.queue.entries;
     coll_desc d = S.queue.len == 1 ? coll_describe_allreduce(e->name, e->n, e->op, e->fp16)
@@ -458,8 +461,7 @@ void hvd_synchronize(void)
     autotune_sync(S.queue.len); /* HVD_AUTOTUNE: may set the threshold for this flush */
     double t = profile_begin();
     count_flush();
-    fusion_flush(&S.queue, S.comm, S.fusion_threshold,
-                 S.stall_check || S.check ? enter_call : NULL);
+    fusion_flush(&S.queue, S.comm, S.fusion_threshold, entry_checked() ? enter_call : NULL);
     watchdog_idle();
     profile_add(PROFILE_ALLREDUCE, 0, 0, profile_since(t));
 }

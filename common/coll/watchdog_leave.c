@@ -4,13 +4,12 @@
 #include "coll/watchdog.h"
 #include "coll/watchdog_state.h"
 
-#include <stdio.h>
 #include <unistd.h>
 
 /* Under wd.lock: a peer that shut down before the call this rank is in, or -1. */
 static int gone_before_call(void)
 {
-    if (wd.shutting || wd.calls == 0)
+    if (wd.shutting)
         return -1;
     for (int r = 0; r < wd.size; r++)
         if (r != wd.rank && wd.shut_calls[r] >= 0 && wd.calls > wd.shut_calls[r])
@@ -18,19 +17,13 @@ static int gone_before_call(void)
     return -1;
 }
 
-/* The one line, then every rank goes: the others silently (rank 0 relays the abort). Called
- * with wd.lock held; never returns. */
+/* The one line, then every rank goes: the others silently. Called with wd.lock held. */
+static void stop_every_rank(int gone) __attribute__((noreturn));
 static void stop_every_rank(int gone)
 {
     char line[600];
-    coll_early_shutdown_line(gone, wd.rank, &wd.call_desc, line, sizeof line);
-    wd.dying = 1;
-    note abort_note = watchdog_make_note(NOTE_ABORT);
-    watchdog_broadcast_note(&abort_note);
-    fflush(stdout);
-    fprintf(stderr, "hvdlab: error: [rank %d] %s\n", wd.rank, line);
-    fflush(stderr);
-    _exit(1);
+    coll_early_shutdown_line(gone, wd.rank, &wd.busy_desc, line, sizeof line);
+    watchdog_stop_every_rank(line);
 }
 
 /* Under wd.lock, rank 0 in hvd_shutdown: peer from's count to every other rank. Until rank 0
@@ -64,7 +57,7 @@ void watchdog_enter(const coll_desc *d)
         return;
     }
     wd.calls++;
-    wd.call_desc = *d;
+    wd.busy_desc = *d;
     int gone = gone_before_call();
     if (gone >= 0)
         stop_every_rank(gone);

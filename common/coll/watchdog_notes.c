@@ -1,13 +1,15 @@
 /* watchdog_notes.c — the notes a rank leaves on its sockets (watchdog.h): the state the
  * watchdog's files share, sending and reading one note, and the notes of a dying rank.
  * Public: watchdog_note_signal, watchdog_note_fatal, watchdog_set_context, watchdog_make_note,
- *         watchdog_send_note, watchdog_broadcast_note, watchdog_read_note. */
+ *         watchdog_send_note, watchdog_broadcast_note, watchdog_read_note,
+ *         watchdog_stop_every_rank. */
 #include "coll/watchdog.h"
 #include "coll/watchdog_net.h"
 #include "coll/watchdog_state.h"
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 watchdog_state wd = {.wake = {-1, -1}, .lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -71,3 +73,14 @@ void watchdog_note_fatal(const char *msg)
 }
 
 void watchdog_set_context(void (*fn)(char *out, size_t len)) { wd.context = fn; }
+
+void watchdog_stop_every_rank(const char *line)
+{
+    wd.dying = 1;
+    note abort_note = watchdog_make_note(NOTE_ABORT);
+    watchdog_broadcast_note(&abort_note);
+    fflush(stdout);
+    fprintf(stderr, "hvdlab: error: [rank %d] %s\n", wd.rank, line);
+    fflush(stderr);
+    _exit(1);
+}

@@ -75,16 +75,12 @@ void watchdog_progress_tick(void)
     if (!silent && wd.rank != 0)
         return; /* rank 0 answers, and speaks for everyone */
     if (wd.shutdown_s > 0 && now - since >= wd.shutdown_s) {
-        wd.dying = 1;
-        note abort_note = watchdog_make_note(NOTE_ABORT);
-        watchdog_broadcast_note(&abort_note);
-        fflush(stdout);
-        fprintf(stderr, "hvdlab: error: [rank %d] stall: %s, entered by every rank, has not "
-                "finished after %g s (HVD_STALL_SHUTDOWN_TIME_SECONDS): %s%s; stopping every "
-                "rank\n", wd.rank, call, wd.shutdown_s, silent ? "not answering: " : "",
-                silent ? who : "every rank answers (a network that does not move?)");
-        fflush(stderr);
-        _exit(1);
+        char line[sizeof call + sizeof who + 200];
+        snprintf(line, sizeof line, "stall: %s, entered by every rank, has not finished after "
+                 "%g s (HVD_STALL_SHUTDOWN_TIME_SECONDS): %s%s; stopping every rank", call,
+                 wd.shutdown_s, silent ? "not answering: " : "",
+                 silent ? who : "every rank answers (a network that does not move?)");
+        watchdog_stop_every_rank(line);
     }
     if (wd.warned_seq != seq) {
         wd.warned_seq = seq;

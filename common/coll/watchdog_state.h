@@ -1,7 +1,8 @@
 /* watchdog_state.h — what the watchdog's files share (watchdog.h): the notes on the wire, the
  * one state of this process (wd) and the note helpers (watchdog_notes.c). Not for other files.
  * Public: watchdog_make_note, watchdog_send_note, watchdog_broadcast_note, watchdog_read_note,
- *         watchdog_progress_tick, watchdog_heard_shutdown, watchdog_await_counts. */
+ *         watchdog_stop_every_rank, watchdog_progress_tick, watchdog_heard_shutdown,
+ *         watchdog_await_counts. */
 #ifndef HVDLAB_WATCHDOG_STATE_H
 #define HVDLAB_WATCHDOG_STATE_H
 
@@ -58,14 +59,13 @@ typedef struct {
     int busy;                 /* 1 from the entry handshake's end to the call's end */
     unsigned busy_seq;        /* counts calls: a warning is given once per call */
     double busy_since;
-    coll_desc busy_desc;
+    coll_desc busy_desc;      /* the call this rank is in (also the shutdown rule's) */
     double warn_s, shutdown_s; /* 0: no progress check */
     unsigned warned_seq;
     double ping_sent;         /* 0: no ping out */
     int *ponged;              /* (size): answered the last ping */
     /* the shutdown rule without the entry handshake (watchdog_leave.c), under lock */
-    int64_t calls;            /* the collective calls this rank has entered */
-    coll_desc call_desc;      /* the last of them */
+    int64_t calls;            /* the collective calls this rank has entered (busy_desc: the last) */
     int64_t *shut_calls;      /* (size): a peer's calls before its hvd_shutdown; -1: not shut */
     int shutting;             /* this rank is in hvd_shutdown */
     struct sigaction old[32];
@@ -80,6 +80,9 @@ void watchdog_send_note(int fd, const note *n);
 void watchdog_broadcast_note(const note *n);
 /* 1 and the note, 0 on EOF or a broken stream. */
 int watchdog_read_note(int fd, note *n);
+/* This rank's error line ("hvdlab: error: [rank R] " + line) after telling the others to exit
+ * silently (rank 0 relays it), then _exit(1): the progress check's and the shutdown rule's end. */
+void watchdog_stop_every_rank(const char *line) __attribute__((noreturn));
 
 /* The progress check's tick, on the watchdog's thread (watchdog_progress.c). */
 void watchdog_progress_tick(void);
