@@ -47,8 +47,8 @@ static const struct flag {
                                 "(default off)",
      A_CKPT},
     {"log-dir", "DIR", "checkpoint directory (default ./logs)", A_LOG_DIR},
-    {"restart", NULL, "start afresh: move the checkpoints in --log-dir into a dated subfolder "
-                      "(nothing is deleted; default off)", A_RESTART},
+    {"restart", NULL, "with --use-checkpointing, start afresh: move the checkpoints in --log-dir "
+                      "into a dated subfolder (nothing is deleted; default off)", A_RESTART},
     {"seed", "N", "data seed, the same on every rank; initial weights mix in the rank "
                   "(default 42)", A_SEED},
     {"target-accuracy", "X", "stop early when val_accuracy > X for --patience epochs in a row "
@@ -286,6 +286,11 @@ int args_parse(args *a, int argc, char **argv, char *err, size_t errlen)
     if (rc == 0 && optind < argc)
         rc = errmsg_set(err, errlen, NULL, "unexpected argument '%s' (flags start with --, see "
                                            "--help)", argv[optind]);
+    /* Without checkpoints a run neither resumes nor saves: a --restart alone would leave the old
+     * files where the next --use-checkpointing run resumes from them, without a word. */
+    if (rc == 0 && a->restart && !a->use_checkpointing)
+        rc = errmsg_set(err, errlen, "--restart", "only with --use-checkpointing (it moves that "
+                                                  "run's checkpoints in --log-dir aside)");
     opterr = saved_opterr;
     optind = 1;
     /* The step programs hand the checkpoint layer only --log-dir; --restart goes to it here. */

@@ -208,6 +208,10 @@ START_TEST(unknown_missing_and_stray_arguments)
     expect_error("--epochs: missing value", "--epochs", NULL);
     expect_error("--model: missing value", "--seed", "1", "--model", NULL);
     expect_error("--use-checkpointing: takes no value", "--use-checkpointing=yes", NULL);
+    expect_error("--restart: only with --use-checkpointing (it moves that run's checkpoints in "
+                 "--log-dir aside)", "--restart", NULL);
+    expect_error("--restart: only with --use-checkpointing (it moves that run's checkpoints in "
+                 "--log-dir aside)", "--log-dir", "l", "--restart", "--epochs", "2", NULL);
     expect_error("unexpected argument 'wrn-16-4' (flags start with --, see --help)", "wrn-16-4",
                  NULL);
     expect_error("unexpected argument 'extra' (flags start with --, see --help)", "--epochs", "2",
