@@ -12,7 +12,8 @@
 #     the GPU build runs them, under mpirun: NCCL of one rank (tests/emu/emu_nccl.c), the
 #     host-staged paths with 2 and 3 ranks on the one emulated GPU;
 #   make test-emu-train (part of make test, ~45 s): solution 10 trained by 2 ranks sharing the
-#     emulated GPU for 4 steps, three ways, against the CPU build (tests/emu/run_sol10.sh).
+#     emulated GPU for 4 steps, three ways, and by one rank on it and one on the CPU, against
+#     the CPU build (tests/emu/run_sol10.sh).
 # In every suite host code that touches device memory stops (tests/emu/emu_memory.c), and work
 # on a stream runs only when the host waits for it (tests/emu/emu_stream.c). They check the
 # kernels' arithmetic and indexing and the GPU path's wiring before a GPU session, not speed or

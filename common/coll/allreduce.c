@@ -1,7 +1,7 @@
 /* allreduce.c — the choice of algorithm for a fused host buffer. See allreduce.h.
  * Public: allreduce_init, allreduce_free, allreduce_run, allreduce_choice, allreduce_path_name,
  *         allreduce_hosts, allreduce_force_path, allreduce_reconfigure, allreduce_new_window,
- *         allreduce_host_node.
+ *         allreduce_host_node, allreduce_set_mixed_buffers.
  */
 #include "coll/allreduce.h"
 
@@ -17,6 +17,7 @@ static struct {
     int ready;
     int hierarchical, group_size;
     allreduce_path forced;
+    int mixed_buffers; /* allreduce_set_mixed_buffers */
     hier_topo topo;
 } A = {.forced = ALLREDUCE_AUTO};
 
@@ -49,6 +50,7 @@ void allreduce_reconfigure(int hierarchical, int group_size)
 }
 
 void allreduce_force_path(allreduce_path p) { A.forced = p; }
+void allreduce_set_mixed_buffers(int on) { A.mixed_buffers = on; }
 
 void allreduce_new_window(void)
 {
@@ -97,8 +99,11 @@ allreduce_path allreduce_choice(const void *buf, size_t bytes)
          *   0.67 ms): the window, at every size. */
         size_t from = A.topo.shm.shared_cores ? ALLREDUCE_CMA_FROM_SHARED_CORES
                                               : ALLREDUCE_CMA_FROM_OWN_CORES;
-        p = bytes >= from && buf && memory_on_huge_pages(buf, bytes) ? ALLREDUCE_CMA
-                                                                     : ALLREDUCE_SHM;
+        /* The buffer's kind is this rank's own: where the ranks' kinds differ, every rank
+         * takes the window (the single copy's first call is collective, cma.h). */
+        p = !A.mixed_buffers && bytes >= from && buf && memory_on_huge_pages(buf, bytes)
+                ? ALLREDUCE_CMA
+                : ALLREDUCE_SHM;
     }
     if ((p == ALLREDUCE_SHM || p == ALLREDUCE_CMA) && A.topo.nhosts > 1)
         p = ALLREDUCE_RING;

@@ -66,5 +66,10 @@ void allreduce_reconfigure(int hierarchical, int group_size);
 /* Benchmarks (collective): drop the shared window, so that the next call allocates one with the
  * piece size shm_set_piece_bytes set. */
 void allreduce_new_window(void);
+/* hvd_init, the same on every rank: 1 when the ranks hold a group in buffers of different kinds
+ * (some ranks stage theirs from a GPU into pinned memory, the others without a GPU reduce the
+ * caller's, gpu_ops_ranks_mixed). The single copy is then never chosen by buffer, since that
+ * choice would differ between the ranks and hang them; a forced path stands. */
+void allreduce_set_mixed_buffers(int on);
 
 #endif

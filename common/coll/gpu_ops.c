@@ -2,7 +2,7 @@
  * Public: gpu_ops_parse, gpu_ops_request_name, staged_reduce_parse, staged_reduce_name,
  *         gpu_ops_init, gpu_ops_shutdown, gpu_ops_path, gpu_ops_node_reduce,
  *         gpu_ops_node_reduce_min_bytes, gpu_ops_node_ipc_min_bytes, gpu_ops_staged_hugepages,
- *         gpu_ops_is_device, gpu_ops_set_stream, gpu_ops_stream. */
+ *         gpu_ops_ranks_mixed, gpu_ops_is_device, gpu_ops_set_stream, gpu_ops_stream. */
 #include "coll/gpu_ops.h"
 
 #include <stdint.h>
@@ -65,6 +65,7 @@ static struct {
     size_t node_ipc_min_bytes; /* gpu_ops_node_ipc_min_bytes */
     size_t node_min_bytes; /* gpu_ops_node_reduce_min_bytes */
     int staged_hugepages; /* gpu_ops_staged_hugepages */
+    int ranks_mixed; /* gpu_ops_ranks_mixed */
     int device;
     cudaStream_t own, user;
     int user_set;
@@ -141,6 +142,7 @@ void gpu_ops_init(const gpu_ops_config *c)
     }
     if (c->host_group_size > 0 && c->host_group_size < c->size)
         one_host = 0; /* allreduce.h will see several hosts */
+    G.ranks_mixed = with > 0 && with < c->size;
     if (with == 0) { /* hvd_pin_device says so: nothing to choose */
         free(all);
         return;
@@ -220,6 +222,7 @@ int gpu_ops_node_reduce(void) { return G.node_reduce; }
 size_t gpu_ops_node_ipc_min_bytes(void) { return G.node_ipc_min_bytes; }
 size_t gpu_ops_node_reduce_min_bytes(void) { return G.node_min_bytes; }
 int gpu_ops_staged_hugepages(void) { return G.staged_hugepages; }
+int gpu_ops_ranks_mixed(void) { return G.ranks_mixed; }
 
 int gpu_ops_is_device(const void *p)
 {
@@ -256,6 +259,7 @@ int gpu_ops_node_reduce(void) { return 0; }
 size_t gpu_ops_node_ipc_min_bytes(void) { return SIZE_MAX; }
 size_t gpu_ops_node_reduce_min_bytes(void) { return 0; }
 int gpu_ops_staged_hugepages(void) { return 0; }
+int gpu_ops_ranks_mixed(void) { return 0; }
 int gpu_ops_is_device(const void *p)
 {
     (void)p;

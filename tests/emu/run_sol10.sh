@@ -11,7 +11,10 @@
 #     GPU path trains the same model, not merely the same on both ranks.
 # Ways: as a 2-rank job on one GPU runs by default (the CPU adds the staged gradients, 0.7 MB),
 # with HVDLAB_STAGED_REDUCE=gpu and HVD_COMPRESSION=fp16 (the GPUs add halves), and with
-# HVDLAB_STAGED_REDUCE=ipc (the GPUs add, the window in GPU memory shared through CUDA IPC).
+# HVDLAB_STAGED_REDUCE=ipc (the GPUs add, the window in GPU memory shared through CUDA IPC), and
+# with rank 1 on the CPU (HVDLAB_DEVICE=cpu: a rank without a GPU; the CPU adds what rank 0
+# stages and what rank 1 holds in its own memory, a job that hung before allreduce.c took the same
+# path on both ranks).
 # Ends with one line "sol10-emu: N passed, N failed". Env: MPIRUN, TEST_TIMEOUT (s, each job).
 set -u
 [ $# -eq 2 ] || { echo "usage: run_sol10.sh EMU_SOL CPU_SOL" >&2; exit 2; }
@@ -41,16 +44,26 @@ check() { echo "FAIL: $label: $1"; fails=$((fails + 1)); }
 
 pass=0
 fail=0
-for opt in "" "HVDLAB_STAGED_REDUCE=gpu HVD_COMPRESSION=fp16" "HVDLAB_STAGED_REDUCE=ipc"; do
+for opt in "" "HVDLAB_STAGED_REDUCE=gpu HVD_COMPRESSION=fp16" "HVDLAB_STAGED_REDUCE=ipc" mixed
+do
     label="solution 10, 2 ranks on the emulated GPU${opt:+, $opt}"
+    mixed=0
+    if [ "$opt" = mixed ]; then
+        mixed=1 opt=
+        label="solution 10, rank 0 on the emulated GPU, rank 1 on the CPU (HVDLAB_DEVICE=cpu)"
+    fi
     echo "== $label"
     fails=0
     for build in emu cpu; do
         bin=$emu
         [ $build = cpu ] && bin=$cpu
         rm -rf "${dir:?}/$build" && mkdir -p "$dir/$build/trace"
+        set -- -n 2 "$bin"
+        # shellcheck disable=SC2086 # a word list
+        [ $mixed = 1 ] && set -- -n 1 "$bin" $flags --log-dir "$dir/$build/logs" : \
+            -n 1 env HVDLAB_DEVICE=cpu "$bin"
         # shellcheck disable=SC2086 # flags and the launcher are word lists
-        env $opt HVDLAB_TRACE="$dir/$build/trace" timeout "$timeout_s" $mpirun -n 2 "$bin" \
+        env $opt HVDLAB_TRACE="$dir/$build/trace" timeout "$timeout_s" $mpirun "$@" \
             $flags --log-dir "$dir/$build/logs" >"$dir/$build/out" 2>&1
         rc=$?
         [ $rc = 0 ] || { check "the $build build's job exited $rc"; tail -5 "$dir/$build/out"; }
@@ -59,11 +72,15 @@ for opt in "" "HVDLAB_STAGED_REDUCE=gpu HVD_COMPRESSION=fp16" "HVDLAB_STAGED_RED
     t1=$dir/emu/trace/rank-1.log
     if [ -f "$t0" ] && [ -f "$t1" ]; then
         for t in "$t0" "$t1"; do
-            grep -q 'event=pin .*device=cuda' "$t" ||
-                check "$(basename "$t"): not pinned to the GPU"
+            want=cuda
+            [ $mixed = 1 ] && [ "$t" = "$t1" ] && want=cpu
+            grep -q "event=pin .*device=$want" "$t" ||
+                check "$(basename "$t"): not pinned to the $want device"
         done
         grep -q 'GPU collectives: host-staged' "$dir/emu/out" ||
             check "rank 0 does not say the gradients go host-staged"
+        [ $mixed = 0 ] || grep -q 'host-staged through MPI (rank 1 has no GPU)' "$dir/emu/out" ||
+            check "rank 0 does not say rank 1 has no GPU"
         case $opt in *STAGED_REDUCE=gpu*)
             grep -q 'HVDLAB_STAGED_REDUCE=gpu: summed on the GPUs' "$dir/emu/out" ||
                 check "rank 0 does not say the GPUs add" ;;
