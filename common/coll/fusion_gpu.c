@@ -58,18 +58,23 @@ static void *device_buffer(size_t bytes)
 
 /* The group into the device fusion buffer, back to back (float, or cast to half). Host tensors
  * (only in a staged group: a NCCL run holds device tensors alone) are copied up, cast by the
- * CPU first for fp16 (the same helpers, the same bits). */
-static void pack(const fusion_entry *e, size_t len, char *d, int fp16, cudaStream_t s)
+ * CPU first for fp16 (the same helpers, the same bits). A copy from pageable memory "might be
+ * synchronous" (CUDA's API sync behavior), no more: D.half, which the next host tensor refills
+ * (or host_half frees), is waited for before it is touched again. */
+static void pack(const fusion_entry *e, size_t len, char *d, int fp16, cudaStream_t s,
+                 const char *what)
 {
     for (size_t i = 0, o = 0; i < len;) {
         if (!e[i].gpu) {
             size_t n = e[i].n;
-            const void *src = e[i].buf;
+            const void *src = e[i].buf; /* the caller's: untouched until the call returns */
             if (fp16)
                 src = host_half(e[i].buf, n);
-            if (n) /* from pageable memory: returns once the source has been read */
+            if (n)
                 CUDA_CHECK(cudaMemcpyAsync(d + o * (fp16 ? 2 : 4), src, n * (fp16 ? 2 : 4),
                                            cudaMemcpyHostToDevice, s));
+            if (n && fp16)
+                nccl_wait(s, what);
             o += n;
             i++;
             continue;
@@ -87,10 +92,11 @@ static void pack(const fusion_entry *e, size_t len, char *d, int fp16, cudaStrea
     }
 }
 
-/* Back out of the fusion buffer. Host tensors come down into pageable memory, a copy that
- * returns only once it is done (CUDA's rule), after the work before it on the stream. */
+/* Back out of the fusion buffer. Host tensors come down into pageable memory; CUDA documents
+ * such a copy as one that "might be synchronous", so the halves are waited for before the CPU
+ * reads them. The caller waits for the rest. */
 static void unpack(const fusion_entry *e, size_t len, const char *d, int fp16, float scale,
-                   cudaStream_t s)
+                   cudaStream_t s, const char *what)
 {
     for (size_t i = 0, o = 0; i < len;) {
         if (!e[i].gpu) {
@@ -99,6 +105,7 @@ static void unpack(const fusion_entry *e, size_t len, const char *d, int fp16, f
                 uint16_t *h = host_half(NULL, n);
                 CUDA_CHECK(cudaMemcpyAsync(h, (const uint16_t *)d + o, n * 2,
                                            cudaMemcpyDeviceToHost, s));
+                nccl_wait(s, what);
                 for (size_t k = 0; k < n; k++)
                     e[i].buf[k] = half_to_float(h[k]); /* the sum was scaled in half already */
             } else if (n) {
@@ -147,7 +154,7 @@ static void nccl_run(const fusion_entry *e, size_t len, float scale, fusion_stat
         size_t esize = fp16 ? sizeof(uint16_t) : sizeof(float);
         char *d = device_buffer(total * esize);
         fusion_mark(e, len, "MEMCPY_IN_FUSION_BUFFER", 'B');
-        pack(e, len, d, fp16, s);
+        pack(e, len, d, fp16, s, what);
         stage_done(s, what);
         fusion_mark(e, len, "MEMCPY_IN_FUSION_BUFFER", 'E');
         fusion_mark(e, len, "NCCL_ALLREDUCE", 'B');
@@ -156,7 +163,7 @@ static void nccl_run(const fusion_entry *e, size_t len, float scale, fusion_stat
         stage_done(s, what);
         fusion_mark(e, len, "NCCL_ALLREDUCE", 'E');
         fusion_mark(e, len, "MEMCPY_OUT_FUSION_BUFFER", 'B');
-        unpack(e, len, d, fp16, fp16 && avg ? scale : 1.0f, s);
+        unpack(e, len, d, fp16, fp16 && avg ? scale : 1.0f, s, what);
         nccl_wait(s, what);
         fusion_mark(e, len, "MEMCPY_OUT_FUSION_BUFFER", 'E');
         st->bytes_copied += 2 * total * esize;
@@ -186,7 +193,7 @@ static void node_run(const fusion_entry *e, size_t len, float scale, fusion_stat
     fusion_mark(e, len, "ALLREDUCE", 'B');
     if (!in_place) {
         fusion_mark(e, len, "MEMCPY_IN_FUSION_BUFFER", 'B');
-        pack(e, len, d, fp16, s);
+        pack(e, len, d, fp16, s, what);
         stage_done(s, what);
         fusion_mark(e, len, "MEMCPY_IN_FUSION_BUFFER", 'E');
     }
@@ -196,7 +203,7 @@ static void node_run(const fusion_entry *e, size_t len, float scale, fusion_stat
     fusion_mark(e, len, staged_node_activity(total * esize), 'E');
     if (!in_place) {
         fusion_mark(e, len, "MEMCPY_OUT_FUSION_BUFFER", 'B');
-        unpack(e, len, d, fp16, 1.0f, s);
+        unpack(e, len, d, fp16, 1.0f, s, what);
         gpu_wait(s, NULL, what);
         fusion_mark(e, len, "MEMCPY_OUT_FUSION_BUFFER", 'E');
         st->bytes_copied += 2 * total * esize;
