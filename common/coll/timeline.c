@@ -15,6 +15,7 @@
 
 static struct {
     int fd;
+    char *path;     /* for the warning when a write fails */
     off_t pos;      /* where the closing bracket starts */
     int nevents;
     double t0;      /* timer_seconds() at open */
@@ -38,6 +39,7 @@ int timeline_open(const char *path, char *err, unsigned errlen)
         return -1;
     }
     tl.fd = fd;
+    tl.path = strdup(path);
     tl.pos = 1;
     tl.nevents = 0;
     tl.t0 = timer_seconds();
@@ -49,6 +51,8 @@ void timeline_close(void)
     if (tl.fd >= 0)
         close(tl.fd);
     tl.fd = -1;
+    free(tl.path);
+    tl.path = NULL;
     for (int i = 0; i < tl.ntensors; i++)
         free(tl.tensors[i]);
     free(tl.tensors);
@@ -77,14 +81,25 @@ static void json_escape(const char *s, char *out, size_t outlen)
 /* Appends one event and the closing bracket in a single write. */
 static void append(const char *event)
 {
+    if (tl.fd < 0) /* stopped by the write before (a new tensor's two events) */
+        return;
     char line[1024];
     int len = snprintf(line, sizeof line, "%s%s" TAIL, tl.nevents ? ",\n" : "", event);
     if (len < 0 || (size_t)len >= sizeof line)
         return;
     ssize_t w = pwrite(tl.fd, line, (size_t)len, tl.pos);
-    if (w != len) { /* disk full or similar: stop tracing rather than corrupt the file */
-        fprintf(stderr, "hvdlab: warning: timeline write failed (%s); timeline stopped\n",
-                w < 0 ? strerror(errno) : "short write");
+    if (w != len) { /* disk full or similar: stop tracing, the file as it was before this event */
+        int err = w < 0 ? errno : 0;
+        if (w >= 0 && pwrite(tl.fd, line + w, (size_t)(len - w), tl.pos + w) < 0)
+            err = errno; /* a short write sets no errno; the rest of the line says why */
+        /* The closing bracket back where it was (bytes the file already had, so no new space)
+         * and what the failed write left after it cut off: the events so far, valid JSON. */
+        const size_t tail = strlen(TAIL);
+        int valid = pwrite(tl.fd, TAIL, tail, tl.pos) == (ssize_t)tail &&
+                    ftruncate(tl.fd, tl.pos + (off_t)tail) == 0;
+        fprintf(stderr, "hvdlab: warning: HVD_TIMELINE=%s: write failed (%s); timeline stopped "
+                "after %d events%s\n", tl.path ? tl.path : "?", err ? strerror(err) : "short write",
+                tl.nevents, valid ? "" : ", the file is not valid JSON");
         close(tl.fd);
         tl.fd = -1;
         return;

@@ -5,7 +5,8 @@
  * (the ring; on one host SHM_ALLREDUCE or CMA_ALLREDUCE, allreduce.h), MEMCPY_OUT_FUSION_BUFFER;
  * ts in microseconds since the timeline opened. Rank 0 writes it.
  * The file is valid JSON after every event: each event and the closing bracket go out in one
- * write at the end of the file, so a killed job leaves a loadable trace.
+ * write at the end of the file, so a killed job leaves a loadable trace. A write that fails (a
+ * full disk) stops the trace with one warning naming the file; the file keeps the events before.
  */
 #ifndef HVDLAB_TIMELINE_H
 #define HVDLAB_TIMELINE_H

@@ -1,12 +1,15 @@
 /* test_timeline.c — HVD_TIMELINE / hvd_start_timeline under mpirun -n 1..4: the trace is valid
  * JSON after every collective and holds Horovod's activities for each tensor. */
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "base/memory.h"
 #include "coll/allreduce.h"
 #include "coll/hvd.h"
+#include "coll/timeline.h"
 #include "lib/ck_mpi.h"
 #include "lib/file_io.h"
 #include "lib/json_check.h"
@@ -146,12 +149,58 @@ START_TEST(single_copy_pass_is_named)
 }
 END_TEST
 
+/* A full disk stops the trace with a warning, and the file keeps the events written before it:
+ * still valid JSON (the failed write once left half an event after the closing bracket's place).
+ * Rank 0's file-size limit (RLIMIT_FSIZE, SIGXFSZ ignored) stands in for the full disk. */
+START_TEST(full_disk_leaves_valid_json)
+{
+    int rank = hvd_rank();
+    start_timeline_in_tmp(rank);
+    struct rlimit old, small;
+    void (*old_xfsz)(int) = SIG_DFL;
+    if (rank == 0) {
+        ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
+        small = old;
+        small.rlim_cur = 4000;
+        old_xfsz = signal(SIGXFSZ, SIG_IGN);
+        ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &small), 0);
+    }
+    float x[4] = {1, 2, 3, 4};
+    char name[64];
+    for (int i = 0; i < 100; i++) { /* about 300 bytes of events each: the limit at ~13 */
+        snprintf(name, sizeof name, "fill/tensor-%d", i);
+        hvd_allreduce(x, 4, HVD_SUM, name);
+    }
+    if (rank == 0) {
+        int still = timeline_enabled();
+        ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &old), 0);
+        signal(SIGXFSZ, old_xfsz);
+        CK_EXPECT(!still, "the timeline still writes past a 4000-byte file-size limit");
+    }
+    expect_valid("after the disk filled up");
+    hvd_stop_timeline();
+    if (rank == 0) {
+        size_t len = 0;
+        char *t = file_read(path, &len);
+        ck_assert_ptr_nonnull(t);
+        CK_EXPECT(len <= 4000 && count(t, "process_name") >= 1, "%zu bytes, %zu tensors named",
+                  len, count(t, "process_name"));
+        free(t);
+        unlink(path);
+        *strrchr(path, '/') = '\0';
+        rmdir(path);
+    }
+    CK_AGREE();
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("timeline");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, trace_is_valid_and_complete);
     tcase_add_test(tc, single_copy_pass_is_named);
+    tcase_add_test(tc, full_disk_leaves_valid_json);
     suite_add_tcase(s, tc);
     return s;
 }
