@@ -117,9 +117,10 @@ int ckpt_load(const char *dir, int epoch, const ckpt_expect *want, ckpt_file *f,
  * satisfies want; 0 if none or dir does not exist. Nothing saved is ever overwritten by an
  * unrelated run: a damaged file it meets (format, CRC, non-finite value, wrong epoch) is renamed
  * to <name>.damaged (.damaged.2, ... when taken) with one warning line and the search goes on
- * to older ones; a valid file that does not satisfy want (another model or optimizer), a
- * damaged one that cannot be renamed aside, or a directory whose checkpoints are all damaged,
- * gives -1 and one line naming the file, what differs and CKPT_WAYS_ON.
+ * to older ones; a valid file that does not satisfy want (another model or optimizer), one of
+ * a newer format (ckpt_newer_format: left in place), a damaged one that cannot be renamed aside,
+ * or a directory whose checkpoints are all damaged, gives -1 and one line naming the file,
+ * what differs and CKPT_WAYS_ON.
  * -1 and one line in err also when dir exists but cannot be listed. */
 int ckpt_latest_epoch(const char *dir, const ckpt_expect *want, int max_epoch, char *err,
                       size_t errlen);

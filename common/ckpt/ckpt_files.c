@@ -360,6 +360,11 @@ int ckpt_latest_epoch(const char *dir, const ckpt_expect *want, int max_epoch, c
         if (ckpt_path_at(path, sizeof path, dir, ep[i].epoch, ep[i].batch))
             continue;
         if (read_checked(path, ep[i].epoch, ep[i].batch, NULL, &f, msg, sizeof msg) != 0) {
+            if (ckpt_newer_format(path)) { /* not damaged: its own build resumes from it */
+                rc = errmsg_set(err, errlen, NULL, "%s (a newer hvdlab wrote it: resume with that "
+                                "one); " CKPT_WAYS_ON, msg);
+                continue;
+            }
             /* left in place, it would be overwritten by this run's save of its epoch */
             if (ckpt_set_aside(path, msg) != 0)
                 rc = errmsg_set(err, errlen, NULL, "%s; cannot rename it aside: %s, and this "

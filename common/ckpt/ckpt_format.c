@@ -336,6 +336,19 @@ static int parse(const uint8_t *b, size_t size, const char *path, ckpt_file *f, 
     return 0;
 }
 
+int ckpt_newer_format(const char *path)
+{
+    uint8_t h[CKPT_HEADER_BYTES];
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* as slurp: a FIFO must not block */
+    if (fd < 0)
+        return 0;
+    struct stat st;
+    ssize_t got = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, h, sizeof h) : -1;
+    close(fd);
+    return got == (ssize_t)sizeof h && memcmp(h, CKPT_MAGIC, 8) == 0 &&
+           get_u32(h + 8) > CKPT_VERSION && get_u32(h + 124) == crc(0, h, 124);
+}
+
 int ckpt_read_file(const char *path, ckpt_file *f, char *err, size_t errlen)
 {
     memset(f, 0, sizeof *f);

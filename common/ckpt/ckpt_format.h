@@ -68,7 +68,7 @@
  * then what the caller expects (ckpt_check, ckpt.h).
  *
  * Public (ckpt_format.c): ckpt_path, ckpt_path_at, ckpt_config_name, ckpt_write_fd,
- * ckpt_read_file, ckpt_file_free.
+ * ckpt_read_file, ckpt_file_free, ckpt_newer_format.
  */
 #ifndef HVDLAB_CKPT_FORMAT_H
 #define HVDLAB_CKPT_FORMAT_H
@@ -150,5 +150,10 @@ int ckpt_write_fd(int fd, const ckpt_data *d, const char *path, char *err, size_
 /* Reads and verifies path (magic, size, version, CRCs, consistency). 0, or -1 with one line. */
 int ckpt_read_file(const char *path, ckpt_file *f, char *err, size_t errlen);
 void ckpt_file_free(ckpt_file *f);
+
+/* 1 when path is a checkpoint of a later format than this build reads: the magic, a version
+ * above CKPT_VERSION and a header CRC that holds (a damaged version field fails the CRC). Such a
+ * file is not damaged: a run stops at it rather than set it aside (ckpt_latest_epoch). */
+int ckpt_newer_format(const char *path);
 
 #endif

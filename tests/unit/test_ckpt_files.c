@@ -288,6 +288,49 @@ START_TEST(creates_log_dir_or_names_it)
 }
 END_TEST
 
+/* A checkpoint of a newer format (a newer hvdlab's, its header sealed) is not damaged: the run
+ * stops at it with one line and leaves it where its own build finds it (it was renamed to
+ * .damaged, and the run resumed from the epoch before and wrote its own file over the epoch).
+ * The same version with a header CRC that fails is damage (a flipped byte) and is set aside. */
+START_TEST(newer_format_stops_the_run_and_stays)
+{
+    char dir[512], want[2048];
+    snprintf(dir, sizeof dir, "%s", tmp_path("newer"));
+    fixture f;
+    for (int e = 1; e <= 2; e++) {
+        make_fixture(&f, 10, 2, e);
+        save(dir, &f);
+    }
+    ckpt_expect w = expect_of(&f);
+    size_t len;
+    uint8_t *b = slurp(tmp_path("newer/checkpoint-2.ckpt"), &len);
+    set_le32(b + 8, 3);
+    reseal(b, len);
+    spit(tmp_path("newer/checkpoint-2.ckpt"), b, len);
+    int cap = capture_begin();
+    int e = ckpt_latest_epoch(dir, &w, 0, err, sizeof err);
+    char *out = capture_end(cap);
+    ck_assert_msg(e == -1, "latest %d: %s / %s", e, err, out);
+    ck_assert_str_eq(out, "");
+    free(out);
+    snprintf(want, sizeof want, "%s/checkpoint-2.ckpt: checkpoint format version 3, this hvdlab "
+             "reads versions 1 and 2 (a newer hvdlab wrote it: resume with that one); use another "
+             "--log-dir, or --restart which moves the old files aside into a dated subfolder; "
+             "nothing is deleted", dir);
+    ck_assert_str_eq(err, want);
+    ck_assert_int_eq(access(tmp_path("newer/checkpoint-2.ckpt"), F_OK), 0);
+    ck_assert_int_eq(access(tmp_path("newer/checkpoint-2.ckpt.damaged"), F_OK), -1);
+    b[124] ^= 1; /* the header CRC no longer holds: a damaged file */
+    spit(tmp_path("newer/checkpoint-2.ckpt"), b, len);
+    free(b);
+    cap = capture_begin();
+    e = ckpt_latest_epoch(dir, &w, 0, err, sizeof err);
+    free(capture_end(cap));
+    ck_assert_msg(e == 1, "latest %d: %s", e, err);
+    ck_assert_int_eq(access(tmp_path("newer/checkpoint-2.ckpt.damaged"), F_OK), 0);
+}
+END_TEST
+
 /* A damaged file is set aside under a free name: an earlier checkpoint-N.ckpt.damaged (and
  * .damaged.2) stays byte for byte, and the warning names the file actually written. */
 START_TEST(set_aside_never_overwrites_an_earlier_damaged_file)
@@ -518,6 +561,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, killed_writer_leaves_previous_checkpoint);
     tcase_add_test(tc, creates_log_dir_or_names_it);
     tcase_add_test(tc, set_aside_never_overwrites_an_earlier_damaged_file);
+    tcase_add_test(tc, newer_format_stops_the_run_and_stays);
     tcase_add_test(tc, damaged_file_that_cannot_be_set_aside_stops_the_run);
     tcase_add_test(tc, restart_never_overwrites_an_earlier_restart);
     tcase_add_test(tc, param_set_layer_and_trace);
