@@ -22,6 +22,7 @@ static struct {
     int named;    /* trace_reopen gave this process its rank: the file is rank-R.log */
     int rank, size; /* 0 and 1 until then; a rank file stays after hvd_shutdown */
     double t0;
+    char path[4096]; /* the open file, for the warning when a write fails */
 } T = {.fd = -1, .size = 1};
 
 static void fail(const char *what, const char *path)
@@ -51,11 +52,11 @@ static int ensure_open(void)
         fail("cannot create", T.dir);
         return 0;
     }
-    char path[4096];
+    char *path = T.path;
     if (T.named)
-        snprintf(path, sizeof path, "%s/rank-%d.log", T.dir, T.rank);
+        snprintf(path, sizeof T.path, "%s/rank-%d.log", T.dir, T.rank);
     else
-        snprintf(path, sizeof path, "%s/pid-%ld.log", T.dir, (long)getpid());
+        snprintf(path, sizeof T.path, "%s/pid-%ld.log", T.dir, (long)getpid());
     T.fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
     if (T.fd < 0) {
         fail("cannot open", path);
@@ -108,11 +109,24 @@ void trace_event(const char *event, const char *fmt, ...)
         va_end(ap);
     }
     line[len++] = '\n';
-    ssize_t w = write(T.fd, line, len);
+    ssize_t w = write(T.fd, line, len), more = 0;
+    if (w >= 0 && (size_t)w < len) { /* a short write sets no errno: the rest of the line says */
+        errno = 0;
+        more = write(T.fd, line + w, len - (size_t)w);
+        if (more >= 0 && (size_t)(w + more) < len && errno == 0)
+            errno = ENOSPC;
+    }
     if (line != stack)
         free(line);
-    if (w != (ssize_t)len)
-        fail("cannot write to", T.dir);
+    if (w < 0 || (size_t)(w + (more > 0 ? more : 0)) < len) {
+        /* the part of the line that went out is cut off: the file holds whole lines only */
+        off_t end = lseek(T.fd, 0, SEEK_CUR);
+        int e = errno;
+        if (end >= 0 && w > 0 && ftruncate(T.fd, end - w - (more > 0 ? more : 0)) != 0)
+            e = errno;
+        errno = e;
+        fail("cannot write to", T.path);
+    }
 }
 
 char *trace_quote(const char *s, char *out, size_t outlen)

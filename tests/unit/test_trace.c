@@ -3,10 +3,14 @@
  * pid-P.log before hvd_init, rank-R.log after, whole lines, quoting, and the events of the
  * runtime hooks (init, pin, collective, shard, metrics, progress). */
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -434,6 +438,49 @@ START_TEST(empty_value_is_off)
 }
 END_TEST
 
+/* A full disk (here the file-size limit, SIGXFSZ ignored) stops tracing with one warning that
+ * names the file and the cause, and the file keeps whole lines only: a write that went out in
+ * part was cut off (it once stayed, half a line for the grader, and the warning named the
+ * directory with a stale errno: 'No such file or directory'). Forked: the limit and the trace
+ * state end with the test. */
+START_TEST(full_disk_keeps_whole_lines_and_says_why)
+{
+    char dir[512], want[1024];
+    snprintf(dir, sizeof dir, "%s", tmp_path("full"));
+    setenv("HVDLAB_TRACE", dir, 1);
+    fflush(stderr);
+    int saved = dup(2), fd = open(tmp_path("stderr.txt"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ck_assert_int_ge(fd, 0);
+    dup2(fd, 2);
+    close(fd);
+    signal(SIGXFSZ, SIG_IGN);
+    struct rlimit lim;
+    ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &lim), 0);
+    lim.rlim_cur = 1000;
+    ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    for (int i = 0; i < 100; i++) /* about 80 bytes each */
+        trace_event("collective", "op=allreduce name=\"grad/%d\" count=%d", i, i);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    ck_assert_int_eq(trace_enabled(), 0);
+    char *err = file_read(tmp_path("stderr.txt"), NULL);
+    ck_assert_ptr_nonnull(err);
+    snprintf(want, sizeof want, "hvdlab: warning: HVDLAB_TRACE: cannot write to %s/pid-%ld.log: "
+             "%s; tracing stops\n", dir, (long)getpid(), strerror(EFBIG));
+    ck_assert_str_eq(err, want);
+    free(err);
+    char path[600];
+    snprintf(path, sizeof path, "%s/pid-%ld.log", dir, (long)getpid());
+    size_t len = 0;
+    char *t = file_read(path, &len);
+    ck_assert_ptr_nonnull(t);
+    ck_assert_msg(len > 0 && len <= 1000 && t[len - 1] == '\n', "%zu bytes, the last %d", len,
+                  len ? t[len - 1] : -1);
+    free(t);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("trace");
@@ -448,6 +495,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, hooks_two_ranks);
     tcase_add_test(tc, hooks_three_ranks);
     tcase_add_test(tc, unwritable_dir_warns_once_and_runs_on);
+    tcase_add_test(tc, full_disk_keeps_whole_lines_and_says_why);
     suite_add_tcase(s, tc);
     return s;
 }
