@@ -1,6 +1,7 @@
 /* profile_report.c — HVD_PROFILE's table at shutdown: every rank's counts gathered on rank 0,
  * printed mpitrace-style and written as CSV beside the timeline. See profile.h.
  * Public: profile_report. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,12 +92,13 @@ static const char *level_name(int op)
            : op == PROFILE_HIER ? "hier" : "mpi";
 }
 
-static void write_csv(const char *path, const double *all, int size)
+/* 0, or -1 with one warning naming the file and why (a full disk shows at the flush). */
+static int write_csv(const char *path, const double *all, int size)
 {
     FILE *f = fopen(path, "w");
     if (!f) {
-        fprintf(stderr, "hvdlab: warning: profile: cannot write %s\n", path);
-        return;
+        fprintf(stderr, "hvdlab: warning: profile: cannot write %s: %s\n", path, strerror(errno));
+        return -1;
     }
     fprintf(f, "operation,level,ranks,calls_per_rank,avg_bytes,time_min_s,time_mean_s,"
             "time_max_s\n");
@@ -120,7 +122,17 @@ static void write_csv(const char *path, const double *all, int size)
     row el = over_ranks(all, size, 0, 1);
     fprintf(f, "total_communication,total,%d,,,%.6g,%.6g,%.6g\n", size, comm[0], comm[1], comm[2]);
     fprintf(f, "total_elapsed,total,%d,,,%.6g,%.6g,%.6g\n", size, el.min, el.mean, el.max);
-    fclose(f);
+    errno = 0;
+    int failed = fflush(f) != 0 || ferror(f);
+    int e = errno ? errno : EIO;
+    if (fclose(f) != 0 && !failed) {
+        failed = 1;
+        e = errno;
+    }
+    if (failed)
+        fprintf(stderr, "hvdlab: warning: profile: cannot write %s: %s (the file is incomplete)\n",
+                path, strerror(e));
+    return failed ? -1 : 0;
 }
 
 void profile_report(MPI_Comm comm)
@@ -147,8 +159,8 @@ void profile_report(MPI_Comm comm)
         if (profile_S.timeline[0]) {
             char path[1100];
             csv_path(profile_S.timeline, path, sizeof path);
-            write_csv(path, all, size);
-            fprintf(stderr, "hvdlab profile: written to %s\n", path);
+            if (write_csv(path, all, size) == 0)
+                fprintf(stderr, "hvdlab profile: written to %s\n", path);
         }
         fflush(stderr);
         free(all);

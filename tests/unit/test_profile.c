@@ -132,6 +132,31 @@ END_TEST
 START_TEST(known_workload_one_rank) { check_known_workload(1, 4, 4096); }
 END_TEST
 
+/* A CSV that cannot be written (here its name is a link to /dev/full, as on a full disk) is said
+ * in one warning naming the file and why, and the table's 'written to' line does not claim it
+ * (it did, over an empty file). */
+START_TEST(unwritable_csv_is_not_claimed)
+{
+    char dir[] = "/tmp/hvdlab-profile-XXXXXX", env[512], launch[1200], csv[600], want[800];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(csv, sizeof csv, "%s/t.profile.csv", dir);
+    ck_assert_int_eq(symlink("/dev/full", csv), 0);
+    snprintf(env, sizeof env, "HVD_PROFILE=1 HVD_TIMELINE=%s/t.json", dir);
+    snprintf(launch, sizeof launch, "-n 2 %s 3 4000", prog);
+    mpi_job *j = mpi_job_run(env, launch);
+    ck_assert_msg(j->status == 0, "exited %d:\n%s", j->status, j->out);
+    snprintf(want, sizeof want, "hvdlab: warning: profile: cannot write %s: No space left on "
+             "device (the file is incomplete)\n", csv);
+    ck_assert_msg(mpi_job_count(j, want) == 1, "no warning\n  %s\nin:\n%s", want, j->out);
+    ck_assert_msg(mpi_job_count(j, "written to") == 0, "%s", j->out);
+    mpi_job_free(j);
+    unlink(csv);
+    snprintf(csv, sizeof csv, "%s/t.json", dir);
+    unlink(csv);
+    rmdir(dir);
+}
+END_TEST
+
 START_TEST(off_prints_nothing)
 {
     char launch[1200];
@@ -165,6 +190,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, known_workload_three_ranks);
     tcase_add_test(tc, known_workload_one_rank);
     tcase_add_test(tc, off_prints_nothing);
+    tcase_add_test(tc, unwritable_csv_is_not_claimed);
     tcase_add_test(tc, one_rank_only_stops_at_init);
     suite_add_tcase(s, tc);
     return s;
