@@ -47,6 +47,29 @@ int dataset_file_path(const char *dir, const char *prefix, const char *kind, cha
     return is_file(out) ? 0 : -1;
 }
 
+/* What stands under DIR/NAME.gz or DIR/NAME where neither is a file to read (a directory, a
+ * FIFO, a link to nothing): 1 and that in out, "NAME.gz is a directory, not a file"; 0 when
+ * neither name exists (the file is missing). */
+static int what_is_there(const char *dir, const char *name, char *out, size_t len)
+{
+    for (int gz = 1; gz >= 0; gz--) {
+        char p[DATASET_PATHLEN];
+        struct stat st;
+        snprintf(p, sizeof p, "%s/%s%s", dir, name, gz ? ".gz" : "");
+        if (lstat(p, &st) != 0)
+            continue;
+        if (stat(p, &st) != 0)
+            snprintf(out, len, "%s%s is a link to nothing (%s)", name, gz ? ".gz" : "",
+                     strerror(errno));
+        else
+            snprintf(out, len, "%s%s is %s, not a file", name, gz ? ".gz" : "",
+                     S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO"
+                     : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : "no plain file");
+        return 1;
+    }
+    return 0;
+}
+
 int dataset_locate_in(const char *const *places, const char *const *origins, size_t nplaces,
                       char *dir, size_t dirlen, char *err, size_t errlen)
 {
@@ -67,15 +90,24 @@ int dataset_locate_in(const char *const *places, const char *const *origins, siz
             errmsg_append(tried, sizeof tried, "not a directory");
             continue;
         }
+        /* the missing names first, then what stands where a file should (a directory, ...) */
         int missing = 0;
-        for (int s = 0; s < 2; s++)
-            for (int k = 0; k < 2; k++) {
-                char path[DATASET_PATHLEN], name[64];
-                if (dataset_file_path(p, PREFIXES[s], KINDS[k], path, sizeof path) == 0)
-                    continue;
-                base_name(PREFIXES[s], KINDS[k], name, sizeof name);
-                errmsg_append(tried, sizeof tried, "%s%s[.gz]", missing++ ? ", " : "missing ", name);
-            }
+        for (int pass = 0; pass < 2; pass++)
+            for (int s = 0; s < 2; s++)
+                for (int k = 0; k < 2; k++) {
+                    char path[DATASET_PATHLEN], name[64], there[DATASET_PATHLEN];
+                    if (dataset_file_path(p, PREFIXES[s], KINDS[k], path, sizeof path) == 0)
+                        continue;
+                    base_name(PREFIXES[s], KINDS[k], name, sizeof name);
+                    int other = what_is_there(p, name, there, sizeof there);
+                    if (!other && pass == 0)
+                        errmsg_append(tried, sizeof tried, "%s%s[.gz]",
+                                      missing ? ", " : "missing ", name);
+                    else if (other && pass == 1)
+                        errmsg_append(tried, sizeof tried, "%s%s", missing ? ", and " : "",
+                                      there);
+                    missing += other == pass;
+                }
         if (!missing) {
             if (strlen(p) + 1 > dirlen)
                 return set_err(err, errlen, "%s [%s]: path too long", p, origin);

@@ -253,6 +253,43 @@ START_TEST(not_found_message)
 }
 END_TEST
 
+/* A name taken by something that is not a file (a directory, a FIFO, a device, a link to
+ * nothing) is said as such, after the names that are missing: it was counted as missing too,
+ * and 'missing t10k-labels-idx1-ubyte[.gz]' sent the user to a file that was there. */
+START_TEST(what_stands_in_a_files_place_is_named)
+{
+    const char *d = tmp_path("odd");
+    char p[DATASET_PATHLEN], dir[DATASET_PATHLEN], want[ERRMSG_LEN];
+    mkdir_p(d);
+    write_split(d, "train", 3, 4, 1);
+    snprintf(p, sizeof p, "%s/train-images-idx3-ubyte.gz", d);
+    ck_assert_int_eq(unlink(p), 0);
+    ck_assert_int_eq(mkdir(p, 0755), 0);
+    snprintf(p, sizeof p, "%s/train-labels-idx1-ubyte.gz", d);
+    ck_assert_int_eq(unlink(p), 0);
+    ck_assert_int_eq(mkfifo(p, 0644), 0);
+    snprintf(p, sizeof p, "%s/t10k-images-idx3-ubyte", d);
+    ck_assert_int_eq(symlink("/dev/null", p), 0);
+    snprintf(p, sizeof p, "%s/t10k-labels-idx1-ubyte.gz", d);
+    ck_assert_int_eq(symlink("nowhere", p), 0);
+    const char *places[1] = {d}, *origins[1] = {"--data-dir"};
+    ck_assert_int_eq(dataset_locate_in(places, origins, 1, dir, sizeof dir, err, sizeof err), -1);
+    snprintf(want, sizeof want, "Fashion-MNIST not found; tried: %s [--data-dir]: "
+             "train-images-idx3-ubyte.gz is a directory, not a file, and "
+             "train-labels-idx1-ubyte.gz is a FIFO, not a file, and t10k-images-idx3-ubyte is a "
+             "device, not a file, and t10k-labels-idx1-ubyte.gz is a link to nothing (No such "
+             "file or directory); install it with: sudo apt-get install dataset-fashion-mnist "
+             "(or: make setup)", d);
+    ck_assert_str_eq(err, want);
+    /* the missing ones first, then the others */
+    ck_assert_int_eq(unlink(p), 0);
+    ck_assert_int_eq(dataset_locate_in(places, origins, 1, dir, sizeof dir, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "[--data-dir]: missing t10k-labels-idx1-ubyte[.gz], and train-"
+                              "images-idx3-ubyte.gz is a directory, not a file, and ") != NULL,
+                  "%s", err);
+}
+END_TEST
+
 START_TEST(file_path_preference)
 {
     char p[DATASET_PATHLEN], want[DATASET_PATHLEN];
@@ -346,6 +383,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, cross_checks);
     tcase_add_test(tc, locate_order);
     tcase_add_test(tc, not_found_message);
+    tcase_add_test(tc, what_stands_in_a_files_place_is_named);
     tcase_add_test(tc, file_path_preference);
     tcase_add_test(tc, pixel_stats);
     tcase_add_test(tc, real_fashion_mnist);
