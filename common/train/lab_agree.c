@@ -13,7 +13,7 @@
 
 enum { TRAIN_N, TEST_N, TRAIN_IMAGES, TRAIN_LABELS, TEST_IMAGES, TEST_LABELS, TRAIN_SUBSET,
        TEST_SUBSET, BATCH, VAL_BATCH, SEED, EPOCHS, MODEL, DROPOUT, OPTIMIZER, BASE_LR, MOMENTUM,
-       WD, WARMUP, TARGET, PATIENCE, CHECKPOINTING, NITEMS };
+       WD, WARMUP, TARGET, PATIENCE, CHECKPOINTING, RESTART, NITEMS };
 
 /* How an item's value prints: a count, a fingerprint (hex), a double's bits, wrn-D-K. */
 enum { INT, HEX, REAL, NET, OPT };
@@ -49,6 +49,7 @@ static const struct {
     [TARGET] = {"--target-accuracy", REAL, 0},
     [PATIENCE] = {"--patience", INT, 0},
     [CHECKPOINTING] = {"--use-checkpointing (0 off, 1 on)", INT, 0},
+    [RESTART] = {"--restart (0 off, 1 on)", INT, 0},
 };
 
 static unsigned long long real_bits(double x)
@@ -92,6 +93,7 @@ static record describe(const args *a, const dataset *ds)
     r.v[TARGET] = real_bits(a->target_accuracy);
     r.v[PATIENCE] = (unsigned long long)a->patience;
     r.v[CHECKPOINTING] = (unsigned long long)a->use_checkpointing;
+    r.v[RESTART] = (unsigned long long)a->restart;
     size_t n = strnlen(ds->dir, sizeof r.dir - 1); /* a longer path is cut: only shown */
     memcpy(r.dir, ds->dir, n);
     return r;

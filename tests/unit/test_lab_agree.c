@@ -164,6 +164,17 @@ START_TEST(another_model_or_epochs_is_named)
 }
 END_TEST
 
+/* --restart reaches the checkpoints through rank 0 alone: given to another rank only, it was
+ * ignored and the run resumed what it was asked to set aside. Compared before anything moves. */
+START_TEST(restart_on_one_rank_is_named)
+{
+    const char *a = make_data("a", 8, 0);
+    mpi_job *j = run(1, a, "", 1, a, "--restart");
+    expect_stop(j, "] the ranks disagree on how to train: --restart (0 off, 1 on) is 0 on rank 0 "
+                   "but 1 on rank 1; every rank must be given the same --restart (0 off, 1 on)\n");
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("lab_agree");
@@ -178,6 +189,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, another_seed_is_named);
     tcase_add_test(tc, another_learning_rate_is_named);
     tcase_add_test(tc, another_model_or_epochs_is_named);
+    tcase_add_test(tc, restart_on_one_rank_is_named);
     suite_add_tcase(s, tc);
     return s;
 }
