@@ -239,6 +239,20 @@ static int check_gpu_spread(const int *gpu, int np, int gpus, char *msg, size_t 
     return 0;
 }
 
+/* Whether the process of rank p pinned itself before hvd_init: its pid-P.log (the trace before
+ * hvd_init) holds a pin event. */
+static int pinned_before_init(grade_run *r, const grade_proc *p)
+{
+    const char *pid = p->nev > 0 ? grade_get(&p->ev[0], "pid") : NULL;
+    for (int i = 0; pid && i < r->nprocs; i++) {
+        const grade_proc *q = &r->procs[i];
+        if (strstr(q->file, "/pid-") && q->nev > 0 && same(grade_get(&q->ev[0], "pid"), pid)
+            && grade_nth(q, "pin", 0))
+            return 1;
+    }
+    return 0;
+}
+
 static int check_init(grade_ctx *g, char *msg, size_t len)
 {
     grade_run *r = &g->a;
@@ -260,6 +274,10 @@ static int check_init(grade_ctx *g, char *msg, size_t len)
             return fail(msg, len, "rank %d reports a world of %d processes, mpirun started %d.",
                         k, p->size, g->np);
         const grade_event *pin = grade_nth(p, "pin", 0);
+        if (!pin && pinned_before_init(r, p))
+            return fail(msg, len, "rank %d called hvd_pin_device before hvd_init, when it did not "
+                        "know its local rank yet.\n  Hint: call hvd_init(&argc, &argv) first, "
+                        "then hvd_pin_device(hvd_local_rank(), NULL).", k);
         if (!pin)
             return fail(msg, len, "rank %d never pinned itself to a device.\n  Hint: after "
                         "hvd_init, call hvd_pin_device(hvd_local_rank(), NULL).", k);
