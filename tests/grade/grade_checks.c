@@ -407,6 +407,29 @@ static int check_broadcast(grade_ctx *g, char *msg, size_t len)
                     "rank 0).\n  Hint: did you broadcast the initial parameters and optimizer "
                     "state from rank 0? hvd_broadcast_parameters(ps, 0); "
                     "hvd_broadcast_optimizer_state(opt, 0);", s, k);
+    /* Equal weights also come from another root, or with the optimizer state left out while it
+     * is all zeros; both go wrong once only rank 0 has loaded a checkpoint (step 7). */
+    grade_proc *p0 = grade_rank(&g->a, 0);
+    const grade_event *bp = grade_find(p0, "params", "when", "broadcast");
+    const grade_event *bo = grade_find(p0, "collective", "name", "broadcast.optimizer_header");
+    const char *root = bp ? grade_get(bp, "root") : NULL;
+    if (!root && bo)
+        root = grade_get(bo, "root");
+    if (root && !same(root, "0"))
+        return fail(msg, len, "the initial state was broadcast from rank %s, not from rank 0: "
+                    "the weights agree now, but it is rank 0 that loads a checkpoint (step 7), "
+                    "and the others must take its state.\n  Hint: the root is the last "
+                    "argument: hvd_broadcast_parameters(ps, 0); "
+                    "hvd_broadcast_optimizer_state(opt, 0);", root);
+    if (!bo)
+        return fail(msg, len, "the optimizer state (momentum, step count) was never broadcast: "
+                    "harmless while it is all zeros, not once rank 0 has loaded it from a "
+                    "checkpoint (step 7).\n  Hint: after the resume code, "
+                    "hvd_broadcast_optimizer_state(opt, 0);");
+    if (!same(grade_get(bo, "root"), "0"))
+        return fail(msg, len, "the optimizer state was broadcast from rank %s, not from rank "
+                    "0.\n  Hint: the root is the last argument: "
+                    "hvd_broadcast_optimizer_state(opt, 0);", grade_get(bo, "root"));
     return 0;
 }
 
