@@ -402,11 +402,26 @@ static int check_distributed(grade_ctx *g, char *msg, size_t len)
 static int check_broadcast(grade_ctx *g, char *msg, size_t len)
 {
     int s, k;
-    if (steps_agree(g, "param_sum", &s, &k) != 0)
+    if (steps_agree(g, "param_sum", &s, &k) != 0) {
+        /* Broadcast right, update not: the same weights in, the same gradient applied (step
+         * 3's check), different weights out: the ranks stepped with different settings. */
+        const grade_event *b0 = grade_find(grade_rank(&g->a, 0), "params", "when", "broadcast");
+        const grade_event *bk = grade_find(grade_rank(&g->a, k), "params", "when", "broadcast");
+        const grade_event *e0 = grade_nth(grade_rank(&g->a, 0), "step", s - 1);
+        const grade_event *ek = grade_nth(grade_rank(&g->a, k), "step", s - 1);
+        if (b0 && bk && same(grade_get(b0, "sum"), grade_get(bk, "sum")) && e0 && ek
+            && same(grade_get(e0, "grad_sum"), grade_get(ek, "grad_sum")))
+            return fail(msg, len, "ranks ended step %d with different weights (rank %d differs "
+                        "from rank 0), though they started from the same broadcast weights and "
+                        "applied the same gradient: the update differed (learning rate %s on "
+                        "rank 0, %s on rank %d).\n  Hint: every rank must set up the optimizer "
+                        "and its learning rate the same way: no if (hvd_rank() == 0) there.", s,
+                        k, grade_get(e0, "lr"), grade_get(ek, "lr"), k);
         return fail(msg, len, "ranks ended step %d with different weights (rank %d differs from "
                     "rank 0).\n  Hint: did you broadcast the initial parameters and optimizer "
                     "state from rank 0? hvd_broadcast_parameters(ps, 0); "
                     "hvd_broadcast_optimizer_state(opt, 0);", s, k);
+    }
     /* Equal weights also come from another root, or with the optimizer state left out while it
      * is all zeros; both go wrong once only rank 0 has loaded a checkpoint (step 7). */
     grade_proc *p0 = grade_rank(&g->a, 0);
@@ -717,6 +732,18 @@ static int check_lr_scaled(grade_ctx *g, char *msg, size_t len)
 {
     double max = 0;
     int n = grade_count(grade_rank(&g->a, 0), "step");
+    /* Rank 0's rate is the one checked below; every other rank must step with the same. */
+    for (int k = 1; k < g->np; k++)
+        for (int i = 0; i < n; i++) {
+            const grade_event *e = grade_nth(grade_rank(&g->a, k), "step", i);
+            double lr = e ? grade_num(e, "lr", NAN) : NAN;
+            if (!close_to(lr, step_lr(g, i)))
+                return fail(msg, len, "at step %d rank %d used learning rate %g, rank 0 %g: "
+                            "the ranks apply the same averaged gradient with different rates, "
+                            "so their weights part.\n  Hint: scale the learning rate the same "
+                            "way on every rank: lr_scaled(base_lr, hvd_size()).", i + 1, k, lr,
+                            step_lr(g, i));
+        }
     for (int i = 0; i < n; i++)
         max = fmax(max, step_lr(g, i));
     double want = g->base_lr * g->np;
