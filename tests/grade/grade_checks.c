@@ -781,6 +781,12 @@ static int check_novograd(grade_ctx *g, char *msg, size_t len)
     if (!same(opt, "novograd"))
         return fail(msg, len, "the optimizer is %s.\n  Hint: create it with novograd_create "
                     "(then wrap it with hvd_distributed_optimizer as before).", opt ? opt : "?");
+    grade_proc *c0 = g->have_c ? grade_rank(&g->c, 0) : NULL;
+    const char *copt = c0 ? grade_get(grade_nth(c0, "step", 0), "opt") : NULL;
+    if (c0 && !same(copt, "sgd"))
+        return fail(msg, len, "the 3-rank run asked for --optimizer sgd and got %s.\n  Hint: "
+                    "create NovoGrad only when a.optimizer == OPT_NOVOGRAD, and keep "
+                    "sgd_create otherwise.", copt ? copt : "no optimizer step");
     double first = NAN, last = NAN;
     for (int i = 0; i < p0->nev; i++)
         if (grade_is(&p0->ev[i], "metrics") && same(grade_get(&p0->ev[i], "when"), "epoch")) {
