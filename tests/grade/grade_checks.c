@@ -716,6 +716,14 @@ static int check_checkpoints(grade_ctx *g, char *msg, size_t len)
                     "rank 0 restored the optimizer's state (momentum, step count) with the "
                     "weights; hand it to everyone too: hvd_broadcast_optimizer_state(opt, 0); "
                     "after loading.", s, g->epochs + 1, k);
+    /* The third part: a run stopped by a signal saves mid-epoch only when the program resumes
+     * mid-epoch, which resume_batch says (train/stop.h); it traces the resumed epoch. */
+    if (!grade_nth(b0, "resume", 0))
+        return fail(msg, len, "the resumed run never asked resume_batch where its epoch starts: "
+                    "without it a run stopped by a signal saves nothing mid-epoch (\"nothing "
+                    "saved (this program resumes at epoch boundaries only; …)\") and loses the "
+                    "epoch's work.\n  Hint: start the batch loop there: for (int b = "
+                    "resume_batch(&train, epoch); b < steps_per_epoch; b++)");
     return 0;
 }
 
