@@ -169,7 +169,7 @@ END_TEST
 START_TEST(restart_on_one_rank_is_named)
 {
     const char *a = make_data("a", 8, 0);
-    mpi_job *j = run(1, a, "", 1, a, "--restart");
+    mpi_job *j = run(1, a, "--use-checkpointing", 1, a, "--use-checkpointing --restart");
     expect_stop(j, "] the ranks disagree on how to train: --restart (0 off, 1 on) is 0 on rank 0 "
                    "but 1 on rank 1; every rank must be given the same --restart (0 off, 1 on)\n");
 }
