@@ -39,6 +39,21 @@ static int candidate_of(int trial)
     return trial < (int)NCAND ? trial : (int)NTRIALS - 1 - trial;
 }
 
+#define LOG_HEADER                                                                             \
+    "trial,round,fusion_threshold_bytes,measured_steps,median_step_ms,score_ms,chosen\n"
+
+/* Rank 0 at start: the log created with its header now, so that a path it cannot write stops
+ * the job before the 72 steps of trials rather than after them. */
+static void create_log(void)
+{
+    FILE *f = fopen(A.log, "w");
+    int ok = f && fputs(LOG_HEADER, f) >= 0;
+    if (f && fclose(f) != 0)
+        ok = 0;
+    if (!ok)
+        fatal_error("HVD_AUTOTUNE_LOG=%s: cannot create: %s", A.log, strerror(errno));
+}
+
 static int env_count(const char *var, int dflt, int lo)
 {
     const char *v = getenv(var);
@@ -80,6 +95,8 @@ void autotune_init(MPI_Comm comm, int rank, size_t *threshold, int explicit_thre
         fatal_error("autotune: out of memory");
     v = getenv("HVD_AUTOTUNE_LOG");
     A.log = v && *v ? v : NULL;
+    if (A.log && rank == 0)
+        create_log();
     A.comm = comm;
     A.rank = rank;
     A.threshold = threshold;
@@ -118,7 +135,7 @@ static void write_log(const double *cand_ms, const double *trial_ms, int best)
                 strerror(errno));
         return;
     }
-    fprintf(f, "trial,round,fusion_threshold_bytes,measured_steps,median_step_ms,score_ms,chosen\n");
+    fputs(LOG_HEADER, f);
     for (int t = 0; t < (int)NTRIALS; t++) {
         int c = candidate_of(t);
         fprintf(f, "%d,%d,%zu,%d,%.3f,%.3f,%d\n", t, t < (int)NCAND ? 1 : 2,

@@ -17,7 +17,8 @@
  *
  * Environment (the ranks must agree; hvd_init stops the job if not):
  *   HVD_AUTOTUNE=1                       on (0 or unset: off)
- *   HVD_AUTOTUNE_LOG=FILE                rank 0 writes the trials there as CSV
+ *   HVD_AUTOTUNE_LOG=FILE                rank 0 writes the trials there as CSV (created at
+ *                                        start: a path it cannot create stops the job)
  *   HVD_AUTOTUNE_STEPS_PER_SAMPLE=S      measured steps per trial (default 5)
  *   HVD_AUTOTUNE_WARMUP_SAMPLES=W        unmeasured steps after each change (default 1)
  * HVD_FUSION_THRESHOLD set as well: that value stays (Horovod keeps explicitly set parameters

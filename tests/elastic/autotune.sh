@@ -4,7 +4,8 @@
 # trial (each candidate forward then backward), and the threshold chosen is the one with the
 # lowest measured score. Speed is not tested (a shared 2-core VM is too noisy for that); the
 # figures are in the lab text. Also: with HVD_FUSION_THRESHOLD set, autotune keeps it (one line,
-# no trials); ranks that disagree on HVD_AUTOTUNE stop with one line.
+# no trials); a HVD_AUTOTUNE_LOG it cannot create stops the job at start; ranks that disagree on
+# HVD_AUTOTUNE stop with one line.
 # Usage: autotune.sh [PROGRAM] (from the repository root). Exit 0 when all hold.
 set -u
 prog=${1:-./solution10}
@@ -48,6 +49,15 @@ HVD_AUTOTUNE=1 HVD_FUSION_THRESHOLD=1M HVDLAB_TRACE="$work/fixed" timeout 120 ./
 if ! grep -q "^hvdlab: autotune: HVD_FUSION_THRESHOLD=1048576 is set and stays" "$work/fixed.out" ||
    grep -qs "event=autotune" "$work/fixed"/rank-*.log; then
     fail "HVD_FUSION_THRESHOLD=1M with HVD_AUTOTUNE=1: no 'is set and stays' line, or trials ran"
+fi
+# a log it cannot create stops the job at start, not after the trials
+HVD_AUTOTUNE=1 HVD_AUTOTUNE_LOG="$work/none/trials.csv" timeout 60 ./hvdrun -n 2 "$prog" $flags \
+    >"$work/nolog.out" 2>&1
+rc=$?
+want="HVD_AUTOTUNE_LOG=$work/none/trials.csv: cannot create: No such file or directory"
+if [ "$rc" -eq 0 ] || ! grep -q "^hvdlab: error: \[rank 0\] $want\$" "$work/nolog.out" ||
+   grep -q "^Epoch 1/" "$work/nolog.out"; then
+    fail "HVD_AUTOTUNE_LOG in a missing folder: exit $rc, no '$want' line before any epoch"
 fi
 # ranks that disagree stop with one line
 timeout 60 ${MPIRUN:-mpirun --oversubscribe --allow-run-as-root} -np 1 env HVD_AUTOTUNE=1 "$prog" $flags : \
