@@ -105,12 +105,17 @@ static void apply(optimizer *opt, param_set *ps)
 static void apply_gpu(optimizer *opt, param_set *ps)
 {
     const int T = ntensors(ps);
-    size_t *tab = malloc(2 * (size_t)T * sizeof *tab);
-    if (!tab)
-        fatal_error("novograd: out of memory for %d views", T);
-    for (int t = 0; t < T; t++) {
-        tab[t] = ps->nviews ? ps->views[t].offset : 0;
-        tab[T + t] = ps->nviews ? ps->views[t].count : ps->n;
+    /* The tables stay for the optimizer's life: a copy from pageable memory "might be
+     * synchronous" (CUDA), no more, so the source must outlive the call that queued it. */
+    size_t *tab = opt->host_aux;
+    if (!tab) {
+        tab = opt->host_aux = malloc(2 * (size_t)T * sizeof *tab);
+        if (!tab)
+            fatal_error("novograd: out of memory for %d views", T);
+        for (int t = 0; t < T; t++) {
+            tab[t] = ps->nviews ? ps->views[t].offset : 0;
+            tab[T + t] = ps->nviews ? ps->views[t].count : ps->n;
+        }
     }
     if (!opt->device_aux) {
         const size_t bytes = optim_novograd_aux_bytes(T);
@@ -124,7 +129,6 @@ static void apply_gpu(optimizer *opt, param_set *ps)
     optim_novograd_cuda(ps->params, ps->grads, opt->state, opt->state + ps->n, tab, tab + T, T,
                         opt->device_aux, o->beta1, o->beta2, o->eps, o->weight_decay, avg, opt->lr,
                         first);
-    free(tab);
 }
 #define APPLY_GPU apply_gpu
 #else

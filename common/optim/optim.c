@@ -51,6 +51,7 @@ void optimizer_free(optimizer *opt)
         memory_free(opt->state);
         memory_free(opt->accum);
     }
+    free(opt->host_aux);
     free(opt);
 }
 

@@ -101,6 +101,7 @@ struct optimizer {
     /* GPU model: state and accum are device memory, as the param_set's buffers */
     int device;
     void *device_aux;        /* the kind's own device scratch (NovoGrad: tables, partial sums) */
+    void *host_aux;          /* what it copies up each step (NovoGrad: the tables), kept alive */
 };
 
 novograd_options novograd_defaults(void); /* β1 0.9, β2 0.999, ε 1e-7, wd 0, averaging off */

@@ -136,8 +136,8 @@ extern "C" void optim_novograd_cuda(float *w, const float *g, float *m, float *v
     novograd_kernel<<<dim3(bx, (unsigned)T), OPT_THREADS, 0, s>>>(w, g, m, v, doff, dcnt, beta1,
                                                                    eps, wd, avg, lr);
     CUDA_CHECK_LAUNCH(s);
-    /* off and cnt are the caller's pageable host memory: the copies above finished before
-     * cudaMemcpyAsync returned, so nothing here outlives this call. */
+    /* off and cnt are the caller's pageable host memory, which it keeps: CUDA promises no more
+     * than that such a copy "might be synchronous". */
 }
 
 /* ---- accumulation and the NaN/Inf check ------------------------------------------------- */

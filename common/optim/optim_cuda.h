@@ -19,9 +19,10 @@ extern "C" {
 /* v = momentum·v − lr·g; w += v. */
 void optim_sgd_cuda(float *v, float *w, const float *g, size_t n, float momentum, float lr);
 
-/* NovoGrad over T tensors at (off[t], cnt[t]) (host arrays): ‖g_t‖² by a device reduction in
- * double, v[t] updated, then the elementwise update of w and m. aux: device memory of
- * optim_novograd_aux_bytes(T) bytes (the tables and partial sums). */
+/* NovoGrad over T tensors at (off[t], cnt[t]) (host arrays, kept by the caller after the call:
+ * their copies up may still be queued): ‖g_t‖² by a device reduction in double, v[t] updated,
+ * then the elementwise update of w and m. aux: device memory of optim_novograd_aux_bytes(T)
+ * bytes (the tables and partial sums). */
 size_t optim_novograd_aux_bytes(int T);
 void optim_novograd_cuda(float *w, const float *g, float *m, float *v, const size_t *off,
                          const size_t *cnt, int T, void *aux, float beta1, float beta2, float eps,
