@@ -404,12 +404,15 @@ static int check_broadcast(grade_ctx *g, char *msg, size_t len)
     int s, k;
     if (steps_agree(g, "param_sum", &s, &k) != 0) {
         /* Broadcast right, update not: the same weights in, the same gradient applied (step
-         * 3's check), different weights out: the ranks stepped with different settings. */
+         * 3's check), different weights out: the ranks stepped with different settings. The
+         * broadcast must come before the step (events in trace order): one made after training
+         * also leaves equal sums, and there the broadcast is what is wrong. */
         const grade_event *b0 = grade_find(grade_rank(&g->a, 0), "params", "when", "broadcast");
         const grade_event *bk = grade_find(grade_rank(&g->a, k), "params", "when", "broadcast");
         const grade_event *e0 = grade_nth(grade_rank(&g->a, 0), "step", s - 1);
         const grade_event *ek = grade_nth(grade_rank(&g->a, k), "step", s - 1);
-        if (b0 && bk && same(grade_get(b0, "sum"), grade_get(bk, "sum")) && e0 && ek
+        if (b0 && bk && e0 && ek && b0 < e0 && bk < ek
+            && same(grade_get(b0, "sum"), grade_get(bk, "sum"))
             && same(grade_get(e0, "grad_sum"), grade_get(ek, "grad_sum")))
             return fail(msg, len, "ranks ended step %d with different weights (rank %d differs "
                         "from rank 0), though they started from the same broadcast weights and "
