@@ -39,18 +39,13 @@ static int candidate_of(int trial)
     return trial < (int)NCAND ? trial : (int)NTRIALS - 1 - trial;
 }
 
-#define LOG_HEADER                                                                             \
-    "trial,round,fusion_threshold_bytes,measured_steps,median_step_ms,score_ms,chosen\n"
-
-/* Rank 0 at start: the log created with its header now, so that a path it cannot write stops
- * the job before the 72 steps of trials rather than after them. */
+/* Rank 0 at start: the log opened for appending (created when missing, an earlier run's
+ * trials kept until this run's replace them), so that a path it cannot write stops the job
+ * before the 72 steps of trials rather than after them. */
 static void create_log(void)
 {
-    FILE *f = fopen(A.log, "w");
-    int ok = f && fputs(LOG_HEADER, f) >= 0;
-    if (f && fclose(f) != 0)
-        ok = 0;
-    if (!ok)
+    FILE *f = fopen(A.log, "a");
+    if (!f || fclose(f) != 0)
         fatal_error("HVD_AUTOTUNE_LOG=%s: cannot create: %s", A.log, strerror(errno));
 }
 
@@ -135,7 +130,7 @@ static void write_log(const double *cand_ms, const double *trial_ms, int best)
                 strerror(errno));
         return;
     }
-    fputs(LOG_HEADER, f);
+    fprintf(f, "trial,round,fusion_threshold_bytes,measured_steps,median_step_ms,score_ms,chosen\n");
     for (int t = 0; t < (int)NTRIALS; t++) {
         int c = candidate_of(t);
         fprintf(f, "%d,%d,%zu,%d,%.3f,%.3f,%d\n", t, t < (int)NCAND ? 1 : 2,
