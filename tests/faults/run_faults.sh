@@ -371,14 +371,15 @@ f9() {
         "$does" "$SECS" "nothing"
 }
 
-# 10. SIGTERM to mpirun in epoch 2.
+# 10. SIGTERM to mpirun once epoch 2 has begun. Open MPI's mpirun passes it on to the ranks about
+# a second later (measured: they stop some 50 steps of 1.3 s epochs after it, against 3-5 for a
+# SIGTERM to the ranks themselves), so the stop may fall in epoch 3.
 f10() {
     d=$W/f10
     mkdir -p "$d"
     start f10 60 -n 2 "$PROG" $LONG --use-checkpointing --log-dir "$d"
     does="did not reach epoch 2" ok=0 SECS="-" lost="-"
     if wait_for f10 'Epoch 2/'; then
-        sleep 0.3
         before=$(sums "$d")
         t0=$(now)
         # To mpirun itself, once: a signal to timeout would also reach mpirun through timeout's
@@ -397,7 +398,7 @@ f10() {
         else does="no message, $(status)"; fi
         [ "$lines" -ge 1 ] && [ "$RC" != 0 ] && [ $saved = 1 ] && ok=1
     else finish f10 "$(now)"; fi
-    row 10 1 $ok "SIGTERM to \`mpirun\` in epoch 2" "$does" "$SECS" "$lost"
+    row 10 1 $ok "SIGTERM to \`mpirun\` once epoch 2 has begun" "$does" "$SECS" "$lost"
 }
 
 for f in "1 1" "2 1" "2b 1" "3 0" "4 1" "5 1" "5b 1" "6 1" "7a 1" "7b 0" "8 0" "8b 1" "9 1" "10 1"; do
