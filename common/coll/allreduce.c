@@ -99,8 +99,8 @@ allreduce_path allreduce_choice(const void *buf, size_t bytes)
          *   0.67 ms): the window, at every size. */
         size_t from = A.topo.shm.shared_cores ? ALLREDUCE_CMA_FROM_SHARED_CORES
                                               : ALLREDUCE_CMA_FROM_OWN_CORES;
-        /* The buffer's kind is this rank's own: where the ranks' kinds differ, every rank
-         * takes the window (the single copy's first call is collective, cma.h). */
+        /* The buffer's kind is this rank's own: where the ranks' kinds may differ, every rank
+         * takes the window, since two ranks on different paths would wait for each other. */
         p = !A.mixed_buffers && bytes >= from && buf && memory_on_huge_pages(buf, bytes)
                 ? ALLREDUCE_CMA
                 : ALLREDUCE_SHM;

@@ -7,7 +7,8 @@
  *   and for buffers not on huge pages (allreduce.c says what bench/allreduce measured).
  * - CMA (cma.h): every rank on one host: each rank reads the others' buffers with one kernel
  *   copy (process_vm_readv/writev), no staging copy. Chosen by default on one host for buffers
- *   of memory_alloc's (huge pages) from ALLREDUCE_CMA_FROM_*; where the kernel forbids the
+ *   of memory_alloc's (huge pages) from ALLREDUCE_CMA_FROM_*, unless some ranks stage from a
+ *   GPU and others have none (allreduce_set_mixed_buffers); where the kernel forbids the
  *   reads, SHM runs instead.
  * - HIERARCHICAL (hier.h): reduce within each host, ring across the hosts' leaders, broadcast
  *   within each host. Chosen when HVD_HIERARCHICAL_ALLREDUCE=1 and there are several hosts
