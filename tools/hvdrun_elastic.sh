@@ -19,6 +19,7 @@
 # Only a rank lost to a signal (killed, crashed) restarts the job; a program that fails with an
 # exit status (bad flags, bad data) would fail again, so its status is passed on. At most R
 # restarts after failures (default 3); restarts to grow are not counted.
+# SIGINT/SIGTERM: the ranks stop at the end of a step and save; exit 130/143, no restart.
 # Lines (stderr): "hvdrun: elastic: ..." for each decision. The program's own: elastic.h, resume.h.
 set -u
 me="hvdrun: elastic"
@@ -58,9 +59,14 @@ esac
 tmp=$(mktemp -d /tmp/hvdrun-elastic-XXXXXX) || die "cannot create a temporary directory"
 pid='' teepid=''
 trap 'rm -rf "$tmp"' EXIT
-# SIGTERM/SIGINT: mpirun passes them on, the ranks save (train/stop.h); no restart after that.
-stopping=0
-trap 'stopping=1; [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null' TERM INT
+# SIGTERM/SIGINT: passed on to ./hvdrun as SIGTERM (it was started in the background, where
+# SIGINT is ignored), the ranks save (train/stop.h); no restart after that. One that comes
+# between two runs (during discovery, at a restart) stops the launcher before it starts one.
+stopping=''
+on_stop() { stopping=$1; [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null; }
+trap 'on_stop TERM' TERM
+trap 'on_stop INT' INT
+sigrc() { [ "$stopping" = INT ] && echo 130 || echo 143; }
 
 # discover: sets hosts (h1:s1,h2:s2) and slots (their sum); 1 when the script fails.
 discover() {
@@ -91,6 +97,11 @@ while :; do
              "in --log-dir; run again to go on from it)" >&2
         exit 1
     fi
+    if [ -n "$stopping" ]; then
+        echo "$me: SIG$stopping: stopping before start $((attempt + 1)) (the last commit, if" \
+             "any, is in --log-dir; run again to go on from it)" >&2
+        exit "$(sigrc)"
+    fi
     n=$slots
     [ "$n" -le "$max" ] || n=$max
     attempt=$((attempt + 1))
@@ -120,7 +131,7 @@ while :; do
     done
     wait "$teepid"
     pid='' was=$n
-    [ "$stopping" = 1 ] && exit "$rc"
+    [ -n "$stopping" ] && { [ "$rc" = 143 ] && exit "$(sigrc)"; exit "$rc"; }
     [ "$rc" -eq 0 ] && exit 0
     if [ "$rc" -eq 75 ]; then # ELASTIC_EXIT_RESIZE: stopped at a commit to grow
         continue

@@ -12,6 +12,7 @@
 #   3. below --min-np: a kill leaves fewer slots than --min-np: one line, exit 1.
 #   4. a program that fails with an exit status (a bad flag) is not restarted.
 #   5. bad launcher input stops with one line naming it, before any job starts.
+#   6. a SIGTERM between two runs (during discovery) stops the launcher before it starts one.
 # TOL: the final test accuracy of this configuration (wrn-10-1, 2 epochs, 2048 training and
 # 1000 test images, 2 ranks) spreads with the seed: seeds 1-8 gave 0.565 0.593 0.611 0.596
 # 0.621 0.559 0.640 0.573 (mean 0.595, sd 0.028), so two runs differ by sd 0.040 and 0.08 is
@@ -180,4 +181,21 @@ done
 if grep -q "^hvdrun: elastic: .* needs --use-checkpointing" "$work/bad.out"; then n=$((n + 1))
 else fail "a program without --use-checkpointing: no line saying it needs it"; fi
 [ "$n" -eq 7 ] && echo "elastic: 7 kinds of bad launcher input stop with one line naming it"
+# ---- 6. a SIGTERM between two runs (here: while the discovery script runs) stops the launcher
+# before it starts a job, exit 143
+printf '#!/bin/sh\nsleep 2\necho localhost:2\n' >"$work/slowdisc.sh"
+chmod +x "$work/slowdisc.sh"
+./hvdrun --elastic --min-np 1 --max-np 2 --host-discovery-script "$work/slowdisc.sh" "$prog" \
+    $flags --log-dir "$work/sig" >"$work/sig.out" 2>&1 &
+job=$!
+sleep 0.5
+kill -TERM $job
+wait $job
+rc=$?
+if [ "$rc" -ne 143 ] || grep -q "^hvdrun: elastic: starting" "$work/sig.out" ||
+   ! grep -q "^hvdrun: elastic: SIGTERM: stopping before start 1 " "$work/sig.out"; then
+    fail "a SIGTERM during discovery: exit $rc, due 143 and no job: $(head -3 "$work/sig.out")"
+else
+    echo "elastic: a SIGTERM between two runs stops the launcher before it starts one (exit 143)"
+fi
 exit $bad
