@@ -4,6 +4,7 @@
 #
 #   ./hvdrun --elastic --min-np M --max-np N [-n NP] [--host-discovery-script S]
 #            [--commit-every K] [--reset-limit R] [--discovery-interval SEC]
+#            [--discovery-timeout SEC]
 #            PROGRAM --use-checkpointing [--log-dir DIR] [flags]
 #
 # Open MPI 4.1 cannot shrink or grow a running communicator (no ULFM in Debian's build), so this
@@ -14,7 +15,8 @@
 # every K batches; a crash loses at most K batches). When the discovery script reports more
 # slots, it asks the job to stop at its next commit (a notify file the ranks look for there) and
 # starts it again with up to N ranks.
-# Slots: with S, the sum of the `host[:slots]` lines S prints (slots 1 when left out); without,
+# Slots: with S, the sum of the `host[:slots]` lines S prints (slots 1 when left out; S is
+# stopped after --discovery-timeout seconds, default 60, which counts as a failure); without,
 # NP (default N) minus one for each rank that died. Fewer than M: one line, exit 1.
 # Only a rank lost to a signal (killed, crashed) restarts the job; a program that fails with an
 # exit status (bad flags, bad data) would fail again, so its status is passed on. At most R
@@ -26,7 +28,7 @@ me="hvdrun: elastic"
 die() { echo "$me: $*" >&2; exit 2; }
 here=$(cd "$(dirname "$0")/.." && pwd)
 
-min='' max='' np='' script='' every=10 limit=3 interval=1
+min='' max='' np='' script='' every=10 limit=3 interval=1 dtimeout=60
 need() { [ $# -ge 2 ] || die "$1 needs a value"; }
 int() { case $2 in '' | *[!0-9]*) die "$1 $2: expected a whole number";; esac; }
 while [ $# -gt 0 ]; do
@@ -39,6 +41,7 @@ while [ $# -gt 0 ]; do
     --commit-every) need "$@"; int "$1" "$2"; every=$2; shift 2 ;;
     --reset-limit) need "$@"; int "$1" "$2"; limit=$2; shift 2 ;;
     --discovery-interval) need "$@"; int "$1" "$2"; interval=$2; shift 2 ;;
+    --discovery-timeout) need "$@"; int "$1" "$2"; dtimeout=$2; shift 2 ;;
     -*) die "$1: not an elastic launcher option (see tools/hvdrun_elastic.sh)" ;;
     *) break ;;
     esac
@@ -50,6 +53,7 @@ done
 [ "$min" -ge 1 ] || die "--min-np $min: expected at least 1"
 [ "$max" -ge "$min" ] || die "--max-np $max is less than --min-np $min"
 [ "$every" -ge 1 ] || die "--commit-every $every: expected at least 1"
+[ "$dtimeout" -ge 1 ] || die "--discovery-timeout $dtimeout: expected at least 1"
 case " $* " in
 *" --use-checkpointing "*) ;;
 *) die "$1 needs --use-checkpointing: a restarted job goes on from its commits in --log-dir" ;;
@@ -68,10 +72,16 @@ trap 'on_stop TERM' TERM
 trap 'on_stop INT' INT
 sigrc() { [ "$stopping" = INT ] && echo 130 || echo 143; }
 
-# discover: sets hosts (h1:s1,h2:s2) and slots (their sum); 1 when the script fails.
+# discover: sets hosts (h1:s1,h2:s2) and slots (their sum); 1 when the script fails or hangs
+# (timeout(1) stops it and what it started: a child holding the output would keep $(...) open).
 discover() {
-    out=$("$script" 2>"$tmp/discovery.err") || {
-        echo "$me: $script failed (exit $?): $(head -1 "$tmp/discovery.err")" >&2; return 1; }
+    out=$(timeout -k 2 "$dtimeout" "$script" 2>"$tmp/discovery.err")
+    drc=$?
+    if [ "$drc" = 124 ] || [ "$drc" = 137 ]; then
+        echo "$me: $script did not finish in --discovery-timeout $dtimeout s" >&2; return 1
+    elif [ "$drc" != 0 ]; then
+        echo "$me: $script failed (exit $drc): $(head -1 "$tmp/discovery.err")" >&2; return 1
+    fi
     hosts='' slots=0
     for line in $out; do
         h=${line%%:*} s=1

@@ -13,6 +13,7 @@
 #   4. a program that fails with an exit status (a bad flag) is not restarted.
 #   5. bad launcher input stops with one line naming it, before any job starts.
 #   6. a SIGTERM between two runs (during discovery) stops the launcher before it starts one.
+#   7. a discovery script that hangs is stopped after --discovery-timeout, with one line.
 # TOL: the final test accuracy of this configuration (wrn-10-1, 2 epochs, 2048 training and
 # 1000 test images, 2 ranks) spreads with the seed: seeds 1-8 gave 0.565 0.593 0.611 0.596
 # 0.621 0.559 0.640 0.573 (mean 0.595, sd 0.028), so two runs differ by sd 0.040 and 0.08 is
@@ -197,5 +198,19 @@ if [ "$rc" -ne 143 ] || grep -q "^hvdrun: elastic: starting" "$work/sig.out" ||
     fail "a SIGTERM during discovery: exit $rc, due 143 and no job: $(head -3 "$work/sig.out")"
 else
     echo "elastic: a SIGTERM between two runs stops the launcher before it starts one (exit 143)"
+fi
+# ---- 7. a discovery script that hangs is stopped after --discovery-timeout: one line, exit 1
+printf '#!/bin/sh\nsleep 60\necho localhost:2\n' >"$work/hangdisc.sh"
+chmod +x "$work/hangdisc.sh"
+t0=$(date +%s)
+timeout 30 ./hvdrun --elastic --min-np 1 --max-np 2 --host-discovery-script "$work/hangdisc.sh" \
+    --discovery-timeout 2 "$prog" $flags --log-dir "$work/hang" >"$work/hang.out" 2>&1
+rc=$?
+t=$(($(date +%s) - t0))
+if [ "$rc" -ne 1 ] || [ "$t" -gt 10 ] || [ "$(wc -l <"$work/hang.out")" -ne 1 ] ||
+   ! grep -q "hangdisc.sh did not finish in --discovery-timeout 2 s" "$work/hang.out"; then
+    fail "a hanging discovery script: exit $rc after $t s: $(head -3 "$work/hang.out")"
+else
+    echo "elastic: a hanging discovery script is stopped after --discovery-timeout (exit 1, $t s)"
 fi
 exit $bad
