@@ -23,7 +23,7 @@
 # restarts after failures (default 3); restarts to grow are not counted.
 # SIGINT/SIGTERM: the ranks stop at the end of a step and save; exit 130/143, no restart.
 # Lines (stderr): "hvdrun: elastic: ..." for each decision. The program's own: elastic.h, resume.h.
-set -u
+set -u -f # -f: no file names from a word (the discovery script's lines)
 me="hvdrun: elastic"
 die() { echo "$me: $*" >&2; exit 2; }
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -83,15 +83,27 @@ discover() {
         echo "$me: $script failed (exit $drc): $(head -1 "$tmp/discovery.err")" >&2; return 1
     fi
     hosts='' slots=0
-    for line in $out; do
-        h=${line%%:*} s=1
-        [ "$h" = "$line" ] || s=${line#*:}
-        case $s in '' | *[!0-9]* | 0)
-            echo "$me: $script printed '$line': expected host or host:slots" >&2; return 1;; esac
-        [ -n "$h" ] || { echo "$me: $script printed '$line': no host name" >&2; return 1; }
+    while IFS= read -r line; do # one host a line; set -f: a '*' is no file name here
+        set -- $line # the spaces around it go; a blank line is none
+        [ $# = 0 ] && continue
+        [ $# = 1 ] || { echo "$me: $script printed '$line': expected host or host:slots," \
+                             "one a line" >&2; return 1; }
+        h=${1%%:*} s=1
+        [ "$h" = "$1" ] || s=${1#*:}
+        case $s in '' | *[!0-9]*) s=0 ;; esac
+        s=${s#"${s%%[!0]*}"} # 08 is 8, not an octal number for $((...))
+        case $s in '' | ???????*)
+            echo "$me: $script printed '$1': expected host or host:slots (1 to 999999 slots)" >&2
+            return 1;; esac
+        case $h in '' | *[!A-Za-z0-9._-]*)
+            echo "$me: $script printed '$1': '$h' is not a host name" >&2; return 1;; esac
         hosts=${hosts:+$hosts,}$h:$s
         slots=$((slots + s))
-    done
+    done <<EOF
+$out
+EOF
+    [ -n "$hosts" ] || { echo "$me: $script printed no host: expected host or host:slots" \
+                             "lines" >&2; return 1; }
 }
 
 dead=0 failures=0 attempt=0 was=

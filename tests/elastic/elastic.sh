@@ -161,13 +161,24 @@ else
 fi
 # ---- 5. bad launcher input: one line naming the argument, exit non-zero, no job started
 printf '#!/bin/sh\necho localhost:abc\n' >"$work/baddisc.sh"
-chmod +x "$work/baddisc.sh"
+# discovery output that is not host[:slots] lines: a '*' (once the file names of the current
+# directory, started as hosts), two words, a number of slots $((...)) cannot hold, nothing
+printf '#!/bin/sh\necho "*"\n' >"$work/globdisc.sh"
+printf '#!/bin/sh\necho localhost 2\n' >"$work/worddisc.sh"
+printf '#!/bin/sh\necho localhost:99999999999999999999\n' >"$work/hugedisc.sh"
+printf '#!/bin/sh\necho\n' >"$work/emptydisc.sh"
+chmod +x "$work/baddisc.sh" "$work/globdisc.sh" "$work/worddisc.sh" "$work/hugedisc.sh" \
+    "$work/emptydisc.sh"
 n=0
 for case in "--max-np 3|--min-np is required" "--min-np 2|--max-np is required" \
     "--min-np x --max-np 3|--min-np x: expected a whole number" \
     "--min-np 3 --max-np 2|--max-np 2 is less than --min-np 3" \
     "--min-np 2 --max-np 3 --bogus|--bogus: not an elastic launcher option" \
-    "--min-np 1 --max-np 2 --host-discovery-script $work/baddisc.sh|printed 'localhost:abc': expected host or host:slots"; do
+    "--min-np 1 --max-np 2 --host-discovery-script $work/baddisc.sh|printed 'localhost:abc': expected host or host:slots" \
+    "--min-np 1 --max-np 2 --host-discovery-script $work/globdisc.sh|printed '\*': '\*' is not a host name" \
+    "--min-np 1 --max-np 2 --host-discovery-script $work/worddisc.sh|printed 'localhost 2': expected host or host:slots, one a line" \
+    "--min-np 1 --max-np 2 --host-discovery-script $work/hugedisc.sh|printed 'localhost:99999999999999999999': expected host or host:slots" \
+    "--min-np 1 --max-np 2 --host-discovery-script $work/emptydisc.sh|printed no host"; do
     args=${case%%|*} want=${case#*|}
     ./hvdrun --elastic $args "$prog" --use-checkpointing --log-dir "$work/bad" >"$work/bad.out" 2>&1
     rc=$?
@@ -181,7 +192,7 @@ done
     fail "a program without --use-checkpointing was started"
 if grep -q "^hvdrun: elastic: .* needs --use-checkpointing" "$work/bad.out"; then n=$((n + 1))
 else fail "a program without --use-checkpointing: no line saying it needs it"; fi
-[ "$n" -eq 7 ] && echo "elastic: 7 kinds of bad launcher input stop with one line naming it"
+[ "$n" -eq 11 ] && echo "elastic: 11 kinds of bad launcher input stop with one line naming it"
 # ---- 6. a SIGTERM between two runs (here: while the discovery script runs) stops the launcher
 # before it starts a job, exit 143
 printf '#!/bin/sh\nsleep 2\necho localhost:2\n' >"$work/slowdisc.sh"
