@@ -30,7 +30,8 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 
 min='' max='' np='' script='' every=10 limit=3 interval=1 dtimeout=60
 need() { [ $# -ge 2 ] || die "$1 needs a value"; }
-int() { case $2 in '' | *[!0-9]*) die "$1 $2: expected a whole number";; esac; }
+int() { case $2 in '' | *[!0-9]* | ???????*) die "$1 $2: expected a whole number up to 999999";;
+        esac; }
 while [ $# -gt 0 ]; do
     case $1 in
     --elastic) shift ;;
@@ -54,11 +55,15 @@ done
 [ "$max" -ge "$min" ] || die "--max-np $max is less than --min-np $min"
 [ "$every" -ge 1 ] || die "--commit-every $every: expected at least 1"
 [ "$dtimeout" -ge 1 ] || die "--discovery-timeout $dtimeout: expected at least 1"
+[ "$interval" -ge 1 ] || die "--discovery-interval $interval: expected at least 1"
+[ -z "$np" ] || [ "$np" -ge "$min" ] || die "-n $np is less than --min-np $min"
 case " $* " in
 *" --use-checkpointing "*) ;;
 *) die "$1 needs --use-checkpointing: a restarted job goes on from its commits in --log-dir" ;;
 esac
-[ -z "$script" ] || [ -x "$script" ] || die "--host-discovery-script $script: not an executable file"
+[ -z "$script" ] || { [ -f "$script" ] && [ -x "$script" ]; } ||
+    die "--host-discovery-script $script: not an executable file"
+case $script in */* | '') ;; *) script=./$script ;; esac # a file here, not one on PATH
 
 tmp=$(mktemp -d /tmp/hvdrun-elastic-XXXXXX) || die "cannot create a temporary directory"
 pid='' teepid=''

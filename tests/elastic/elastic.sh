@@ -172,6 +172,10 @@ chmod +x "$work/baddisc.sh" "$work/globdisc.sh" "$work/worddisc.sh" "$work/huged
 n=0
 for case in "--max-np 3|--min-np is required" "--min-np 2|--max-np is required" \
     "--min-np x --max-np 3|--min-np x: expected a whole number" \
+    "--min-np 99999999999999999999 --max-np 3|--min-np 99999999999999999999: expected a whole number up to 999999" \
+    "-n 1 --min-np 2 --max-np 3|-n 1 is less than --min-np 2" \
+    "--min-np 1 --max-np 2 --discovery-interval 0|--discovery-interval 0: expected at least 1" \
+    "--min-np 1 --max-np 2 --host-discovery-script $work|--host-discovery-script $work: not an executable file" \
     "--min-np 3 --max-np 2|--max-np 2 is less than --min-np 3" \
     "--min-np 2 --max-np 3 --bogus|--bogus: not an elastic launcher option" \
     "--min-np 1 --max-np 2 --host-discovery-script $work/baddisc.sh|printed 'localhost:abc': expected host or host:slots" \
@@ -192,7 +196,19 @@ done
     fail "a program without --use-checkpointing was started"
 if grep -q "^hvdrun: elastic: .* needs --use-checkpointing" "$work/bad.out"; then n=$((n + 1))
 else fail "a program without --use-checkpointing: no line saying it needs it"; fi
-[ "$n" -eq 11 ] && echo "elastic: 11 kinds of bad launcher input stop with one line naming it"
+[ "$n" -eq 15 ] && echo "elastic: 15 kinds of bad launcher input stop with one line naming it"
+# a discovery script named without a directory is the file in the current directory (it passed
+# the check that it is an executable file, and then was looked for on PATH: 'not found')
+printf '#!/bin/sh\necho localhost:2\n' >"$work/reldisc.sh"
+chmod +x "$work/reldisc.sh"
+case $prog in /*) abs=$prog ;; *) abs=$PWD/$prog ;; esac
+(cd "$work" && "$OLDPWD/hvdrun" --elastic --min-np 1 --max-np 2 --host-discovery-script reldisc.sh \
+    "$abs" $flags --epochs 1 --log-dir "$work/rel") >"$work/rel.out" 2>&1
+rc=$?
+if [ "$rc" -ne 0 ] ||
+   ! grep -q "^hvdrun: elastic: starting 2 rank(s) on localhost:2 " "$work/rel.out"; then
+    fail "a discovery script named without a directory: exit $rc: $(head -2 "$work/rel.out")"
+else echo "elastic: a discovery script named without a directory runs from the current one"; fi
 # ---- 6. a SIGTERM between two runs (here: while the discovery script runs) stops the launcher
 # before it starts a job, exit 143
 printf '#!/bin/sh\nsleep 2\necho localhost:2\n' >"$work/slowdisc.sh"
