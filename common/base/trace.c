@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "base/timer.h"
+#include "base/write_full.h"
 
 static struct {
     int checked;  /* HVDLAB_TRACE looked up */
@@ -109,20 +110,14 @@ void trace_event(const char *event, const char *fmt, ...)
         va_end(ap);
     }
     line[len++] = '\n';
-    ssize_t w = write(T.fd, line, len), more = 0;
-    if (w >= 0 && (size_t)w < len) { /* a short write sets no errno: the rest of the line says */
-        errno = 0;
-        more = write(T.fd, line + w, len - (size_t)w);
-        if (more >= 0 && (size_t)(w + more) < len && errno == 0)
-            errno = ENOSPC;
-    }
+    size_t out = write_full(T.fd, line, len, -1);
+    int e = errno;
     if (line != stack)
         free(line);
-    if (w < 0 || (size_t)(w + (more > 0 ? more : 0)) < len) {
+    if (out < len) {
         /* the part of the line that went out is cut off: the file holds whole lines only */
         off_t end = lseek(T.fd, 0, SEEK_CUR);
-        int e = errno;
-        if (end >= 0 && w > 0 && ftruncate(T.fd, end - w - (more > 0 ? more : 0)) != 0)
+        if (end >= 0 && out > 0 && ftruncate(T.fd, end - (off_t)out) != 0)
             e = errno;
         errno = e;
         fail("cannot write to", T.path);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/timer.h"
+#include "base/write_full.h"
 
 #define TAIL "]\n"
 
@@ -87,18 +88,16 @@ static void append(const char *event)
     int len = snprintf(line, sizeof line, "%s%s" TAIL, tl.nevents ? ",\n" : "", event);
     if (len < 0 || (size_t)len >= sizeof line)
         return;
-    ssize_t w = pwrite(tl.fd, line, (size_t)len, tl.pos);
-    if (w != len) { /* disk full or similar: stop tracing, the file as it was before this event */
-        int err = w < 0 ? errno : 0;
-        if (w >= 0 && pwrite(tl.fd, line + w, (size_t)(len - w), tl.pos + w) < 0)
-            err = errno; /* a short write sets no errno; the rest of the line says why */
+    if (write_full(tl.fd, line, (size_t)len, tl.pos) != (size_t)len) {
+        /* disk full or similar: stop tracing, the file as it was before this event */
+        int err = errno;
         /* The closing bracket back where it was (bytes the file already had, so no new space)
          * and what the failed write left after it cut off: the events so far, valid JSON. */
         const size_t tail = strlen(TAIL);
         int valid = pwrite(tl.fd, TAIL, tail, tl.pos) == (ssize_t)tail &&
                     ftruncate(tl.fd, tl.pos + (off_t)tail) == 0;
         fprintf(stderr, "hvdlab: warning: HVD_TIMELINE=%s: write failed (%s); timeline stopped "
-                "after %d events%s\n", tl.path ? tl.path : "?", err ? strerror(err) : "short write",
+                "after %d events%s\n", tl.path ? tl.path : "?", strerror(err),
                 tl.nevents, valid ? "" : ", the file is not valid JSON");
         close(tl.fd);
         tl.fd = -1;
