@@ -1,12 +1,13 @@
 /* allreduce.c — the choice of algorithm for a fused host buffer. See allreduce.h.
  * Public: allreduce_init, allreduce_free, allreduce_run, allreduce_choice, allreduce_path_name,
  *         allreduce_hosts, allreduce_force_path, allreduce_reconfigure, allreduce_new_window,
- *         allreduce_host_node, allreduce_set_mixed_buffers.
+ *         allreduce_host_node.
  */
 #include "coll/allreduce.h"
 
 #include "base/memory.h"
 #include "coll/cma.h"
+#include "coll/gpu_ops.h"
 #include "coll/hier.h"
 #include "coll/profile.h"
 #include "coll/shm.h"
@@ -17,7 +18,6 @@ static struct {
     int ready;
     int hierarchical, group_size;
     allreduce_path forced;
-    int mixed_buffers; /* allreduce_set_mixed_buffers */
     hier_topo topo;
 } A = {.forced = ALLREDUCE_AUTO};
 
@@ -50,7 +50,6 @@ void allreduce_reconfigure(int hierarchical, int group_size)
 }
 
 void allreduce_force_path(allreduce_path p) { A.forced = p; }
-void allreduce_set_mixed_buffers(int on) { A.mixed_buffers = on; }
 
 void allreduce_new_window(void)
 {
@@ -99,9 +98,10 @@ allreduce_path allreduce_choice(const void *buf, size_t bytes)
          *   0.67 ms): the window, at every size. */
         size_t from = A.topo.shm.shared_cores ? ALLREDUCE_CMA_FROM_SHARED_CORES
                                               : ALLREDUCE_CMA_FROM_OWN_CORES;
-        /* The buffer's kind is this rank's own: where the ranks' kinds may differ, every rank
-         * takes the window, since two ranks on different paths would wait for each other. */
-        p = !A.mixed_buffers && bytes >= from && buf && memory_on_huge_pages(buf, bytes)
+        /* The buffer's kind is this rank's own: where the ranks' kinds may differ (some stage
+         * from a GPU into pinned memory, the others without one reduce the caller's), every
+         * rank takes the window, since two ranks on different paths would wait for each other. */
+        p = !gpu_ops_ranks_mixed() && bytes >= from && buf && memory_on_huge_pages(buf, bytes)
                 ? ALLREDUCE_CMA
                 : ALLREDUCE_SHM;
     }

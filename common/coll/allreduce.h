@@ -8,7 +8,7 @@
  * - CMA (cma.h): every rank on one host: each rank reads the others' buffers with one kernel
  *   copy (process_vm_readv/writev), no staging copy. Chosen by default on one host for buffers
  *   of memory_alloc's (huge pages) from ALLREDUCE_CMA_FROM_*, unless some ranks stage from a
- *   GPU and others have none (allreduce_set_mixed_buffers); where the kernel forbids the
+ *   GPU and others have none (gpu_ops_ranks_mixed); where the kernel forbids the
  *   reads, SHM runs instead.
  * - HIERARCHICAL (hier.h): reduce within each host, ring across the hosts' leaders, broadcast
  *   within each host. Chosen when HVD_HIERARCHICAL_ALLREDUCE=1 and there are several hosts
@@ -67,10 +67,5 @@ void allreduce_reconfigure(int hierarchical, int group_size);
 /* Benchmarks (collective): drop the shared window, so that the next call allocates one with the
  * piece size shm_set_piece_bytes set. */
 void allreduce_new_window(void);
-/* hvd_init, the same on every rank: 1 when the ranks hold a group in buffers of different kinds
- * (some ranks stage theirs from a GPU into pinned memory, the others without a GPU reduce the
- * caller's, gpu_ops_ranks_mixed). The single copy is then never chosen by buffer, since that
- * choice would differ between the ranks and hang them; a forced path stands. */
-void allreduce_set_mixed_buffers(int on);
 
 #endif

@@ -79,7 +79,8 @@ size_t gpu_ops_node_reduce_min_bytes(void);
  * (HVDLAB_STAGED_HOST=hugepages, checked and agreed on at hvd_init); 0: cudaMallocHost. */
 int gpu_ops_staged_hugepages(void);
 /* 1 when some ranks have a GPU and some have none (the same on every rank): their groups sit in
- * staging buffers on the first and in the callers' memory on the others (allreduce.h). */
+ * staging buffers on the first and in the callers' memory on the others, so allreduce.c never
+ * picks the single copy by a rank's own buffer. */
 int gpu_ops_ranks_mixed(void);
 /* 1 when p is device (or managed) memory this rank's collectives must treat as such. */
 int gpu_ops_is_device(const void *p);

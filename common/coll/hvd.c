@@ -286,7 +286,6 @@ int hvd_init(int *argc, char ***argv)
                                                           : DEFAULT_GPU_WAIT_LIMIT_SECONDS};
     gpu_ops_init(&g); /* after the settings agree: the choice is collective */
     allreduce_init(S.comm, S.hierarchical, S.host_group_size); /* the hosts, for allreduce.h */
-    allreduce_set_mixed_buffers(gpu_ops_ranks_mixed());
     vote_init(S.comm, enter_vote); /* the vote's communicator, here: collective on every rank */
     watchdog_set_progress_check(S.stall_check ? S.stall_warn_s : 0, S.stall_shutdown_s);
     watchdog_start(S.comm); /* a rank that dies is named by the others (watchdog.h) */
