@@ -48,6 +48,7 @@
  *                               ckpt_latest_epoch, ckpt_newest_valid, ckpt_found_batch,
  *                               ckpt_set_aside, ckpt_move_noclobber
  *   ckpt_dir.c (the log dir)    ckpt_set_restart, ckpt_prepare_dir, ckpt_expect_bytes
+ *   ckpt_lock.c (one run a dir) ckpt_lock_dir
  * Public (ckpt_model.c, on a param_set and an optimizer):
  *   ckpt_data_of, ckpt_expect_of, ckpt_save_params, ckpt_load_params, ckpt_set_target,
  *   ckpt_has_target, ckpt_save_target, ckpt_target_iterations, ckpt_target_checksum,
@@ -152,10 +153,16 @@ int ckpt_move_noclobber(const char *from, const char *to);
  * temp file of an earlier run into a new dir/restart-YYYYmmdd-HHMMSS/ (-2, -3, ... appended when
  * an earlier restart holds that name; one line on stderr names it). */
 void ckpt_set_restart(int on);
-/* Before the first batch: (--restart), creates dir, removes the temp files of killed writers,
- * writes and removes a probe file, and checks that the free space holds two checkpoints of
- * file_bytes (0: no check). 0, or -1 and one line naming dir. */
+/* Before the first batch: creates and locks dir (ckpt_lock_dir), (--restart), removes the temp
+ * files of killed writers, writes and removes a probe file, and checks that the free space holds
+ * two checkpoints of file_bytes (0: no check). 0, or -1 and one line naming dir. */
 int ckpt_prepare_dir(const char *dir, size_t file_bytes, char *err, size_t errlen);
+/* One run at a time in dir: an flock on dir/.hvdlab-lock, held until the process ends, the file
+ * naming its holder ("pid=P host=H job=J since=T"). Taken again by the same process, or by
+ * another rank of the same job (PMIX_NAMESPACE), it passes; held by another run it waits 3 s for
+ * it to end, then -1 and "dir: another run is using this --log-dir (pid P on H, since T): wait
+ * for it to end, or use another --log-dir". Where the file system has no flock it passes. */
+int ckpt_lock_dir(const char *dir, char *err, size_t errlen);
 /* The bytes of a file that satisfies want (its counts). */
 size_t ckpt_expect_bytes(const ckpt_expect *want);
 

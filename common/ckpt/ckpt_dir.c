@@ -1,6 +1,6 @@
 /* ckpt_dir.c — the log directory made ready before the first batch (ckpt.h): with --restart the
- * old files moved aside, temp files of killed writers removed, the directory created, a probe
- * file written and removed, and room for two checkpoints checked.
+ * directory created and locked (ckpt_lock.c), the old files moved aside, temp files of killed
+ * writers removed, a probe file written and removed, and room for two checkpoints checked.
  * Public: ckpt_set_restart, ckpt_prepare_dir, ckpt_expect_bytes.
  */
 #include "ckpt/ckpt.h"
@@ -59,7 +59,7 @@ static int move_aside(const char *dir, char *err, size_t errlen)
 {
     DIR *dp = opendir(dir);
     if (!dp)
-        return 0; /* nothing there yet (or not a directory: the mkdir below says so) */
+        return 0; /* empty: ckpt_mkdirs has just created it */
     char sub[4096] = "", from[4096], to[8192];
     int moved = 0;
     for (struct dirent *de; (de = readdir(dp));) {
@@ -117,9 +117,10 @@ static int probe_writable(const char *dir, char *err, size_t errlen)
 
 int ckpt_prepare_dir(const char *dir, size_t file_bytes, char *err, size_t errlen)
 {
-    if (restart_requested && move_aside(dir, err, errlen))
+    /* Locked before anything is moved or removed: a run still using dir keeps its files. */
+    if (ckpt_mkdirs(dir, err, errlen) || ckpt_lock_dir(dir, err, errlen))
         return -1;
-    if (ckpt_mkdirs(dir, err, errlen))
+    if (restart_requested && move_aside(dir, err, errlen))
         return -1;
     remove_temps(dir);
     if (probe_writable(dir, err, errlen))

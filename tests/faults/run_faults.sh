@@ -6,7 +6,7 @@
 # Usage: sh tests/faults/run_faults.sh [--quick] [--write-doc] [--only "N ..."]
 #   --quick      only the rows marked quick (they end in seconds even where the kit still fails)
 #   --write-doc  also put the table into notebooks-md/appendix-faults.md between its markers
-#   --only       only these rows (numbers as in the table: 1 2 2b 3 4 5 5b 6 7a 7b 8 8b 9 10)
+#   --only       only these rows (numbers as in the table: 1 2 2b 3 4 5 5b 6 7a 7b 7c 8 8b 9 10)
 # Env: BUILD (build), MPIRUN (mpirun with its flags), FAULTS_REQUIRE (rows that must hold: the
 #      exit status is 1 when one of them that ran does not; default: all), FAULTS_KEEP=1 keeps
 #      the scratch directory.
@@ -19,7 +19,7 @@ if [ -z "${MPIRUN:-}" ]; then
     MPIRUN="mpirun --oversubscribe"
     [ "$(id -u)" = 0 ] && MPIRUN="$MPIRUN --allow-run-as-root"
 fi
-REQUIRE=${FAULTS_REQUIRE:-1 2 2b 3 4 5 5b 6 7a 7b 8 8b 9 10}
+REQUIRE=${FAULTS_REQUIRE:-1 2 2b 3 4 5 5b 6 7a 7b 7c 8 8b 9 10}
 PROG=$(pwd)/$BUILD/solutions/step10
 OPS=$(pwd)/$BUILD/tests/progs/prog_fault_ops
 quick=0 write_doc=0 only=""
@@ -313,6 +313,34 @@ f7b() {
     row 7b 0 $ok "\`--train-subset 70000\` (the data has 60000)" "$does" "$SECS" "nothing"
 }
 
+# 7c. A second job started with the --log-dir of a job still training (its checkpoints are where
+# the second would resume from and save to); the first is then stopped by a SIGTERM to its mpirun.
+f7c() {
+    d=$W/f7c
+    mkdir -p "$d"
+    start f7c-live 60 -n 2 "$PROG" $LONG --use-checkpointing --log-dir "$d"
+    does="the live run did not reach epoch 2" ok=0 SECS="-" lost="-"
+    if wait_for f7c-live 'Epoch 2/'; then
+        kept=$(sha256sum "$d/checkpoint-1.ckpt")
+        run f7c 30 -n 2 "$PROG" $LONG --use-checkpointing --log-dir "$d"
+        took=$SECS
+        when="before the first batch"
+        grep -q '^Epoch 1/' "$W/f7c.out" && when="after it trained"
+        if stopped_with_line f7c; then does="stops $when: $(err_line f7c)"
+        else does="$(status), $when"; fi
+        lost="nothing"
+        [ "$(sha256sum "$d/checkpoint-1.ckpt" 2>/dev/null)" = "$kept" ] ||
+            lost="the live run's checkpoint-1 changed"
+        stopped_with_line f7c && [ "$when" = "before the first batch" ] && [ "$lost" = nothing ] &&
+            ok=1
+        mpi=$(pgrep -P "$(cat "$W/f7c-live.job")" | head -1) # as in row 10
+        kill -TERM "${mpi:-$(cat "$W/f7c-live.job")}"
+    fi
+    finish f7c-live "$(now)"
+    row 7c 0 $ok "a second run with the \`--log-dir\` of a run still training" "$does" "${took:--}" \
+        "$lost"
+}
+
 # 8. Rank 1 frozen (SIGSTOP) in epoch 1, stall inspector at 2 s, shutdown at 6 s.
 f8() {
     start f8 15 -n 1 env HVD_STALL_CHECK_TIME_SECONDS=2 HVD_STALL_SHUTDOWN_TIME_SECONDS=6 "$PROG" $LONG \
@@ -371,6 +399,7 @@ f9() {
         "$does" "$SECS" "nothing"
 }
 
+
 # 10. SIGTERM to mpirun once epoch 2 has begun. Open MPI's mpirun passes it on to the ranks about
 # a second later (measured: they stop some 50 steps of 1.3 s epochs after it, against 3-5 for a
 # SIGTERM to the ranks themselves), so the stop may fall in epoch 3.
@@ -401,7 +430,7 @@ f10() {
     row 10 1 $ok "SIGTERM to \`mpirun\` once epoch 2 has begun" "$does" "$SECS" "$lost"
 }
 
-for f in "1 1" "2 1" "2b 1" "3 0" "4 1" "5 1" "5b 1" "6 1" "7a 1" "7b 0" "8 0" "8b 1" "9 1" "10 1"; do
+for f in "1 1" "2 1" "2b 1" "3 0" "4 1" "5 1" "5b 1" "6 1" "7a 1" "7b 0" "7c 0" "8 0" "8b 1" "9 1" "10 1"; do
     set -- $f
     wanted "$1" "$2" && "f$1"
 done

@@ -39,8 +39,8 @@ static void teardown(void)
         for (struct dirent *de; dp && (de = readdir(dp));) {
             char p[600];
             snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
-            if (de->d_name[0] != '.' || de->d_name[1] == 'c')
-                unlink(p);
+            if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+                unlink(p); /* checkpoints, temp files, the lock file */
         }
         if (dp)
             closedir(dp);

@@ -108,6 +108,25 @@ for ck in --use-checkpointing ""; do
         grep -E "hvdlab|Test loss" "$work/l.out" | sed 's/^/    /' | head -3
     fi
 done
+# 10. a log dir a live run uses: a second run stops before its first batch (and moves nothing
+# with --restart); the live run's checkpoints stay; once it has ended (stopped by a signal) the
+# dir is free
+OMP_NUM_THREADS=1 timeout 100 $mpirun -n 2 "$prog" $flags --epochs 200 --train-subset 1024 \
+    --log-dir "$work/live" >"$work/live.out" 2>&1 &
+live=$!
+for i in $(seq 1 300); do [ -e "$work/live/checkpoint-1.ckpt" ] && break; sleep 0.1; done
+[ -e "$work/live/checkpoint-1.ckpt" ] || fail "live run: no checkpoint-1.ckpt after 30 s"
+run "$work/x.out" --log-dir "$work/live"; rc=$?
+expect "live run" "$work/x.out" "live: another run is using this --log-dir (pid [0-9]* on .*, since "
+run "$work/x.out" --log-dir "$work/live" --restart; rc=$?
+expect "live run, --restart" "$work/x.out" "another run is using this --log-dir"
+if ls "$work/live" | grep -q '^restart-' || [ ! -e "$work/live/checkpoint-1.ckpt" ]; then
+    fail "live run, --restart: the live run's checkpoints were moved"
+fi
+kill "$live" # timeout hands the SIGTERM to mpirun, mpirun to the ranks: they save and stop
+wait "$live"
+run "$work/y.out" --log-dir "$work/live" --restart && pass=$((pass + 1)) ||
+    { fail "live run ended: the log dir is still taken"; grep hvdlab "$work/y.out" | head -3; }
 # 8-9. read-only and full file systems (a small tmpfs; needs root, else skipped)
 mnt="$work/mnt"; mkdir -p "$mnt"
 if mount -t tmpfs -o size=64k,ro tmpfs "$mnt" 2>/dev/null; then

@@ -1,6 +1,7 @@
 /* test_ckpt_files.c — checkpoint files in a log directory: the newest valid epoch (skipping bad
  * files with one warning each), writers killed before the rename, creating the log directory,
- * the param_set layer and its trace lines. Serial (forked Check). The format: test_ckpt.c. */
+ * one run at a time in it, the param_set layer and its trace lines. Serial (forked Check). The
+ * format: test_ckpt.c. */
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
@@ -465,6 +466,53 @@ START_TEST(restart_never_overwrites_an_earlier_restart)
 }
 END_TEST
 
+/* One run at a time in a log dir: a live run (a child process here) holding it stops another
+ * after a short wait, with a line naming the holder, and moves nothing with --restart; another
+ * rank of the holder's job passes; once the holder has ended the dir is free, and the process
+ * that holds it may prepare it again. */
+START_TEST(a_live_run_holds_its_log_dir)
+{
+    char dir[512], want[1024], c = 'n';
+    snprintf(dir, sizeof dir, "%s", tmp_path("busy"));
+    ck_assert_int_eq(ckpt_mkdirs(dir, err, sizeof err), 0);
+    spit(tmp_path("busy/checkpoint-1.ckpt"), "live", 4);
+    setenv("PMIX_NAMESPACE", "job-a", 1);
+    int held[2], done[2];
+    ck_assert(pipe(held) == 0 && pipe(done) == 0);
+    pid_t child = fork();
+    if (child == 0) {
+        close(done[1]); /* the parent's close, or its end, is the EOF that lets go */
+        c = ckpt_lock_dir(dir, err, sizeof err) == 0 ? 'y' : 'n';
+        if (write(held[1], &c, 1) == 1)
+            c = read(done[0], &c, 1) == 0 ? 'y' : 'n'; /* holds it until the parent has looked */
+        _exit(c == 'y' ? 0 : 1);
+    }
+    ck_assert(read(held[0], &c, 1) == 1 && c == 'y');
+    ck_assert_msg(ckpt_lock_dir(dir, err, sizeof err) == 0, "another rank of the job: %s", err);
+    setenv("PMIX_NAMESPACE", "job-b", 1);
+    ckpt_set_restart(1);
+    int rc = ckpt_prepare_dir(dir, 0, err, sizeof err);
+    ckpt_set_restart(0);
+    ck_assert_int_eq(rc, -1);
+    snprintf(want, sizeof want, "%s: another run is using this --log-dir (pid %ld on ", dir,
+             (long)child);
+    ck_assert_msg(!strncmp(err, want, strlen(want)) && strstr(err, "), since 20") == NULL &&
+                  strstr(err, ", since 20") && strstr(err, "): wait for it to end, or use "
+                  "another --log-dir"), "%s", err);
+    size_t len;
+    uint8_t *b = slurp(tmp_path("busy/checkpoint-1.ckpt"), &len); /* not moved by --restart */
+    ck_assert(len == 4 && !memcmp(b, "live", 4));
+    free(b);
+    close(done[1]);
+    int status;
+    ck_assert(waitpid(child, &status, 0) == child && WIFEXITED(status) &&
+              WEXITSTATUS(status) == 0);
+    ck_assert_msg(ckpt_lock_dir(dir, err, sizeof err) == 0, "after the holder ended: %s", err);
+    unsetenv("PMIX_NAMESPACE"); /* no job to match: it passes as the holder */
+    ck_assert_msg(ckpt_prepare_dir(dir, 0, err, sizeof err) == 0, "the holder again: %s", err);
+}
+END_TEST
+
 /* The param_set layer: restore into a fresh model and optimizer; trace lines; a failed load
  * changes nothing. */
 START_TEST(param_set_layer_and_trace)
@@ -564,6 +612,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, newer_format_stops_the_run_and_stays);
     tcase_add_test(tc, damaged_file_that_cannot_be_set_aside_stops_the_run);
     tcase_add_test(tc, restart_never_overwrites_an_earlier_restart);
+    tcase_add_test(tc, a_live_run_holds_its_log_dir);
     tcase_add_test(tc, param_set_layer_and_trace);
     suite_add_tcase(s, tc);
     return s;
