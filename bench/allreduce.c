@@ -240,7 +240,7 @@ int main(int argc, char **argv)
                "ring alone, in place, float SUM; times per call, min/median over interleaved "
                "passes\n", size, allreduce_hosts(),
                getenv("HVD_HIERARCHICAL_ALLREDUCE") ? ", HVD_HIERARCHICAL_ALLREDUCE set" : "",
-               plain ? "malloc" : "hvd_alloc (memory_alloc)");
+               plain ? "malloc" : "memory_alloc");
         print_memory_setting();
         printf("# %9s %11s | %-12s %21s %15s | %21s %15s | %21s | %6s %6s | %7s | %13s\n",
                "size", "count", "hvd path", "hvd time(us) min/med", "busbw GB/s m/m",

@@ -1,5 +1,5 @@
 /* memory.c — huge-page backed, pre-faulted buffers. See memory.h.
- * Public: memory_alloc, memory_free, memory_on_huge_pages. */
+ * Public: memory_alloc, memory_free, memory_huge_pages, memory_on_huge_pages. */
 #include "base/memory.h"
 
 #include <pthread.h>
@@ -11,13 +11,13 @@
 
 #define HUGE_PAGE ((size_t)2 << 20)
 
-/* The live buffers, for memory_on_huge_pages: a few dozen in the kit (the model's flat buffers,
- * the fusion buffer, the ring's scratch); one past MAX_BUFFERS is simply not listed. */
-#define MAX_BUFFERS 256
-static struct {
+/* The live buffers on huge pages, for memory_on_huge_pages: a few dozen in the kit (the model's
+ * flat buffers, the fusion buffer, the ring's scratch), but every one must be listed: the ranks
+ * choose the allreduce's path by it and must all choose alike (coll/allreduce.c). */
+static struct range {
     uintptr_t begin, end;
-} live[MAX_BUFFERS];
-static int nlive;
+} *live;
+static int nlive, cap;
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
 static int thp = -1; /* the kernel backs MADV_HUGEPAGE regions with huge pages: 1, 0 */
 
@@ -46,13 +46,32 @@ void *memory_alloc(size_t bytes)
     pthread_mutex_lock(&live_lock);
     if (thp < 0)
         thp = thp_enabled();
-    if (advised && thp && nlive < MAX_BUFFERS) {
-        live[nlive].begin = (uintptr_t)p;
-        live[nlive].end = (uintptr_t)p + len;
-        nlive++;
+    int list = advised && thp, ok = 1;
+    if (list && nlive == cap) {
+        int more = cap ? 2 * cap : 64;
+        struct range *r = realloc(live, (size_t)more * sizeof *r);
+        if (r)
+            live = r, cap = more;
+        ok = r != NULL;
     }
+    if (list && ok)
+        live[nlive++] = (struct range){(uintptr_t)p, (uintptr_t)p + len};
     pthread_mutex_unlock(&live_lock);
+    if (!ok) { /* no room to list it: out of memory, as for the buffer itself */
+        free(p);
+        return NULL;
+    }
     return p;
+}
+
+int memory_huge_pages(void)
+{
+    pthread_mutex_lock(&live_lock);
+    if (thp < 0)
+        thp = thp_enabled();
+    int on = thp;
+    pthread_mutex_unlock(&live_lock);
+    return on;
 }
 
 void memory_free(void *p)

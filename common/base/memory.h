@@ -15,6 +15,9 @@
 void *memory_alloc(size_t bytes);
 void memory_free(void *p);
 
+/* Whether the kernel backs memory_alloc's buffers with huge pages (transparent huge pages
+ * "always" or "madvise"): the same answer for every process of a host. */
+int memory_huge_pages(void);
 /* Whether [p, p + bytes) lies in one buffer of memory_alloc's that the kernel backs with huge
  * pages (transparent huge pages on, "always" or "madvise"): the allreduce picks its one-host
  * algorithm by it (coll/allreduce.c). */

@@ -1,5 +1,6 @@
 /* allreduce.c — the choice of algorithm for a fused host buffer. See allreduce.h.
- * Public: allreduce_init, allreduce_free, allreduce_run, allreduce_choice, allreduce_path_name,
+ * Public: allreduce_init, allreduce_free, allreduce_run, allreduce_choice,
+ *         allreduce_wants_own_buffer, allreduce_path_name,
  *         allreduce_hosts, allreduce_force_path, allreduce_reconfigure, allreduce_new_window,
  *         allreduce_host_node.
  */
@@ -75,7 +76,8 @@ const char *allreduce_path_name(allreduce_path p)
     }
 }
 
-allreduce_path allreduce_choice(const void *buf, size_t bytes)
+/* The path for a buffer of this many bytes, on huge pages (memory_alloc's) or not. */
+static allreduce_path choice(int on_huge_pages, size_t bytes)
 {
     if (!A.ready || A.topo.size == 1)
         return ALLREDUCE_RING; /* the ring of one only scales */
@@ -101,13 +103,24 @@ allreduce_path allreduce_choice(const void *buf, size_t bytes)
         /* The buffer's kind is this rank's own: where the ranks' kinds may differ (some stage
          * from a GPU into pinned memory, the others without one reduce the caller's), every
          * rank takes the window, since two ranks on different paths would wait for each other. */
-        p = !gpu_ops_ranks_mixed() && bytes >= from && buf && memory_on_huge_pages(buf, bytes)
-                ? ALLREDUCE_CMA
-                : ALLREDUCE_SHM;
+        p = !gpu_ops_ranks_mixed() && bytes >= from && on_huge_pages ? ALLREDUCE_CMA
+                                                                      : ALLREDUCE_SHM;
     }
     if ((p == ALLREDUCE_SHM || p == ALLREDUCE_CMA) && A.topo.nhosts > 1)
         p = ALLREDUCE_RING;
     return p;
+}
+
+allreduce_path allreduce_choice(const void *buf, size_t bytes)
+{
+    return choice(buf && memory_on_huge_pages(buf, bytes), bytes);
+}
+
+int allreduce_wants_own_buffer(MPI_Comm comm, const void *buf, size_t bytes)
+{
+    return A.ready && comm == A.topo.comm && memory_huge_pages() &&
+           !(buf && memory_on_huge_pages(buf, bytes)) &&
+           choice(1, bytes) != choice(0, bytes);
 }
 
 static void mark_group(const char *activity, char phase, void *ctx)

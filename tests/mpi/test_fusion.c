@@ -1,8 +1,10 @@
-/* test_fusion.c — tensor fusion under mpirun -n 1..4: values, grouping, and zero-copy for
- * tensors that sit back to back in one buffer. */
+/* test_fusion.c — tensor fusion under mpirun -n 1..4: values, grouping, zero-copy for tensors
+ * that sit back to back in one of the kit's buffers (memory_alloc, as the model's), and a
+ * caller's plain buffers on some ranks beside the kit's on others. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/memory.h"
 #include "coll/fusion.h"
 #include "coll/hvd.h"
 #include "lib/ck_mpi.h"
@@ -22,18 +24,25 @@ static const size_t sizes[NT] = {1, 7, 1000, 0, 33333, 5, 4096, 100001, 2, 777};
 typedef struct {
     float *t[NT];
     float *flat; /* when contiguous: all tensors are views into this */
+    int plain;   /* malloc's buffers, not memory_alloc's */
 } tensors;
 
-static tensors make(int contiguous, int rank)
+static float *alloc(size_t n, int plain)
 {
-    tensors ts = {.flat = NULL};
+    size_t bytes = (n ? n : 1) * sizeof(float);
+    return plain ? malloc(bytes) : memory_alloc(bytes);
+}
+
+static tensors make(int contiguous, int rank, int plain)
+{
+    tensors ts = {.flat = NULL, .plain = plain};
     size_t total = 0;
     for (int t = 0; t < NT; t++)
         total += sizes[t];
     if (contiguous)
-        ts.flat = malloc(total * sizeof(float));
+        ts.flat = alloc(total, plain);
     for (int t = 0, o = 0; t < NT; o += (int)sizes[t], t++) {
-        ts.t[t] = contiguous ? ts.flat + o : malloc((sizes[t] ? sizes[t] : 1) * sizeof(float));
+        ts.t[t] = contiguous ? ts.flat + o : alloc(sizes[t], plain);
         for (size_t i = 0; i < sizes[t]; i++)
             ts.t[t][i] = val(t, i, rank);
     }
@@ -42,19 +51,22 @@ static tensors make(int contiguous, int rank)
 
 static void release(tensors *ts)
 {
+    void (*del)(void *) = ts->plain ? free : memory_free;
     if (ts->flat)
-        free(ts->flat);
+        del(ts->flat);
     else
         for (int t = 0; t < NT; t++)
-            free(ts->t[t]);
+            del(ts->t[t]);
 }
 
-/* Queue all NT tensors (ops alternate when mixed), synchronize, check every value. */
-static void run(int contiguous, int mixed_ops, size_t threshold, size_t *calls, size_t *copied)
+/* Queue all NT tensors (ops alternate when mixed), synchronize, check every value. plain: in
+ * malloc's buffers on this rank. */
+static void run_on(int contiguous, int mixed_ops, size_t threshold, int plain, size_t *calls,
+                   size_t *copied)
 {
     int rank = hvd_rank(), size = hvd_size();
     hvd_set_fusion_threshold(threshold);
-    tensors ts = make(contiguous, rank);
+    tensors ts = make(contiguous, rank, plain);
     size_t c0, t0, b0, c1, t1, b1;
     hvd_fusion_stats(&c0, &t0, &b0);
     char name[32];
@@ -80,6 +92,11 @@ static void run(int contiguous, int mixed_ops, size_t threshold, size_t *calls, 
     *copied = b1 - b0;
     release(&ts);
     hvd_set_fusion_threshold(HVD_DEFAULT_FUSION_THRESHOLD);
+}
+
+static void run(int contiguous, int mixed_ops, size_t threshold, size_t *calls, size_t *copied)
+{
+    run_on(contiguous, mixed_ops, threshold, 0, calls, copied);
 }
 
 static size_t total_bytes(void)
@@ -153,6 +170,25 @@ START_TEST(mixed_ops_do_not_fuse_across)
 }
 END_TEST
 
+/* The one-host path depends on the buffer's kind (allreduce.h): with the kit's buffers on even
+ * ranks and a caller's plain ones on odd ranks, the ranks must still take one path (before,
+ * rank 0 read the others' buffers by single copy while rank 1 used the shared window: rank 1
+ * ended with wrong values, rank 0 waited for ever). A plain buffer that would take another path
+ * goes through the fusion buffer; the kit's own is reduced where it lies. */
+START_TEST(plain_buffers_beside_the_kits_take_one_path)
+{
+    int plain = hvd_rank() % 2;
+    for (int contiguous = 0; contiguous <= 1; contiguous++) {
+        size_t calls, copied;
+        run_on(contiguous, 0, contiguous ? HVD_DEFAULT_FUSION_THRESHOLD : 0, plain, &calls,
+               &copied); /* checks the values */
+        CK_EXPECT(plain || copied == 0, "contiguous=%d, the kit's buffers: copied %zu bytes",
+                  contiguous, copied);
+    }
+    CK_AGREE();
+}
+END_TEST
+
 START_TEST(shutdown_flushes_nothing_lost_order_kept)
 {
     /* A queued allreduce followed by a broadcast: the broadcast must see the reduced values. */
@@ -175,6 +211,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, fusion_off_reduces_each_tensor);
     tcase_add_test(tc, small_threshold_splits_groups);
     tcase_add_test(tc, mixed_ops_do_not_fuse_across);
+    tcase_add_test(tc, plain_buffers_beside_the_kits_take_one_path);
     tcase_add_test(tc, shutdown_flushes_nothing_lost_order_kept);
     suite_add_tcase(s, tc);
     return s;
