@@ -118,7 +118,7 @@ allreduce_path allreduce_choice(const void *buf, size_t bytes)
 
 int allreduce_wants_own_buffer(MPI_Comm comm, const void *buf, size_t bytes)
 {
-    return A.ready && comm == A.topo.comm && memory_huge_pages() &&
+    return A.ready && (comm == A.topo.comm || comm == MPI_COMM_NULL) && memory_huge_pages() &&
            !(buf && memory_on_huge_pages(buf, bytes)) &&
            choice(1, bytes) != choice(0, bytes);
 }

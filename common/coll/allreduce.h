@@ -50,9 +50,9 @@ void allreduce_run(MPI_Comm comm, void *buf, size_t n, int fp16, float scale, ri
 /* The path allreduce_run takes for buf, of this many bytes, on allreduce_init's comm (buf: only
  * whether it lies on huge pages matters, base/memory.h; NULL: it does not). */
 allreduce_path allreduce_choice(const void *buf, size_t bytes);
-/* 1 when allreduce_run on comm would take another path (the single copy) for a buffer of
- * memory_alloc's than for buf (NULL: none), which is not one: the caller then copies buf into
- * one of its own (fusion.c). The buffer's kind
+/* 1 when allreduce_run on comm (MPI_COMM_NULL: allreduce_init's) would take another path (the
+ * single copy) for a buffer of memory_alloc's than for buf (NULL: none), which is not one: the
+ * caller then copies buf into one of its own (fusion.c), and the single copy runs on that. The buffer's kind
  * is this rank's own, and a caller's plain buffer on one rank beside a memory_alloc one on
  * another would send the two down paths that wait for each other. */
 int allreduce_wants_own_buffer(MPI_Comm comm, const void *buf, size_t bytes);
