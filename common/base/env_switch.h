@@ -4,8 +4,11 @@
  *
  * Unset or empty: the default. "0" or "1": off or on. Anything else stops the process with one
  * line naming the variable, e.g. "HVDLAB_TF32=off: expected 0 or 1 (unset: 1)": a student who
- * writes off, false or no must not get the opposite of what they asked for in silence. (Horovod's
- * own HVD_* flags keep Horovod's reading, any non-zero value is on: coll/hvd.c.)
+ * writes off, false or no must not get the opposite of what they asked for in silence. Horovod's
+ * own on/off flags (HVD_CHECK_COLLECTIVES, HVD_STALL_CHECK_DISABLE, HVD_HIERARCHICAL_ALLREDUCE,
+ * HVD_DEAD_RANK_CHECK_DISABLE, HVD_AUTOTUNE, HVD_PROFILE; unset: 0) are read the same way by
+ * env_switch where their code starts: Horovod takes false or off as 0, and counting every value
+ * but "0" as on gave the opposite.
  */
 #ifndef HVDLAB_ENV_SWITCH_H
 #define HVDLAB_ENV_SWITCH_H

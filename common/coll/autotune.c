@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/env_switch.h"
 #include "base/fatal.h"
 #include "base/stats.h"
 #include "base/trace.h"
@@ -64,8 +65,7 @@ static int env_count(const char *var, int dflt, int lo)
 
 void autotune_init(MPI_Comm comm, int rank, size_t *threshold, int explicit_threshold)
 {
-    const char *v = getenv("HVD_AUTOTUNE");
-    int on = v && *v && strcmp(v, "0") != 0;
+    int on = env_switch("HVD_AUTOTUNE", 0);
     A.per_trial = env_count("HVD_AUTOTUNE_STEPS_PER_SAMPLE", 5, 1);
     A.warmup = env_count("HVD_AUTOTUNE_WARMUP_SAMPLES", 1, 0);
     agree_setting s[3];
@@ -88,7 +88,7 @@ void autotune_init(MPI_Comm comm, int rank, size_t *threshold, int explicit_thre
     A.samples = calloc(NTRIALS * (size_t)A.per_trial, sizeof *A.samples);
     if (!A.samples)
         fatal_error("autotune: out of memory");
-    v = getenv("HVD_AUTOTUNE_LOG");
+    const char *v = getenv("HVD_AUTOTUNE_LOG");
     A.log = v && *v ? v : NULL;
     if (A.log && rank == 0)
         create_log();

@@ -132,8 +132,6 @@ static double parse_seconds(const char *var, const char *v, double dflt)
     return x;
 }
 
-static int flag_set(const char *v) { return v && *v && strcmp(v, "0") != 0; }
-
 static void read_settings(void)
 {
     /* The kit's on/off switches (base/env_switch.h) are read where their code first runs, most of
@@ -151,8 +149,9 @@ static void read_settings(void)
         S.compression = HVD_COMPRESS_FP16;
     else
         fatal_error("HVD_COMPRESSION=%s: expected none or fp16", v);
-    S.check = flag_set(getenv("HVD_CHECK_COLLECTIVES"));
-    S.stall_check = !flag_set(getenv("HVD_STALL_CHECK_DISABLE"));
+    /* Horovod's on/off flags: 0 or 1, another spelling stops (base/env_switch.h) */
+    S.check = env_switch("HVD_CHECK_COLLECTIVES", 0);
+    S.stall_check = !env_switch("HVD_STALL_CHECK_DISABLE", 0);
     S.stall_warn_s = parse_seconds("HVD_STALL_CHECK_TIME_SECONDS",
                                    getenv("HVD_STALL_CHECK_TIME_SECONDS"),
                                    DEFAULT_STALL_CHECK_SECONDS);
@@ -162,7 +161,7 @@ static void read_settings(void)
                     getenv("HVD_STALL_CHECK_TIME_SECONDS"));
     S.stall_shutdown_s = parse_seconds("HVD_STALL_SHUTDOWN_TIME_SECONDS",
                                        getenv("HVD_STALL_SHUTDOWN_TIME_SECONDS"), 0);
-    S.hierarchical = flag_set(getenv("HVD_HIERARCHICAL_ALLREDUCE"));
+    S.hierarchical = env_switch("HVD_HIERARCHICAL_ALLREDUCE", 0);
     v = getenv("HVD_HOST_GROUP_SIZE");
     S.host_group_size = 0;
     if (v && *v) {

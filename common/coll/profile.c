@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/env_switch.h"
 #include "base/timer.h"
 #include "coll/profile_state.h"
 
@@ -24,8 +25,7 @@ int profile_enabled(void) { return profile_S.on; }
 
 void profile_init(void)
 {
-    const char *v = getenv("HVD_PROFILE");
-    profile_S.on = v && *v && strcmp(v, "0") != 0;
+    profile_S.on = env_switch("HVD_PROFILE", 0);
     profile_reset();
 }
 

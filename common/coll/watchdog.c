@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/env_switch.h"
 #include "base/fatal.h"
 #include "base/timer.h"
 #include "coll/watchdog_net.h"
@@ -339,8 +340,7 @@ void watchdog_start(MPI_Comm comm)
         return;
     MPI_Comm_rank(comm, &wd.rank);
     MPI_Comm_size(comm, &wd.size);
-    const char *off = getenv("HVD_DEAD_RANK_CHECK_DISABLE");
-    int want = !(off && *off && strcmp(off, "0") != 0);
+    int want = !env_switch("HVD_DEAD_RANK_CHECK_DISABLE", 0);
     MPI_Allreduce(MPI_IN_PLACE, &want, 1, MPI_INT, MPI_MIN, comm); /* off on one: off on all */
     if (wd.size < 2 || !want)
         return;

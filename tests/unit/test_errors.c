@@ -295,6 +295,30 @@ START_TEST(bad_settings_named)
 }
 END_TEST
 
+/* Horovod's on/off flags spelled otherwise stop every rank with one line, as the kit's own
+ * switches do: any value but 0 used to count as on, so HVD_HIERARCHICAL_ALLREDUCE=false turned
+ * the hierarchical path on and HVD_STALL_CHECK_DISABLE=no turned the inspector off, the opposite
+ * of what was asked (and of Horovod, which reads both as 0). */
+START_TEST(horovod_flags_spelled_otherwise_named)
+{
+    const char *flags[] = {"HVD_CHECK_COLLECTIVES", "HVD_STALL_CHECK_DISABLE",
+                           "HVD_HIERARCHICAL_ALLREDUCE", "HVD_DEAD_RANK_CHECK_DISABLE",
+                           "HVD_AUTOTUNE", "HVD_PROFILE"};
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+        char env[96], want[128];
+        snprintf(env, sizeof env, "%s=false", flags[i]);
+        snprintf(want, sizeof want, "] %s=false: expected 0 or 1 (unset: 0)\n", flags[i]);
+        job j = run_job(env, 2, "init-only");
+        ck_assert_msg(j.status != 0 && j.status != 124 && strstr(j.out, want),
+                      "%s: status %d, want an error with: %s\n%s", env, j.status, want, j.out);
+    }
+    job j = run_job("HVD_CHECK_COLLECTIVES=1 HVD_STALL_CHECK_DISABLE=0 "
+                    "HVD_HIERARCHICAL_ALLREDUCE=0 HVD_DEAD_RANK_CHECK_DISABLE=0 HVD_AUTOTUNE=0 "
+                    "HVD_PROFILE=0", 2, "init-only");
+    ck_assert_msg(j.status == 0, "valid flags refused: status %d\n%s", j.status, j.out);
+}
+END_TEST
+
 START_TEST(killed_job_leaves_loadable_timeline)
 {
     char dir[] = "/tmp/hvdlab-kill-XXXXXX", args[256], path[200];
@@ -389,6 +413,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, early_usr1_ends_an_args_program_without_stop_handlers);
     tcase_add_test(tc, bad_broadcast_root_named);
     tcase_add_test(tc, bad_settings_named);
+    tcase_add_test(tc, horovod_flags_spelled_otherwise_named);
     tcase_add_test(tc, killed_job_leaves_loadable_timeline);
     tcase_add_test(tc, binding_report);
     suite_add_tcase(s, tc);
