@@ -161,7 +161,9 @@ int ckpt_prepare_dir(const char *dir, size_t file_bytes, char *err, size_t errle
  * naming its holder ("pid=P host=H job=J since=T"). Taken again by the same process, or by
  * another rank of the same job (PMIX_NAMESPACE), it passes; held by another run it waits 3 s for
  * it to end, then -1 and "dir: another run is using this --log-dir (pid P on H, since T): wait
- * for it to end, or use another --log-dir". Where the file system has no flock it passes. */
+ * for it to end, or use another --log-dir" (without the holder where the file names an ended
+ * process: a lock file this user may not write is locked read-only, and keeps the line of the
+ * run before). Where the file system has no flock it passes. */
 int ckpt_lock_dir(const char *dir, char *err, size_t errlen);
 /* The bytes of a file that satisfies want (its counts). */
 size_t ckpt_expect_bytes(const ckpt_expect *want);

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +74,17 @@ static void field(const char *line, const char *key, char *out, size_t len)
     snprintf(out, len, "%.*s", (int)(n < len ? n : len - 1), p);
 }
 
+/* The line names a process of this host that has ended: an earlier run's line, left where the
+ * holder could not write its own (a read-only lock file), names someone else. */
+static int holder_gone(const char *pid, const char *host)
+{
+    char here[256] = "";
+    gethostname(here, sizeof here - 1);
+    char *end;
+    long p = strtol(pid, &end, 10);
+    return !*end && p > 0 && !strcmp(host, here) && kill((pid_t)p, 0) != 0 && errno == ESRCH;
+}
+
 static void write_holder(int fd)
 {
     char host[256] = "?", since[32], line[512];
@@ -92,6 +104,12 @@ int ckpt_lock_dir(const char *dir, char *err, size_t errlen)
     if (snprintf(path, sizeof path, "%s/" LOCK_NAME, dir) >= (int)sizeof path)
         return errmsg_set(err, errlen, dir, "the folder name is too long");
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    /* A lock file this user may not write (another user's run left it 0644 in a shared folder):
+     * an flock needs no write access, so it is taken read-only rather than not at all, which let
+     * two runs in. Its line then stays the earlier run's (see holder_gone). */
+    const int writable = fd >= 0;
+    if (fd < 0 && (errno == EACCES || errno == EPERM))
+        fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) /* the probe that follows names an unwritable directory */
         return 0;
     struct stat st = {0};
@@ -120,7 +138,7 @@ int ckpt_lock_dir(const char *dir, char *err, size_t errlen)
             field(line, "host", host, sizeof host);
             field(line, "since", since, sizeof since);
             close(fd);
-            if (!*pid)
+            if (!*pid || holder_gone(pid, host))
                 return errmsg_set(err, errlen, dir, "another run is using this --log-dir: wait "
                                   "for it to end, or use another --log-dir");
             return errmsg_set(err, errlen, dir, "another run is using this --log-dir (pid %s on "
@@ -136,6 +154,7 @@ int ckpt_lock_dir(const char *dir, char *err, size_t errlen)
     }
     *h = (held_lock){.dev = st.st_dev, .ino = st.st_ino, .next = held};
     held = h;
-    write_holder(fd); /* fd stays open, and the flock held, until the process ends */
+    if (writable)
+        write_holder(fd); /* fd stays open, and the flock held, until the process ends */
     return 0;
 }

@@ -513,6 +513,56 @@ START_TEST(a_live_run_holds_its_log_dir)
 }
 END_TEST
 
+/* A lock file this user may not write (another user's run left it, 0644): an flock needs no
+ * write access, so each run takes it read-only, and the two still exclude each other; they used
+ * to run unlocked. The holder line is then the earlier run's, whose pid is gone: not named. As
+ * root (no permission check) the second run is made another user. */
+START_TEST(a_read_only_lock_file_still_locks)
+{
+    char dir[512], lock[600], c = 'n';
+    snprintf(dir, sizeof dir, "%s", tmp_path("shared"));
+    ck_assert_int_eq(ckpt_mkdirs(dir, err, sizeof err), 0);
+    snprintf(lock, sizeof lock, "%s/.hvdlab-lock", dir);
+    setenv("PMIX_NAMESPACE", "job-old", 1);
+    pid_t old = fork(); /* the earlier run: its line stays in the file */
+    if (old == 0)
+        _exit(ckpt_lock_dir(dir, err, sizeof err) == 0 ? 0 : 1);
+    int status;
+    ck_assert(waitpid(old, &status, 0) == old && WIFEXITED(status) && !WEXITSTATUS(status));
+    ck_assert_int_eq(chmod(lock, 0444), 0);
+    char parent[sizeof tmp_dir];
+    snprintf(parent, sizeof parent, "%s", tmp_dir);
+    *strrchr(parent, '/') = '\0';
+    ck_assert(chmod(parent, 0755) == 0 && chmod(tmp_dir, 0755) == 0 && chmod(dir, 0777) == 0);
+    int held[2], done[2];
+    ck_assert(pipe(held) == 0 && pipe(done) == 0);
+    setenv("PMIX_NAMESPACE", "job-a", 1);
+    pid_t child = fork();
+    if (child == 0) {
+        close(done[1]);
+        if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0))
+            _exit(2);
+        c = ckpt_lock_dir(dir, err, sizeof err) == 0 ? 'y' : 'n';
+        if (write(held[1], &c, 1) == 1)
+            c = read(done[0], &c, 1) == 0 ? 'y' : 'n';
+        _exit(c == 'y' ? 0 : 1);
+    }
+    ck_assert(read(held[0], &c, 1) == 1 && c == 'y');
+    setenv("PMIX_NAMESPACE", "job-b", 1);
+    int rc = ckpt_lock_dir(dir, err, sizeof err);
+    close(done[1]);
+    ck_assert(waitpid(child, &status, 0) == child && WIFEXITED(status) &&
+              WEXITSTATUS(status) == 0);
+    ck_assert_msg(rc == -1, "a second run took the log dir its lock file does not let it write");
+    char want[1024];
+    snprintf(want, sizeof want, "%s: another run is using this --log-dir: wait for it to end, or "
+             "use another --log-dir", dir);
+    ck_assert_str_eq(err, want); /* not the earlier run's pid */
+    ck_assert_msg(ckpt_lock_dir(dir, err, sizeof err) == 0, "after the holder ended: %s", err);
+    unsetenv("PMIX_NAMESPACE");
+}
+END_TEST
+
 /* The param_set layer: restore into a fresh model and optimizer; trace lines; a failed load
  * changes nothing. */
 START_TEST(param_set_layer_and_trace)
@@ -613,6 +663,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, damaged_file_that_cannot_be_set_aside_stops_the_run);
     tcase_add_test(tc, restart_never_overwrites_an_earlier_restart);
     tcase_add_test(tc, a_live_run_holds_its_log_dir);
+    tcase_add_test(tc, a_read_only_lock_file_still_locks);
     tcase_add_test(tc, param_set_layer_and_trace);
     suite_add_tcase(s, tc);
     return s;
