@@ -45,6 +45,7 @@ test-bench-tools:  ## the GPU benches' verdict scripts (and gpu-memcheck's) on r
 	@sh tests/bench/gpu_memcheck_lines.sh
 	@sh tests/bench/gpu_session_stages.sh
 	@sh tests/bench/stage_timeout.sh
+	@sh tests/bench/study_args.sh
 
 # Device buffers: the CUDA flavour's build, whatever this make's flavour is. The peer: PyTorch's
 # gloo allreduce of CUDA tensors, 2 ranks on the GPU (NCCL refuses that, in PyTorch too);

@@ -14,20 +14,43 @@
 set -eu
 cd "$(dirname "$0")/.."
 out=results/warmup ranks=8 lr=0.01 batch=32 epochs=4 warmup=2 train=8000 test=1000
+# Options are checked before anything runs or is written: a missing value stopped with the
+# shell's '2: parameter not set', and --ranks 0 or x went to mpirun (-n 0: every core) under a
+# configuration line that said '0 ranks (lr 0)'.
+need() { [ $# -ge 2 ] || { echo "warmup_experiment: $1 needs a value (see the head of $0)" >&2
+                           exit 2; }; }
+num() { # OPTION VALUE MIN: VALUE without leading zeros, or one line and status 2
+    case $2 in
+    '' | *[!0-9]*) ;;
+    *) v=$(echo "$2" | sed 's/^0*//')
+       v=${v:-0}
+       [ ${#v} -le 9 ] && [ "$v" -ge "$3" ] && { echo "$v"; return 0; } ;;
+    esac
+    echo "warmup_experiment: $1 $2: expected a whole number >= $3" >&2
+    return 2
+}
 while [ $# -gt 0 ]; do
     case $1 in
-    --out) out=$2; shift ;;
-    --ranks) ranks=$2; shift ;;
-    --base-lr) lr=$2; shift ;;
-    --batch) batch=$2; shift ;;
-    --epochs) epochs=$2; shift ;;
-    --warmup) warmup=$2; shift ;;
-    --train) train=$2; shift ;;
-    --test) test=$2; shift ;;
+    --out) need "$@"; out=$2; shift ;;
+    --ranks) need "$@"; ranks=$2; shift ;;
+    --base-lr) need "$@"; lr=$2; shift ;;
+    --batch) need "$@"; batch=$2; shift ;;
+    --epochs) need "$@"; epochs=$2; shift ;;
+    --warmup) need "$@"; warmup=$2; shift ;;
+    --train) need "$@"; train=$2; shift ;;
+    --test) need "$@"; test=$2; shift ;;
     *) echo "warmup_experiment: unknown option $1 (see the head of $0)" >&2; exit 2 ;;
     esac
     shift
 done
+ranks=$(num --ranks "$ranks" 1) || exit 2
+batch=$(num --batch "$batch" 1) || exit 2
+epochs=$(num --epochs "$epochs" 1) || exit 2
+warmup=$(num --warmup "$warmup" 0) || exit 2
+train=$(num --train "$train" 0) || exit 2
+test=$(num --test "$test" 0) || exit 2
+awk -v x="$lr" 'BEGIN { exit !(x ~ /^[0-9.]+([eE][-+]?[0-9]+)?$/ && x + 0 > 0) }' ||
+    { echo "warmup_experiment: --base-lr $lr: expected a number > 0 such as 0.01" >&2; exit 2; }
 [ -x ./solution10 ] || { echo "warmup_experiment: ./solution10 is missing (make solution10)" >&2; exit 1; }
 MPIRUN=${MPIRUN:-mpirun --oversubscribe $( [ "$(id -u)" = 0 ] && echo --allow-run-as-root )}
 mkdir -p "$out"
