@@ -163,7 +163,10 @@ int ckpt_prepare_dir(const char *dir, size_t file_bytes, char *err, size_t errle
  * it to end, then -1 and "dir: another run is using this --log-dir (pid P on H, since T): wait
  * for it to end, or use another --log-dir" (without the holder where the file names an ended
  * process: a lock file this user may not write is locked read-only, and keeps the line of the
- * run before). Where the file system has no flock it passes. */
+ * run before). Where the file system has no flock it passes; where no lock file is there and
+ * none can be made, too (the probe of ckpt_prepare_dir names the directory). One that cannot be
+ * opened (a directory in its place): -1 and "dir/.hvdlab-lock: cannot open this log dir's lock
+ * file: <reason> (remove it, or use another --log-dir)". */
 int ckpt_lock_dir(const char *dir, char *err, size_t errlen);
 /* The bytes of a file that satisfies want (its counts). */
 size_t ckpt_expect_bytes(const ckpt_expect *want);

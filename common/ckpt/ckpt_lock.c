@@ -110,8 +110,12 @@ int ckpt_lock_dir(const char *dir, char *err, size_t errlen)
     const int writable = fd >= 0;
     if (fd < 0 && (errno == EACCES || errno == EPERM))
         fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) /* the probe that follows names an unwritable directory */
-        return 0;
+    if (fd < 0 && (errno == ENOENT || errno == EROFS))
+        return 0; /* none there, none can be made: the probe that follows names the directory */
+    if (fd < 0) /* a directory in its place, a file this user may not even read: unlocked, two
+                 * runs could share the folder again */
+        return errmsg_set(err, errlen, path, "cannot open this log dir's lock file: %s (remove "
+                          "it, or use another --log-dir)", strerror(errno));
     struct stat st = {0};
     if (fstat(fd, &st) == 0 && holds(&st)) {
         close(fd); /* closing another open of the file keeps the flock of the first */

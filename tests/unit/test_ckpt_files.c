@@ -563,6 +563,21 @@ START_TEST(a_read_only_lock_file_still_locks)
 }
 END_TEST
 
+/* Something in the lock file's place that cannot be opened (a directory) stops the run with a
+ * line naming it: taken as no lock, it let a second run share the folder. */
+START_TEST(a_lock_file_that_cannot_be_opened_stops_the_run)
+{
+    char dir[512], want[1024];
+    snprintf(dir, sizeof dir, "%s", tmp_path("dirlock"));
+    ck_assert_int_eq(mkdir(dir, 0777), 0);
+    ck_assert_int_eq(mkdir(tmp_path("dirlock/.hvdlab-lock"), 0777), 0);
+    ck_assert_int_eq(ckpt_prepare_dir(dir, 0, err, sizeof err), -1);
+    snprintf(want, sizeof want, "%s/.hvdlab-lock: cannot open this log dir's lock file: Is a "
+             "directory (remove it, or use another --log-dir)", dir);
+    ck_assert_str_eq(err, want);
+}
+END_TEST
+
 /* The param_set layer: restore into a fresh model and optimizer; trace lines; a failed load
  * changes nothing. */
 START_TEST(param_set_layer_and_trace)
@@ -663,6 +678,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, damaged_file_that_cannot_be_set_aside_stops_the_run);
     tcase_add_test(tc, restart_never_overwrites_an_earlier_restart);
     tcase_add_test(tc, a_live_run_holds_its_log_dir);
+    tcase_add_test(tc, a_lock_file_that_cannot_be_opened_stops_the_run);
     tcase_add_test(tc, a_read_only_lock_file_still_locks);
     tcase_add_test(tc, param_set_layer_and_trace);
     suite_add_tcase(s, tc);
