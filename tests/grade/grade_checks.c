@@ -630,7 +630,13 @@ static int check_metrics(grade_ctx *g, char *msg, size_t len)
             double got = grade_num(m0, metric_keys[j], NAN);
             if (fabs(got - want[j]) <= 1e-5 * (1 + fabs(want[j])))
                 continue;
-            double own[4];
+            double own[4], sum = g->np * want[j];
+            if (fabs(got - sum) <= 1e-5 * (1 + fabs(sum)))
+                return fail(msg, len, "epoch %d: rank 0 printed %s = %.6g, the SUM over the ranks, "
+                            "not the mean (%.6g): %d times what the job measured.\n  Hint: "
+                            "average, do not sum: hvd_allreduce(…, HVD_AVERAGE, …), or simply "
+                            "hvd_metric_average(&train_m, \"train\");", e, metric_keys[j], got,
+                            want[j], g->np);
             local_metrics(g, p0, e, own);
             const char *why = fabs(got - own[j]) <= 1e-5 * (1 + fabs(own[j]))
                                   ? " (rank 0's own value: it was not averaged)" : "";
