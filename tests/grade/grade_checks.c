@@ -467,51 +467,72 @@ static int mark_indices(const char *list, int n, unsigned char *seen, int *repea
     return 0;
 }
 
-/* Each epoch the ranks' shards of the training set must be disjoint and cover it; the only
- * repeats allowed are DistributedSampler's padding (ceil(n/np)*np - n samples drawn twice). */
+/* What a loader's shards are checked for: its images and the words of its messages. */
+typedef struct {
+    int n;            /* images in use: the shard events with n=<n>, shuffle=1 */
+    const char *data; /* "training", "validation" */
+    const char *did;  /* "trained", "validated" */
+    const char *hint;
+} shard_kind;
+
+/* The ranks' shards of epoch e (0-based) of one loader must be disjoint and cover its images; the
+ * only repeats allowed are DistributedSampler's padding (ceil(n/np)*np - n samples drawn twice).
+ * A loader's first shard event of the epoch is taken (it traces one when created, too). */
+static int shards_split(grade_run *r, int np, int e, const shard_kind *s, char *msg, size_t len)
+{
+    int pad = (s->n + np - 1) / np * np - s->n;
+    char nstr[32];
+    snprintf(nstr, sizeof nstr, "%d", s->n);
+    unsigned char *seen = calloc((size_t)s->n, 1);
+    if (!seen)
+        return fail(msg, len, "out of memory for %d image marks.", s->n);
+    int rc = 0, repeats = 0, found = 0;
+    for (int k = 0; k < np && rc == 0; k++) {
+        grade_proc *p = grade_rank(r, k);
+        const grade_event *sh = NULL;
+        for (int i = 0; p && (sh = grade_nth(p, "shard", i)); i++)
+            if (same(grade_get(sh, "n"), nstr) && same(grade_get(sh, "shuffle"), "1") &&
+                (int)grade_num(sh, "epoch", -1) == e)
+                break;
+        if (!sh)
+            continue;
+        found++;
+        if (mark_indices(grade_get(sh, "idx"), s->n, seen, &repeats) != 0)
+            rc = fail(msg, len, "rank %d's %s shard of epoch %d has no readable index list.", k,
+                      s->data, e + 1);
+    }
+    if (rc == 0 && found < np)
+        rc = fail(msg, len, "with %d ranks, epoch %d: only %d ranks started the %s data.", np,
+                  e + 1, found, s->data);
+    else if (rc == 0 && repeats > pad)
+        rc = fail(msg, len, "with %d ranks, epoch %d: the ranks %s on the same images (%d of %d "
+                  "%s images drawn by more than one rank).\n  Hint: %s", np, e + 1, s->did,
+                  repeats, s->n, s->data, s->hint);
+    for (int i = 0; i < s->n && rc == 0; i++)
+        if (!seen[i])
+            rc = fail(msg, len, "with %d ranks, epoch %d: image %d of the %s set was never "
+                      "drawn: the shards do not cover the data.", np, e + 1, i, s->data);
+    free(seen);
+    return rc;
+}
+
+/* Each epoch the ranks' shards of the training set must split it; so must the validation
+ * loader's (its first epoch: it cycles through more as validations draw batches). Then each rank
+ * makes its share of the steps. */
 static int check_shards_of(grade_ctx *g, grade_run *r, int np, int epochs, char *msg, size_t len)
 {
+    /* The two loaders are told apart by their sizes (the test loader does not shuffle). */
+    const shard_kind train = {g->train_n, "training", "trained", "build the training loader for "
+                              "this rank's shard: rank = hvd_rank(), size = hvd_size()."};
+    const shard_kind val = {g->test_n, "validation", "validated", "give the validation loader "
+                            "this rank's shard too: lab_val_loader(&a, &ds, me), with lab_shard "
+                            "me = {hvd_rank(), hvd_size()};"};
+    for (int e = 0; e < epochs; e++)
+        if (shards_split(r, np, e, &train, msg, len))
+            return -1;
+    if (shards_split(r, np, 0, &val, msg, len))
+        return -1;
     int spe = steps_per_epoch(g, np);
-    int pad = (g->train_n + np - 1) / np * np - g->train_n;
-    char nstr[32];
-    snprintf(nstr, sizeof nstr, "%d", g->train_n);
-    unsigned char *seen = malloc((size_t)g->train_n);
-    int rc = 0;
-    for (int e = 0; e < epochs && rc == 0; e++) {
-        memset(seen, 0, (size_t)g->train_n);
-        int repeats = 0, found = 0;
-        for (int k = 0; k < np && rc == 0; k++) {
-            grade_proc *p = grade_rank(r, k);
-            const grade_event *sh = NULL;
-            for (int i = 0; p && (sh = grade_nth(p, "shard", i)); i++)
-                if (same(grade_get(sh, "n"), nstr) && (int)grade_num(sh, "epoch", -1) == e)
-                    break;
-            if (!sh)
-                continue;
-            found++;
-            if (mark_indices(grade_get(sh, "idx"), g->train_n, seen, &repeats) != 0)
-                rc = fail(msg, len, "rank %d's shard of epoch %d has no readable index list.", k,
-                          e + 1);
-        }
-        if (rc)
-            break;
-        if (found < np)
-            rc = fail(msg, len, "with %d ranks, epoch %d: only %d ranks started the training "
-                      "data.", np, e + 1, found);
-        else if (repeats > pad)
-            rc = fail(msg, len, "with %d ranks, epoch %d: the ranks trained on the same images "
-                      "(%d of %d images drawn by more than one rank).\n  Hint: build the training "
-                      "loader for this rank's shard: rank = hvd_rank(), size = hvd_size().", np,
-                      e + 1, repeats, g->train_n);
-        else
-            for (int i = 0; i < g->train_n && rc == 0; i++)
-                if (!seen[i])
-                    rc = fail(msg, len, "with %d ranks, epoch %d: image %d of the training set was "
-                              "never drawn: the shards do not cover the data.", np, e + 1, i);
-    }
-    free(seen);
-    if (rc)
-        return rc;
     int spe_ceil = steps_per_epoch_ceil(g, np);
     for (int k = 0; k < np; k++) {
         int steps = grade_count(grade_rank(r, k), "step");

@@ -13,6 +13,7 @@
 typedef struct {
     int np;            /* ranks of the graded runs */
     int train_n;       /* --train-subset */
+    int test_n;        /* --test-subset: the validation loader's images */
     int batch;         /* --batch-size */
     int epochs;        /* --epochs of run a */
     int warmup;        /* --warmup-epochs */

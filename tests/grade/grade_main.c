@@ -46,6 +46,7 @@ static void run_program(const char *prog, const char *work)
 {
     G.np = 2;
     G.train_n = 512;
+    G.test_n = 256;
     G.batch = 64;
     G.epochs = 2;
     G.warmup = 1;
@@ -53,10 +54,10 @@ static void run_program(const char *prog, const char *work)
     int limit = run_limit_s();
     snprintf(G.logdir, sizeof G.logdir, "%s/logs", work);
     char args[2048], other[2048], launch[8192];
-    const char *fmt = "--model wrn-10-1 --train-subset %d --test-subset 256 --batch-size %d "
+    const char *fmt = "--model wrn-10-1 --train-subset %d --test-subset %d --batch-size %d "
                       "--val-batch-size 128 --epochs %d --base-lr %g --warmup-epochs %d "
                       "--optimizer %s --use-checkpointing --log-dir %s";
-    snprintf(args, sizeof args, fmt, G.train_n, G.batch, G.epochs, G.base_lr, G.warmup,
+    snprintf(args, sizeof args, fmt, G.train_n, G.test_n, G.batch, G.epochs, G.base_lr, G.warmup,
              "novograd", G.logdir);
     grade_run_prog(&G.a, prog, G.np, args, work, "a", limit);
     if (graded_step >= 7 && G.a.status == 0 && !grade_stopped()) {
@@ -66,10 +67,10 @@ static void run_program(const char *prog, const char *work)
         char empty[1100];
         snprintf(empty, sizeof empty, "%s-other-ranks", G.logdir);
         mkdir(empty, 0777);
-        snprintf(args, sizeof args, fmt, G.train_n, G.batch, G.epochs + 1, G.base_lr, G.warmup,
-                 "novograd", G.logdir);
-        snprintf(other, sizeof other, fmt, G.train_n, G.batch, G.epochs + 1, G.base_lr, G.warmup,
-                 "novograd", empty);
+        snprintf(args, sizeof args, fmt, G.train_n, G.test_n, G.batch, G.epochs + 1, G.base_lr,
+                 G.warmup, "novograd", G.logdir);
+        snprintf(other, sizeof other, fmt, G.train_n, G.test_n, G.batch, G.epochs + 1,
+                 G.base_lr, G.warmup, "novograd", empty);
         snprintf(launch, sizeof launch, "-n 1 %s %s : -n %d %s %s", prog, args, G.np - 1, prog,
                  other);
         grade_run_launch(&G.b, prog, launch, work, "b", limit);
@@ -79,8 +80,8 @@ static void run_program(const char *prog, const char *work)
         /* 512 images do not split evenly over 3 ranks. With --optimizer sgd: step 10's
          * program must keep SGD unless asked for NovoGrad (the programs before it ignore the
          * flag). */
-        snprintf(args, sizeof args, fmt, G.train_n, G.batch, 1, G.base_lr, G.warmup, "sgd",
-                 G.logdir);
+        snprintf(args, sizeof args, fmt, G.train_n, G.test_n, G.batch, 1, G.base_lr, G.warmup,
+                 "sgd", G.logdir);
         strcat(args, "-3");
         grade_run_prog(&G.c, prog, 3, args, work, "c", limit);
         G.have_c = 1;
