@@ -323,6 +323,24 @@ static int check_rank0_prints(grade_ctx *g, char *msg, size_t len)
                         "(pass verbose = hvd_rank() == 0 to the progress output).", k, n,
                         grade_get(grade_nth(p, "progress", 0), "text"));
     }
+    /* The bar is not all: verbose also guards the banner and the warmup's message (printed once
+     * a run), which the trace does not hold; count them in the job's output. */
+    static const char *const once[] = {"trainable parameters. Data from",
+                                       "finished gradual learning rate warmup"};
+    for (size_t i = 0; i < sizeof once / sizeof *once; i++) {
+        int n = 0;
+        const char *first = r->out ? strstr(r->out, once[i]) : NULL;
+        for (const char *q = first; q && (q = strstr(q, once[i])) != NULL; q++)
+            n++;
+        if (n < 2)
+            continue;
+        while (first > r->out && first[-1] != '\n') /* the whole line */
+            first--;
+        return fail(msg, len, "the line \"%.*s\" was printed %d times: ranks other than 0 print "
+                    "it too.\n  Hint: set verbose = hvd_rank() == 0 itself, not only the "
+                    "progress bar's argument: verbose also guards that line and goes to "
+                    "lr_lab_init.", (int)strcspn(first, "\n"), first, n);
+    }
     return 0;
 }
 
