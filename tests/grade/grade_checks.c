@@ -370,6 +370,34 @@ static int steps_agree(grade_ctx *g, const char *key, int *bad_step, int *bad_ra
     return run_steps_agree(g, &g->a, key, bad_step, bad_rank);
 }
 
+/* The name of an allreduce of gradients of the program's own (not the distributed optimizer's,
+ * not the kit's, not a metric average: those hold 1 to 4 numbers, the smallest gradient, fc.b,
+ * 10) when p made some but none between a train_batch and the next step, where averaging the
+ * gradients must happen; NULL otherwise. */
+static const char *misplaced_allreduce(const grade_proc *p)
+{
+    const char *name = NULL;
+    int in_step = 0; /* after a train_batch, before its step */
+    for (int i = 0; p && i < p->nev; i++) {
+        const grade_event *ev = &p->ev[i];
+        if (grade_is(ev, "train_batch"))
+            in_step = 1;
+        else if (grade_is(ev, "step"))
+            in_step = 0;
+        else if (grade_is(ev, "collective") && same(grade_get(ev, "op"), "allreduce")) {
+            const char *n = grade_get(ev, "name");
+            if (!n || strstr(n, "DistributedOptimizer") || strncmp(n, "lab.", 4) == 0 ||
+                grade_num(ev, "count", 0) < 10)
+                continue;
+            if (in_step)
+                return NULL;
+            if (!name)
+                name = n;
+        }
+    }
+    return name;
+}
+
 /* Behaviour, not code: the gradient every rank applied at a step must be the mean of the ranks'
  * own gradients of that step, however the student averaged them (hvd_distributed_optimizer or
  * an allreduce by hand). The trace gives each a linear digest (grad_dot, params_digest_at): the
@@ -381,11 +409,18 @@ static int check_distributed(grade_ctx *g, char *msg, size_t len)
         if (!grade_nth(grade_rank(&g->a, k), "step", 0))
             return fail(msg, len, "rank %d made no optimizer step.", k);
     int s, k;
-    if (steps_agree(g, "grad_sum", &s, &k) != 0)
+    if (steps_agree(g, "grad_sum", &s, &k) != 0) {
+        char where[400] = "";
+        const char *name = misplaced_allreduce(grade_rank(&g->a, 0));
+        if (name)
+            snprintf(where, sizeof where, "\n  Your allreduce(name=\"%s\") ran, but not between "
+                     "wrn_train_batch, which computes the gradients, and optimizer_step, which "
+                     "applies them: the updates used gradients that were never averaged.", name);
         return fail(msg, len, "at step %d rank %d applied different gradients from rank 0: each "
-                    "rank updated its weights with its own gradients only.\n  Hint: wrap the "
+                    "rank updated its weights with its own gradients only.%s\n  Hint: wrap the "
                     "optimizer so it averages the gradients over the ranks: "
-                    "opt = hvd_distributed_optimizer(opt);", s, k);
+                    "opt = hvd_distributed_optimizer(opt);", s, k, where);
+    }
     int n = grade_count(grade_rank(&g->a, 0), "step");
     for (int i = 0; i < n; i++) {
         double mean = 0, scale = 0;
