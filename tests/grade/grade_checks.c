@@ -337,9 +337,9 @@ static int check_rank0_prints(grade_ctx *g, char *msg, size_t len)
         while (first > r->out && first[-1] != '\n') /* the whole line */
             first--;
         return fail(msg, len, "the line \"%.*s\" was printed %d times: ranks other than 0 print "
-                    "it too.\n  Hint: set verbose = hvd_rank() == 0 itself, not only the "
-                    "progress bar's argument: verbose also guards that line and goes to "
-                    "lr_lab_init.", (int)strcspn(first, "\n"), first, n);
+                    "it too.\n  Hint: set verbose = hvd_rank() == 0 and pass it to everything "
+                    "that prints: progress_init, lr_lab_init, and the if (verbose) before the "
+                    "model's line.", (int)strcspn(first, "\n"), first, n);
     }
     return 0;
 }
