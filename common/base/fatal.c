@@ -1,5 +1,5 @@
-/* fatal.c — the kit's fatal-error line and exit. See fatal.h.
- * Public: fatal_error, fatal_set_rank, fatal_set_abort_hook. */
+/* fatal.c — the kit's fatal-error line and exit, and its warnings said once. See fatal.h.
+ * Public: fatal_error, fatal_set_rank, fatal_set_abort_hook, fatal_warn. */
 #include "base/fatal.h"
 
 #include <stdarg.h>
@@ -8,10 +8,14 @@
 
 #include "base/errmsg.h"
 
-static int fatal_rank;
+static int fatal_rank, fatal_local_rank;
 static void (*fatal_abort_job)(const char *msg);
 
-void fatal_set_rank(int rank) { fatal_rank = rank; }
+void fatal_set_rank(int rank, int local_rank)
+{
+    fatal_rank = rank;
+    fatal_local_rank = local_rank;
+}
 void fatal_set_abort_hook(void (*abort_job)(const char *msg)) { fatal_abort_job = abort_job; }
 
 void fatal_error(const char *fmt, ...)
@@ -27,4 +31,16 @@ void fatal_error(const char *fmt, ...)
     if (fatal_abort_job)
         fatal_abort_job(msg); /* takes every rank down: nobody waits forever */
     exit(EXIT_FAILURE);
+}
+
+void fatal_warn(fatal_scope scope, const char *fmt, ...)
+{
+    if ((scope == FATAL_ONCE_PER_JOB ? fatal_rank : fatal_local_rank) != 0)
+        return;
+    char msg[ERRMSG_LEN];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "hvdlab: warning: %s\n", msg);
 }

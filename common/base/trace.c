@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/fatal.h"
 #include "base/timer.h"
 #include "base/write_full.h"
 
@@ -26,10 +27,17 @@ static struct {
     char path[4096]; /* the open file, for the warning when a write fails */
 } T = {.fd = -1, .size = 1};
 
-static void fail(const char *what, const char *path)
+/* Each rank says why its tracing stops: its own file (rank-R.log, pid-P.log), its memory. The
+ * folder is one per host (per_host): every rank of the host gets the same error, so the host's
+ * first rank says it once; another host's file systems may differ, so not rank 0 alone. */
+static void fail(const char *what, const char *path, int per_host)
 {
-    fprintf(stderr, "hvdlab: warning: HVDLAB_TRACE: %s %s: %s; tracing stops\n", what, path,
-            strerror(errno));
+    if (per_host)
+        fatal_warn(FATAL_ONCE_PER_HOST, "HVDLAB_TRACE: %s %s: %s; tracing stops", what, path,
+                   strerror(errno));
+    else
+        fprintf(stderr, "hvdlab: warning: HVDLAB_TRACE: %s %s: %s; tracing stops\n", what,
+                path, strerror(errno));
     T.failed = 1;
     if (T.fd >= 0)
         close(T.fd);
@@ -50,7 +58,7 @@ static int ensure_open(void)
     if (T.fd >= 0)
         return 1;
     if (mkdir(T.dir, 0777) != 0 && errno != EEXIST) {
-        fail("cannot create", T.dir);
+        fail("cannot create", T.dir, 1);
         return 0;
     }
     char *path = T.path;
@@ -60,7 +68,7 @@ static int ensure_open(void)
         snprintf(path, sizeof T.path, "%s/pid-%ld.log", T.dir, (long)getpid());
     T.fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
     if (T.fd < 0) {
-        fail("cannot open", path);
+        fail("cannot open", path, 0);
         return 0;
     }
     return 1;
@@ -101,7 +109,7 @@ void trace_event(const char *event, const char *fmt, ...)
     if (len + 1 >= sizeof stack) {
         line = malloc(len + 2);
         if (!line) {
-            fail("out of memory for a line of", T.dir);
+            fail("out of memory for a line of", T.dir, 0);
             return;
         }
         memcpy(line, stack, (size_t)n);
@@ -120,7 +128,7 @@ void trace_event(const char *event, const char *fmt, ...)
         if (end >= 0 && out > 0 && ftruncate(T.fd, end - (off_t)out) != 0)
             e = errno;
         errno = e;
-        fail("cannot write to", T.path);
+        fail("cannot write to", T.path, 0);
     }
 }
 

@@ -48,7 +48,8 @@ int trace_enabled(void); /* HVDLAB_TRACE set and the file could be opened */
 /* Appends one event line: "event=<event> rank=… size=… pid=… t=… " then the formatted fields
  * (the caller writes "key=value key=value"). Values with spaces must be quoted by the caller
  * (trace_quote). Errors (disk full, …) are reported once on stderr, naming the file and the
- * cause, and tracing stops; a line that went out in part is cut off (whole lines only). */
+ * cause, and tracing stops; a line that went out in part is cut off (whole lines only). A folder
+ * that cannot be created is reported by each host's first rank, a rank's own file by that rank. */
 void trace_event(const char *event, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Writes s into out as a double-quoted string with \" \\ \n escaped; returns out. */

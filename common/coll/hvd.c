@@ -266,7 +266,7 @@ int hvd_init(int *argc, char ***argv)
     MPI_Comm_size(local, &S.local_size);
     MPI_Comm_free(&local);
     S.initialized = 1;
-    fatal_set_rank(S.rank);
+    fatal_set_rank(S.rank, S.local_rank);
     trace_reopen(S.rank, S.size); /* events from here on go to rank-R.log */
     trace_event("init", "local_rank=%d local_size=%d", S.local_rank, S.local_size); /* + size */
     read_settings();
@@ -355,7 +355,7 @@ void hvd_shutdown(void)
     MPI_Comm_free(&S.check_comm);
     MPI_Comm_free(&S.comm);
     S.initialized = 0;
-    fatal_set_rank(0); /* hvd_rank() is 0 again */
+    fatal_set_rank(0, 0); /* hvd_rank() is 0 again */
     if (S.we_initialized_mpi)
         MPI_Finalize();
     early_signal_release(); /* SIGUSR1's default, where no stop handler replaced record() */

@@ -46,16 +46,20 @@ static int wanted(void)
         return WANT_BLOCKED;
     if (strcmp(e, "nhwc") == 0)
         return WANT_NHWC;
-    fprintf(stderr, "hvdlab: warning: HVDLAB_ACTIVATION_LAYOUT=%s is not auto, nchw, nChw16c or "
-                    "nhwc; using auto\n", e);
+    /* rank 0 says it: the value is the launcher's on every rank */
+    fatal_warn(FATAL_ONCE_PER_JOB, "HVDLAB_ACTIVATION_LAYOUT=%s is not auto, nchw, nChw16c or "
+               "nhwc; using auto", e);
     return WANT_AUTO;
 }
 
-/* The layout asked for that this model's device does not have: one warning, then auto. */
+/* The layout asked for that this model's device does not have: one warning, then auto. Once
+ * per host, not per job: whether a rank's model is on a GPU follows its host (a host without a
+ * GPU runs a CUDA build's ranks on the CPU), so another host may need the line where rank 0's
+ * does not. */
 static int other_device(const char *want, const char *device)
 {
-    fprintf(stderr, "hvdlab: warning: HVDLAB_ACTIVATION_LAYOUT=%s is not for a model on %s; "
-                    "using auto\n", want, device);
+    fatal_warn(FATAL_ONCE_PER_HOST, "HVDLAB_ACTIVATION_LAYOUT=%s is not for a model on %s; "
+               "using auto", want, device);
     return WANT_AUTO;
 }
 

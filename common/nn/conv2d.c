@@ -30,8 +30,8 @@ static int backend_of(const char *name)
     return BACKEND_UNSET;
 }
 
-/* First use: HVDLAB_CONV if set (a name this build lacks is reported once, then ignored),
- * else the fastest backend built in. */
+/* First use: HVDLAB_CONV if set (a name this build lacks is reported once, by rank 0: the value
+ * is the launcher's on every rank; then ignored), else the fastest backend built in. */
 static int current_backend(void)
 {
     if (backend != BACKEND_UNSET)
@@ -45,15 +45,14 @@ static int current_backend(void)
     if (env && *env) {
         const int b = backend_of(env);
         if (b == BACKEND_UNSET)
-            fprintf(stderr, "hvdlab: warning: HVDLAB_CONV=%s is not a convolution backend of "
-                            "this build (gemm%s); using %s\n",
-                    env,
+            fatal_warn(FATAL_ONCE_PER_JOB, "HVDLAB_CONV=%s is not a convolution backend of this "
+                       "build (gemm%s); using %s", env,
 #ifdef HVDLAB_DNNL
-                    ", dnnl",
+                       ", dnnl",
 #else
-                    "",
+                       "",
 #endif
-                    backend == BACKEND_DNNL ? "dnnl" : "gemm");
+                       backend == BACKEND_DNNL ? "dnnl" : "gemm");
         else
             backend = b;
     }

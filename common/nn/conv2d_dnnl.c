@@ -335,9 +335,9 @@ static int current_algo(void)
         algo_setting = ALGO_AUTO;
         const char *e = getenv("HVDLAB_CONV_ALGO");
         if (e && *e) {
-            if (algo_of(e) < 0)
-                fprintf(stderr, "hvdlab: warning: HVDLAB_CONV_ALGO=%s is not direct or auto; "
-                                "using auto\n", e);
+            if (algo_of(e) < 0) /* rank 0 says it: the value is the launcher's on every rank */
+                fatal_warn(FATAL_ONCE_PER_JOB, "HVDLAB_CONV_ALGO=%s is not direct or auto; using "
+                           "auto", e);
             else
                 algo_setting = algo_of(e);
         }

@@ -11,6 +11,11 @@
 #include "base/fatal.h"
 #include "coll/device.h"
 #include "coll/hvd.h"
+#include "model/wrn.h"
+#include "nn/conv2d.h"
+#ifdef HVDLAB_DNNL
+#include "nn/conv2d_dnnl.h"
+#endif
 #include "train/args.h"
 
 int main(int argc, char **argv)
@@ -131,6 +136,23 @@ int main(int argc, char **argv)
         }
     } else if (strcmp(s, "pin") == 0) {
         hvd_pin_device(hvd_local_rank(), NULL);
+    } else if (strcmp(s, "layers") == 0) {
+        /* The layers read their HVDLAB_* choices (HVDLAB_TRACE: hvd_init's first event) */
+        char err[256];
+        wrn_config cfg = {.dropout = 0.0f};
+        if (wrn_config_parse("wrn-10-1", &cfg, err, sizeof err) != 0)
+            fatal_error("%s", err);
+        wrn_model *m = wrn_create(&cfg, 8, 1, err, sizeof err);
+        if (!m)
+            fatal_error("%s", err);
+#ifdef HVDLAB_DNNL
+        const char *algo = conv2d_dnnl_algo();
+#else
+        const char *algo = "none";
+#endif
+        printf("prog_errors: rank %d: conv %s, algo %s, layout %s\n", rank, conv2d_backend(), algo,
+               wrn_activation_layout(m));
+        wrn_free(m);
     } else if (strcmp(s, "init-only") == 0) {
         /* hvd_init has read the HVD_* settings; nothing else to do */
     } else {

@@ -4,6 +4,7 @@
 #include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -319,6 +320,54 @@ START_TEST(horovod_flags_spelled_otherwise_named)
 }
 END_TEST
 
+/* A warning every rank would print alike comes once per job (or per host, where the fact is the
+ * host's), not once per rank: 8 ranks gave 8 copies of each. One that names the rank's own file
+ * still comes from that rank, rank 0 or not. */
+START_TEST(layer_warnings_once_per_job)
+{
+    char file[] = "/tmp/hvdlab-warn-XXXXXX", dir[] = "/tmp/hvdlab-warn-XXXXXX", env[512];
+    int fd = mkstemp(file);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    snprintf(env, sizeof env, "HVDLAB_CONV=fast HVDLAB_CONV_ALGO=fast "
+             "HVDLAB_ACTIVATION_LAYOUT=fast HVDLAB_TRACE=%s/trace", file); /* under a file */
+    job j = run_job(env, 2, "layers");
+    ck_assert_msg(j.status == 0, "status %d\n%s", j.status, j.out);
+    const char *once[] = {
+        "warning: HVDLAB_CONV=fast is not a convolution backend of this build",
+#ifdef HVDLAB_DNNL
+        "warning: HVDLAB_CONV_ALGO=fast is not direct or auto; using auto\n",
+#endif
+        "warning: HVDLAB_ACTIVATION_LAYOUT=fast is not auto, nchw, nChw16c or nhwc; using auto\n",
+        "warning: HVDLAB_TRACE: cannot create ", /* one host here: once */
+    };
+    for (size_t i = 0; i < sizeof once / sizeof once[0]; i++)
+        ck_assert_msg(json_count(j.out, once[i]) == 1, "%zu times, want once: %s\n%s",
+                      json_count(j.out, once[i]), once[i], j.out);
+    j = run_job("HVDLAB_ACTIVATION_LAYOUT=nhwc", 2, "layers"); /* a GPU model's layout */
+    ck_assert_msg(j.status == 0 && json_count(j.out, "warning: HVDLAB_ACTIVATION_LAYOUT=nhwc is "
+                                                     "not for a model on the CPU") == 1,
+                  "status %d, want the warning once\n%s", j.status, j.out);
+    /* rank 1's own trace file cannot be opened: rank 1 says so, rank 0 traces on */
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char sub[64], log0[64];
+    snprintf(sub, sizeof sub, "%s/rank-1.log", dir);
+    ck_assert_int_eq(mkdir(sub, 0777), 0);
+    snprintf(env, sizeof env, "HVDLAB_TRACE=%s", dir);
+    j = run_job(env, 2, "layers");
+    char want[128];
+    snprintf(want, sizeof want, "warning: HVDLAB_TRACE: cannot open %s: Is a directory", sub);
+    snprintf(log0, sizeof log0, "%s/rank-0.log", dir);
+    ck_assert_msg(j.status == 0 && json_count(j.out, want) == 1 &&
+                      json_count(j.out, "HVDLAB_TRACE") == 1 && access(log0, F_OK) == 0,
+                  "status %d, want once: %s\n%s", j.status, want, j.out);
+    unlink(log0);
+    rmdir(sub);
+    rmdir(dir);
+    unlink(file);
+}
+END_TEST
+
 START_TEST(killed_job_leaves_loadable_timeline)
 {
     char dir[] = "/tmp/hvdlab-kill-XXXXXX", args[256], path[200];
@@ -414,6 +463,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, bad_broadcast_root_named);
     tcase_add_test(tc, bad_settings_named);
     tcase_add_test(tc, horovod_flags_spelled_otherwise_named);
+    tcase_add_test(tc, layer_warnings_once_per_job);
     tcase_add_test(tc, killed_job_leaves_loadable_timeline);
     tcase_add_test(tc, binding_report);
     suite_add_tcase(s, tc);
