@@ -28,6 +28,8 @@
 
 #include "nn/conv2d_dnnl.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <oneapi/dnnl/dnnl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -412,22 +414,37 @@ static int same_weights(dnnl_memory_t a, dnnl_memory_t b)
  * between the reorders and the convolution: input + output of a piece ≈ CHUNK_BYTES.
  * HVDLAB_DNNL_CHUNK=<images> overrides (for experiments). */
 #define CHUNK_BYTES ((size_t)4 << 20)
+#define CHUNK_MAX 4096 /* images: the workspace is sized for a whole piece, batch or not */
 
 static int fixed_chunk = -1; /* -1: not read yet; 0: by size; > 0: images */
 
 void conv2d_dnnl_set_chunk(int images) { fixed_chunk = images > 0 ? images : 0; }
 
+/* HVDLAB_DNNL_CHUNK: unset or empty, by size; else a whole number from 1 to CHUNK_MAX, or one
+ * line naming it (atoi read 1x as 1, and garbage or -1 as by size, in silence). */
+static int chunk_from_env(void)
+{
+    const char *e = getenv("HVDLAB_DNNL_CHUNK");
+    if (!e || !*e)
+        return 0;
+    char *end;
+    errno = 0;
+    const long v = strtol(e, &end, 10);
+    if (!isdigit((unsigned char)e[0]) || *end || errno || v < 1 || v > CHUNK_MAX)
+        fatal_error("HVDLAB_DNNL_CHUNK=%s: expected a whole number of images from 1 to %d "
+                    "(unset: by size)", e, CHUNK_MAX);
+    return (int)v;
+}
+
 static int chunk_images(const conv2d_dims *d)
 {
-    if (fixed_chunk < 0) {
-        const char *e = getenv("HVDLAB_DNNL_CHUNK");
-        fixed_chunk = e && atoi(e) > 0 ? atoi(e) : 0;
-    }
+    if (fixed_chunk < 0)
+        fixed_chunk = chunk_from_env();
     if (fixed_chunk > 0)
         return fixed_chunk;
     const size_t per_image = (size_t)(d->cin + d->cout) * (size_t)d->h * (size_t)d->w * 4;
     const size_t nb = CHUNK_BYTES / (per_image ? per_image : 1);
-    return nb < 1 ? 1 : nb > 4096 ? 4096 : (int)nb;
+    return nb < 1 ? 1 : nb > CHUNK_MAX ? CHUNK_MAX : (int)nb;
 }
 
 /* The plan for `images` images of d's shape. */

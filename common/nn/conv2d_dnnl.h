@@ -49,8 +49,9 @@ void conv2d_dnnl_backward_set(float *din /* (N,Cin,H,W) = or NULL */,
                               float *work /* (conv2d_dnnl_work_floats) */);
 
 /* Images per primitive call (the batch goes through in pieces; see conv2d_dnnl.c). 0: chosen
- * by size (default). A fixed value is for tests and experiments (also HVDLAB_DNNL_CHUNK). Call
- * before sizing workspaces: conv2d_dnnl_work_floats grows with it. */
+ * by size (default). A fixed value is for tests and experiments (also HVDLAB_DNNL_CHUNK, read at
+ * the first convolution: 1 to 4096; another value stops with one line). Call before sizing
+ * workspaces: conv2d_dnnl_work_floats grows with it. */
 void conv2d_dnnl_set_chunk(int images);
 
 /* The algorithm oneDNN is asked for: "direct" or "auto" (default): Winograd F(4x4,3x3) for the

@@ -368,6 +368,32 @@ START_TEST(layer_warnings_once_per_job)
 }
 END_TEST
 
+#ifdef HVDLAB_DNNL
+/* HVDLAB_DNNL_CHUNK was read with atoi: 1x ran pieces of 1 image, garbage, -1 and 0 ran by size,
+ * in silence. Now a whole number from 1 to 4096 (the workspace is sized for a whole piece), or
+ * every rank stops at its first convolution with one line. */
+START_TEST(dnnl_chunk_checked)
+{
+    const char *bad[] = {"1x", "garbage", "-1", "0", "4097", "+5", " 5", "99999999999999999999"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char env[96], want[160];
+        snprintf(env, sizeof env, "'HVDLAB_DNNL_CHUNK=%s'", bad[i]);
+        snprintf(want, sizeof want, "] HVDLAB_DNNL_CHUNK=%s: expected a whole number of images "
+                 "from 1 to 4096 (unset: by size)\n", bad[i]);
+        job j = run_job(env, 2, "layers");
+        ck_assert_msg(j.status != 0 && j.status != 124 && strstr(j.out, want) &&
+                          !strstr(j.out, "finished"),
+                      "%s: status %d, want an error with: %s\n%s", env, j.status, want, j.out);
+    }
+    job j = run_job("HVDLAB_DNNL_CHUNK=7", 2, "layers");
+    ck_assert_msg(j.status == 0, "HVDLAB_DNNL_CHUNK=7 refused: status %d\n%s", j.status, j.out);
+    j = run_job("HVDLAB_DNNL_CHUNK=4096", 1, "layers");
+    ck_assert_msg(j.status == 0, "HVDLAB_DNNL_CHUNK=4096 refused: status %d\n%s", j.status,
+                  j.out);
+}
+END_TEST
+#endif
+
 START_TEST(killed_job_leaves_loadable_timeline)
 {
     char dir[] = "/tmp/hvdlab-kill-XXXXXX", args[256], path[200];
@@ -464,6 +490,9 @@ static Suite *make_suite(void)
     tcase_add_test(tc, bad_settings_named);
     tcase_add_test(tc, horovod_flags_spelled_otherwise_named);
     tcase_add_test(tc, layer_warnings_once_per_job);
+#ifdef HVDLAB_DNNL
+    tcase_add_test(tc, dnnl_chunk_checked);
+#endif
     tcase_add_test(tc, killed_job_leaves_loadable_timeline);
     tcase_add_test(tc, binding_report);
     suite_add_tcase(s, tc);
