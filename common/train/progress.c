@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/fatal.h"
 #include "base/timer.h"
 #include "base/trace.h"
 #include "train/dead_rank.h"
@@ -89,16 +90,30 @@ size_t progress_format_value(char *buf, size_t len, double v)
     return o;
 }
 
+/* HVDLAB_PROGRESS: bar 1, lines 0, auto (or unset, empty) -1. Another value stops with one line
+ * (it meant auto in silence: "line" gave a bar in a log file), as the kit's display switch
+ * HVDLAB_REPORT_BINDINGS does. */
+static int progress_setting(void)
+{
+    const char *v = getenv("HVDLAB_PROGRESS");
+    if (!v || !*v || strcmp(v, "auto") == 0)
+        return -1;
+    if (strcmp(v, "bar") == 0)
+        return 1;
+    if (strcmp(v, "lines") == 0)
+        return 0;
+    fatal_error("HVDLAB_PROGRESS=%s: expected bar, lines or auto (unset: auto, a bar where the "
+                "output ends on a terminal)", v);
+}
+
 /* Open MPI gives every rank a pseudo-terminal for stdout, even when mpirun's own output goes to
  * a file or a pipe; the bar is only right where the text finally lands on a terminal, so under a
- * launcher look at the launcher's stdout (our parent's fd 1). HVDLAB_PROGRESS=bar|lines decides. */
-static int output_is_terminal(FILE *out)
+ * launcher look at the launcher's stdout (our parent's fd 1). HVDLAB_PROGRESS decides unless it is
+ * auto (setting: progress_setting's). */
+static int output_is_terminal(FILE *out, int setting)
 {
-    const char *force = getenv("HVDLAB_PROGRESS");
-    if (force && strcmp(force, "bar") == 0)
-        return 1;
-    if (force && strcmp(force, "lines") == 0)
-        return 0;
+    if (setting >= 0)
+        return setting;
     if (!isatty(fileno(out)))
         return 0;
     if (!getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMIX_RANK") && !getenv("PMI_RANK"))
@@ -117,7 +132,8 @@ void progress_init(progress *p, int verbose, int epochs, size_t total_images)
     memset(p, 0, sizeof *p);
     p->verbose = verbose;
     p->out = stdout;
-    p->tty = verbose ? output_is_terminal(stdout) : 0;
+    const int setting = progress_setting(); /* every rank: a bad value stops them all */
+    p->tty = verbose ? output_is_terminal(stdout, setting) : 0;
     p->clock = timer_seconds;
     p->epochs = epochs;
     p->total_images = total_images;

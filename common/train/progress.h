@@ -83,8 +83,8 @@ typedef struct {
 /* verbose: print on this rank. epochs: the --epochs total. total_images: images per epoch for
  * Images/sec (the training-set size, like the lab's len(y_train)). Starts the training clock
  * and installs stop.h's signal handlers. Output goes to stdout; tty: stdout is a terminal and,
- * under mpirun, so is the launcher's (HVDLAB_PROGRESS=bar|lines overrides). Early stop starts
- * off. */
+ * under mpirun, so is the launcher's (HVDLAB_PROGRESS=bar|lines overrides, auto does not; every
+ * rank stops with one line on another value). Early stop starts off. */
 void progress_init(progress *p, int verbose, int epochs, size_t total_images);
 /* The lab's --target-accuracy and --patience (patience 0 switches early stop off). */
 void progress_set_early_stop(progress *p, double target, int patience);

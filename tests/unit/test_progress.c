@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -408,6 +409,56 @@ static int demo(void)
     return 0;
 }
 
+/* In a child with HVDLAB_PROGRESS=value: progress_init on a rank that prints (verbose) or not.
+ * The exit status (10 + the bar chosen, 0 or 1) and the child's stderr. */
+static int progress_child(const char *value, int verbose, char *err, size_t errlen)
+{
+    int fd[2];
+    ck_assert_int_eq(pipe(fd), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        dup2(fd[1], 2);
+        close(fd[0]);
+        setenv("HVDLAB_PROGRESS", value, 1);
+        progress p;
+        progress_init(&p, verbose, 1, 100);
+        _exit(10 + p.tty);
+    }
+    close(fd[1]);
+    fd_read_text(fd[0], err, errlen);
+    close(fd[0]);
+    int st = 0;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* HVDLAB_PROGRESS is bar, lines or auto; another value stopped nothing and meant auto, so a
+ * student who wrote "line" or "plain" got a bar in their log file in silence. Every rank stops
+ * with one line, the ones that print nothing too. */
+START_TEST(progress_setting_spelled_otherwise_stops)
+{
+    char err[512];
+    CK_EXPECT(progress_child("bar", 1, err, sizeof err) == 11, "bar: no bar: %s", err);
+    CK_EXPECT(progress_child("lines", 1, err, sizeof err) == 10, "lines: a bar: %s", err);
+    CK_EXPECT(progress_child("auto", 1, err, sizeof err) == 10, "auto: %s", err); /* a pipe */
+    CK_EXPECT(progress_child("", 1, err, sizeof err) == 10, "empty: %s", err);
+    const char *bad[] = {"line", "plain", "Bar", "0"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        for (int verbose = 0; verbose <= 1; verbose++) {
+            char want[160];
+            snprintf(want, sizeof want, "] HVDLAB_PROGRESS=%s: expected bar, lines or auto "
+                     "(unset: auto, a bar where the output ends on a terminal)\n", bad[i]);
+            int st = progress_child(bad[i], verbose, err, sizeof err);
+            CK_EXPECT(st != 10 && st != 11 && strstr(err, want),
+                      "HVDLAB_PROGRESS=%s, verbose %d: status %d, stderr: %s", bad[i], verbose,
+                      st, err);
+        }
+    CK_AGREE();
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("progress");
@@ -423,6 +474,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, shorter_redraw_blanks_the_rest);
     tcase_add_test(tc, early_stop_after_patience_epochs_above_target);
     tcase_add_test(tc, printed_lines_and_epoch_metrics_are_traced);
+    tcase_add_test(tc, progress_setting_spelled_otherwise_stops);
     suite_add_tcase(s, tc);
     return s;
 }
