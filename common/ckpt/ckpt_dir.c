@@ -103,9 +103,18 @@ static int probe_writable(const char *dir, char *err, size_t errlen)
     char p[4096];
     snprintf(p, sizeof p, "%s/.hvdlab-probe-XXXXXX", dir);
     int fd = mkstemp(p);
-    if (fd < 0)
+    if (fd < 0) {
+        const int e = errno;
+        struct stat st;
+        /* A folder that exists on a file system that makes no files (the kernel's own, /proc)
+         * answers ENOENT, which strerror words as if the folder were missing. */
+        if (e == ENOENT && stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
+            return errmsg_set(err, errlen, dir, "checkpoint directory is not writable: the "
+                              "folder exists, but its file system lets no file be created in "
+                              "it (use another --log-dir)");
         return errmsg_set(err, errlen, dir, "checkpoint directory is not writable: %s (use "
-                          "another --log-dir)", strerror(errno));
+                          "another --log-dir)", strerror(e));
+    }
     int bad = write(fd, "probe\n", 6) != 6 ? errno : 0;
     close(fd);
     unlink(p);

@@ -578,6 +578,17 @@ START_TEST(a_lock_file_that_cannot_be_opened_stops_the_run)
 }
 END_TEST
 
+/* A folder that exists but whose file system makes no file in it (/proc: the kernel answers
+ * ENOENT) was reported as "not writable: No such file or directory", as if it were missing. */
+START_TEST(a_folder_that_takes_no_file_is_named_so)
+{
+    ck_assert_int_eq(ckpt_prepare_dir("/proc/self", 0, err, sizeof err), -1);
+    ck_assert_str_eq(err, "/proc/self: checkpoint directory is not writable: the folder exists, "
+                          "but its file system lets no file be created in it (use another "
+                          "--log-dir)");
+}
+END_TEST
+
 /* The param_set layer: restore into a fresh model and optimizer; trace lines; a failed load
  * changes nothing. */
 START_TEST(param_set_layer_and_trace)
@@ -680,6 +691,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, a_live_run_holds_its_log_dir);
     tcase_add_test(tc, a_lock_file_that_cannot_be_opened_stops_the_run);
     tcase_add_test(tc, a_read_only_lock_file_still_locks);
+    tcase_add_test(tc, a_folder_that_takes_no_file_is_named_so);
     tcase_add_test(tc, param_set_layer_and_trace);
     suite_add_tcase(s, tc);
     return s;
