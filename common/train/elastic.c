@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/env_switch.h"
 #include "base/errmsg.h"
 #include "base/fatal.h"
 #include "base/timer.h"
@@ -29,9 +30,8 @@ static void read_env(void)
     if (E.read)
         return;
     E.read = 1;
-    const char *v = getenv("HVDLAB_ELASTIC");
-    E.on = v && *v && strcmp(v, "0") != 0;
-    v = getenv("HVDLAB_ELASTIC_COMMIT_STEPS");
+    E.on = env_switch("HVDLAB_ELASTIC", 0); /* false or no must not turn it on */
+    const char *v = getenv("HVDLAB_ELASTIC_COMMIT_STEPS");
     if (v && *v) {
         char *end;
         long k = strtol(v, &end, 10);

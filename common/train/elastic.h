@@ -34,7 +34,8 @@
 
 #define ELASTIC_EXIT_RESIZE 75 /* EX_TEMPFAIL: "run me again", with the new slots */
 
-/* 1 under the elastic launcher (HVDLAB_ELASTIC set and not "0"). */
+/* 1 under the elastic launcher (HVDLAB_ELASTIC=1; 0 or unset: 0; another value stops the run,
+ * base/env_switch.h). */
 int elastic_on(void);
 /* After batch `done` (1-based) of `steps` of epoch `epoch` (0-based), on every rank, after
  * stop_step: commits every K batches, and stops at a commit when the launcher asked. */

@@ -17,6 +17,7 @@
 #include "nn/conv2d_dnnl.h"
 #endif
 #include "train/args.h"
+#include "train/elastic.h"
 
 int main(int argc, char **argv)
 {
@@ -153,6 +154,8 @@ int main(int argc, char **argv)
         printf("prog_errors: rank %d: conv %s, algo %s, layout %s\n", rank, conv2d_backend(), algo,
                wrn_activation_layout(m));
         wrn_free(m);
+    } else if (strcmp(s, "elastic") == 0) {
+        printf("prog_errors: rank %d: elastic %d\n", rank, elastic_on());
     } else if (strcmp(s, "init-only") == 0) {
         /* hvd_init has read the HVD_* settings; nothing else to do */
     } else {

@@ -313,6 +313,14 @@ START_TEST(horovod_flags_spelled_otherwise_named)
         ck_assert_msg(j.status != 0 && j.status != 124 && strstr(j.out, want),
                       "%s: status %d, want an error with: %s\n%s", env, j.status, want, j.out);
     }
+    /* the elastic launcher's own flag, read the kit's way too */
+    job e = run_job("HVDLAB_ELASTIC=false", 2, "elastic");
+    ck_assert_msg(e.status != 0 && e.status != 124 &&
+                  strstr(e.out, "] HVDLAB_ELASTIC=false: expected 0 or 1 (unset: 0)\n"),
+                  "HVDLAB_ELASTIC=false: status %d\n%s", e.status, e.out);
+    e = run_job("HVDLAB_ELASTIC=1", 2, "elastic");
+    ck_assert_msg(e.status == 0 && strstr(e.out, "rank 1: elastic 1"), "status %d\n%s", e.status,
+                  e.out);
     job j = run_job("HVD_CHECK_COLLECTIVES=1 HVD_STALL_CHECK_DISABLE=0 "
                     "HVD_HIERARCHICAL_ALLREDUCE=0 HVD_DEAD_RANK_CHECK_DISABLE=0 HVD_AUTOTUNE=0 "
                     "HVD_PROFILE=0", 2, "init-only");
