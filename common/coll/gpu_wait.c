@@ -1,5 +1,5 @@
 /* gpu_wait.c — bounded stream waits. See gpu_wait.h.
- * Public: gpu_wait_set_bounds, gpu_wait. */
+ * Public: gpu_wait_set_bounds, gpu_wait, gpu_wait_nccl. */
 #ifdef HVDLAB_CUDA
 
 #include "coll/gpu_wait.h"
@@ -48,6 +48,26 @@ static void check_async(ncclComm_t comm, const char *what)
                 ncclGetErrorString(async), last);
 }
 
+/* One warning past warn_after, the stop past stop_after; where is "on the GPU" or "in NCCL". */
+static void watch_clock(double t0, int *warned, ncclComm_t comm, const char *what,
+                        const char *where)
+{
+    double waited = timer_seconds() - t0;
+    if (!*warned && warn_after > 0 && waited > warn_after) {
+        fprintf(stderr, "hvdlab: warning: [rank %d] %s: still running %s after %.0f s (is a "
+                "rank stopped?)\n", my_rank, what, where, waited);
+        fflush(stderr);
+        *warned = 1;
+    }
+    if (stop_after > 0 && waited > stop_after) {
+        if (comm)
+            ncclCommAbort(comm);
+        fatal_error("%s: no progress %s for %.0f s (a rank stopped, never arrived or a link is "
+                    "down); stopping the job", what, where, waited);
+    }
+    relax(waited);
+}
+
 void gpu_wait(cudaStream_t s, ncclComm_t comm, const char *what)
 {
     double t0 = timer_seconds();
@@ -60,20 +80,23 @@ void gpu_wait(cudaStream_t s, ncclComm_t comm, const char *what)
             fatal_error("%s: cudaStreamQuery: %s (%d)", what, cudaGetErrorString(q), (int)q);
         if (comm)
             check_async(comm, what);
-        double waited = timer_seconds() - t0;
-        if (!warned && warn_after > 0 && waited > warn_after) {
-            fprintf(stderr, "hvdlab: warning: [rank %d] %s: still running on the GPU after %.0f s "
-                    "(is a rank stopped?)\n", my_rank, what, waited);
-            fflush(stderr);
-            warned = 1;
-        }
-        if (stop_after > 0 && waited > stop_after) {
-            if (comm)
-                ncclCommAbort(comm);
-            fatal_error("%s: no progress on the GPU for %.0f s (a rank stopped or a link is "
-                        "down); stopping the job", what, waited);
-        }
-        relax(waited);
+        watch_clock(t0, &warned, comm, what, "on the GPU");
+    }
+}
+
+void gpu_wait_nccl(ncclComm_t comm, const char *what)
+{
+    double t0 = timer_seconds();
+    int warned = 0;
+    for (;;) {
+        ncclResult_t state = ncclInProgress;
+        ncclResult_t r = ncclCommGetAsyncError(comm, &state);
+        if (r != ncclSuccess)
+            fatal_error("%s: ncclCommGetAsyncError: %s", what, ncclGetErrorString(r));
+        if (state == ncclSuccess)
+            return;
+        check_async(comm, what); /* an error: aborted, one line */
+        watch_clock(t0, &warned, comm, what, "in NCCL");
     }
 }
 

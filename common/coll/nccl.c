@@ -27,12 +27,26 @@ static void nccl_fail(const char *what, const char *call, ncclResult_t r)
                 last && *last ? ": " : "", last ? last : "");
 }
 
-/* The call is named as written; NCCL's own message follows. */
+/* A call on the non-blocking communicator may answer ncclInProgress (its set-up, its
+ * shut-down, a collective that connects the peers): the state is then polled with gpu_wait's
+ * bounds before anything else touches NCCL or the stream. Else r must be ncclSuccess. */
+static void nccl_settle(const char *what, const char *call, ncclResult_t r)
+{
+    if (r == ncclInProgress && N.comm) {
+        char label[256];
+        snprintf(label, sizeof label, "%s: %s", what, call);
+        gpu_wait_nccl(N.comm, label);
+    } else if (r != ncclSuccess) {
+        nccl_fail(what, call, r);
+    }
+}
+
+/* The call is named as written (its name up to the parenthesis); NCCL's own message follows. */
 #define NCCL_CALL(what, call)                                                                      \
     do {                                                                                           \
-        ncclResult_t nccl_r_ = (call);                                                             \
-        if (nccl_r_ != ncclSuccess)                                                                \
-            nccl_fail(what, #call, nccl_r_);                                                       \
+        char nccl_name_[] = #call;                                                                 \
+        nccl_name_[strcspn(nccl_name_, "(")] = '\0';                                               \
+        nccl_settle(what, nccl_name_, (call));                                                     \
     } while (0)
 
 void nccl_version(char *out, size_t len)
@@ -75,16 +89,27 @@ void nccl_init(MPI_Comm comm, int rank, int size)
     MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, comm); /* host bytes */
     N.rank = rank;
     N.size = size;
-    NCCL_CALL("NCCL set-up", ncclCommInitRank(&N.comm, size, id, rank));
+    /* Non-blocking: a blocking init waits for every rank with no limit, so one that died or
+     * never came would hold the others for ever. This one returns at once and is polled with
+     * gpu_wait's bounds (NCCL's documented way; on time out, ncclCommAbort). */
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    NCCL_CALL("NCCL set-up", ncclCommInitRankConfig(&N.comm, size, id, rank, &config));
 }
 
+/* ncclCommFinalize waits for the peers too: bounded the same way. Once its state is
+ * ncclSuccess, ncclCommDestroy frees what is left without waiting; nothing is polled after it
+ * (the communicator is gone), so ncclInProgress from it counts as done. */
 void nccl_free(void)
 {
     if (!N.comm)
         return;
     NCCL_CALL("NCCL shut-down", ncclCommFinalize(N.comm));
-    NCCL_CALL("NCCL shut-down", ncclCommDestroy(N.comm));
+    ncclComm_t c = N.comm;
     N.comm = NULL;
+    ncclResult_t r = ncclCommDestroy(c);
+    if (r != ncclSuccess && r != ncclInProgress)
+        nccl_fail("NCCL shut-down", "ncclCommDestroy", r);
 }
 
 void nccl_allreduce_queue(void *buf, size_t count, int half, int avg, cudaStream_t s,

@@ -1,8 +1,12 @@
 /* nccl.h — the job's one NCCL communicator and the NCCL calls of the collectives.
  *
  * nccl_init: rank 0 makes the ncclUniqueId, MPI_Bcast hands it out (host bytes), every rank calls
- * ncclCommInitRank on its current GPU. The calls below queue work on the stream given and wait
- * for it with gpu_wait (bounded, watching ncclCommGetAsyncError); buffers are device memory.
+ * ncclCommInitRankConfig on its current GPU. The communicator is non-blocking: its set-up, its
+ * shut-down (nccl_free) and any call that answers ncclInProgress are waited for by
+ * gpu_wait_nccl, so a rank that never arrives or dies there stops the others after the limit
+ * with one line (the call, the rank), not a hang. The calls below queue work on the stream given
+ * and wait for it with gpu_wait (bounded, watching ncclCommGetAsyncError); buffers are device
+ * memory.
  * A failing NCCL call stops the job with one line: the collective, the call and NCCL's message
  * (ncclGetErrorString and ncclGetLastError). CUDA builds only, except nccl_version.
  */

@@ -18,6 +18,8 @@
  *                                by default the 384 MiB group still through CUDA IPC, the rest
  *                                added by the CPU, one warning line
  *   HVD_GPU_OPERATIONS=nccl with more ranks than GPUs: one error line, non-zero exit, no hang
+ *   -n 1, a peer that never arrives at NCCL's set-up or shut-down (the emulator only:
+ *                                HVDLAB_EMU_NCCL_STALL): one line naming the call, no hang
  * each with the collective check on in one run, with a timeline whose activities are checked,
  * and 384 MiB allreduced once per path. A device tensor on one rank and a host tensor on another
  * is caught by the collective check: with two GPUs or more on NCCL, with one summed on the GPU.
@@ -44,11 +46,12 @@ static char prog[1024], dir[1024];
 static int failed, jobs;
 static char out[1 << 16];
 
-/* `env ENV mpirun -n np prog args` bounded by 300 s; stdout+stderr in out; the exit status. */
-static int run(const char *env, int np, const char *args)
+/* `env ENV mpirun -n np prog args` bounded by limit seconds; stdout+stderr in out; the exit
+ * status (124: cut by the limit). */
+static int run_for(int limit, const char *env, int np, const char *args)
 {
     char dflt[128], cmd[4096];
-    snprintf(cmd, sizeof cmd, "env %s timeout 300 %s -n %d %s %s 2>&1", env,
+    snprintf(cmd, sizeof cmd, "env %s timeout %d %s -n %d %s %s 2>&1", env, limit,
              mpirun_cmd(dflt, sizeof dflt), np, prog, args);
     FILE *p = popen(cmd, "r");
     if (!p) {
@@ -62,6 +65,8 @@ static int run(const char *env, int np, const char *args)
     printf("== %s -n %d %s: %s", env, np, args, out);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
+
+static int run(const char *env, int np, const char *args) { return run_for(300, env, np, args); }
 
 static void expect(int ok, const char *fmt, const char *what)
 {
@@ -181,6 +186,20 @@ static void passing(const char *env, int np, const char *want_path, int with_tim
 }
 
 #ifdef HVDLAB_CUDA_EMU
+/* A peer that never arrives at NCCL's set-up, or never leaves its shut-down (the emulator's
+ * HVDLAB_EMU_NCCL_STALL): after HVD_STALL_SHUTDOWN_TIME_SECONDS the rank stops with one line
+ * naming the call and itself, where a blocking communicator waited for ever. */
+static void nccl_stalls(const char *step, const char *line)
+{
+    char env[160], what[200];
+    snprintf(env, sizeof env, "HVDLAB_EMU_NCCL_STALL=%s HVD_STALL_SHUTDOWN_TIME_SECONDS=2", step);
+    snprintf(what, sizeof what, "%s -n 1", env);
+    int rc = run_for(60, env, 1, "");
+    expect(rc != 0 && rc != 124, "%s: want a failure, not success or a timeout", what);
+    expect(count(out, "hvdlab: error:") == 1, "%s: want exactly one error line", what);
+    expect(strstr(out, line) != NULL, "%s: the line does not name the call and the rank", what);
+}
+
 /* A rank that cannot pin the host's window (the emulator refuses cudaHostRegister in rank 1, as
  * a locked-memory limit may on a GPU machine): by default (auto) the groups from 8 MiB still go
  * through the GPUs' window, the smaller ones are added by the CPU, and rank 1 says so in one
@@ -253,6 +272,10 @@ int main(int argc, char **argv)
 #ifdef HVDLAB_CUDA_EMU
     if (ipc_required()) /* the GPUs' window must open: the emulator with its guard */
         host_window_unpinned();
+    nccl_stalls("init", "hvdlab: error: [rank 0] NCCL set-up: ncclCommInitRankConfig: no "
+                "progress in NCCL for 2 s");
+    nccl_stalls("finalize", "hvdlab: error: [rank 0] NCCL shut-down: ncclCommFinalize: no "
+                "progress in NCCL for 2 s");
 #endif
     if (ngpu < 2) { /* NCCL refuses two ranks on one GPU: said in one line, not a hang */
         int rc = run("HVD_GPU_OPERATIONS=nccl", 2, "");
