@@ -236,10 +236,12 @@ int gpu_ops_is_device(const void *p)
     return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
 }
 
-void gpu_ops_set_stream(void *stream)
+void *gpu_ops_set_stream(void *stream)
 {
+    void *before = G.user_set ? (void *)G.user : NULL;
     G.user = (cudaStream_t)stream;
     G.user_set = stream != NULL;
+    return before;
 }
 
 cudaStream_t gpu_ops_stream(void)
@@ -265,6 +267,10 @@ int gpu_ops_is_device(const void *p)
     (void)p;
     return 0;
 }
-void gpu_ops_set_stream(void *stream) { (void)stream; }
+void *gpu_ops_set_stream(void *stream)
+{
+    (void)stream;
+    return NULL;
+}
 
 #endif

@@ -85,8 +85,10 @@ int gpu_ops_ranks_mixed(void);
 /* 1 when p is device (or managed) memory this rank's collectives must treat as such. */
 int gpu_ops_is_device(const void *p);
 /* The stream device collectives run on (a cudaStream_t); NULL: their own, after a
- * cudaDeviceSynchronize, so work on any stream that produced the buffer is finished. */
-void gpu_ops_set_stream(void *stream);
+ * cudaDeviceSynchronize, so work on any stream that produced the buffer is finished. Returns the
+ * stream set before (NULL: none), to put back; gpu_ops_shutdown forgets it. The caller owns the
+ * stream (hvd_set_gpu_stream in hvd.h). */
+void *gpu_ops_set_stream(void *stream);
 
 #ifdef HVDLAB_CUDA
 #include <cuda_runtime_api.h>

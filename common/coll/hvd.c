@@ -383,7 +383,7 @@ static void check_call(coll_kind kind, const char *name, size_t count, int root,
     enter_call(&d);
 }
 
-void hvd_set_gpu_stream(void *cuda_stream) { gpu_ops_set_stream(cuda_stream); }
+void *hvd_set_gpu_stream(void *cuda_stream) { return gpu_ops_set_stream(cuda_stream); }
 
 const char *hvd_gpu_operations(void)
 {

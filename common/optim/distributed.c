@@ -40,11 +40,18 @@ optimizer *hvd_distributed_optimizer_ex(optimizer *opt, int compression,
     return opt;
 }
 
-/* A GPU model's buffers are produced on its stream: the collectives run after that work there. */
-static void bind_stream(const param_set *ps)
+/* A GPU model's buffers are produced on its stream: the collectives run after that work there.
+ * Bound for the call only (unbind_stream puts back what was set): the stream is the model's
+ * context's, and a binding left behind would outlive it (hvd.h: the caller owns the stream). */
+static void *bind_stream(int device)
 {
-    if (ps->device)
-        hvd_set_gpu_stream(params_device_stream());
+    return device ? hvd_set_gpu_stream(params_device_stream()) : NULL;
+}
+
+static void unbind_stream(int device, void *before)
+{
+    if (device)
+        hvd_set_gpu_stream(before);
 }
 
 /* The views tile [0, n) in order, so the per-view tensors lie back to back. */
@@ -66,9 +73,10 @@ static int views_tile(const param_set *ps)
  * place with no copy (fusion off: one pass per tensor). The result is the same either way. */
 void hvd_allreduce_gradients(param_set *ps, int compression)
 {
-    bind_stream(ps);
+    void *before = bind_stream(ps->device);
     if (!views_tile(ps)) { /* views with gaps or none: the flat buffer is the tensor */
         hvd_allreduce_ex(ps->grads, ps->n, HVD_AVERAGE, "DistributedOptimizer.grads", compression);
+        unbind_stream(ps->device, before);
         return;
     }
     char name[128];
@@ -78,16 +86,18 @@ void hvd_allreduce_gradients(param_set *ps, int compression)
         hvd_allreduce_async(ps->grads + pv->offset, pv->count, HVD_AVERAGE, name, compression);
     }
     hvd_synchronize();
+    unbind_stream(ps->device, before);
 }
 
 void hvd_broadcast_parameters(param_set *ps, int root)
 {
     if (!ps)
         fatal_error("hvd_broadcast_parameters: NULL param_set");
-    bind_stream(ps);
+    void *before = bind_stream(ps->device);
     hvd_broadcast(ps->params, ps->n, root, "broadcast.params");
     hvd_broadcast(ps->state, ps->n_state, root, "broadcast.state");
     hvd_broadcast_bytes(&ps->steps, sizeof ps->steps, root, "broadcast.steps");
+    unbind_stream(ps->device, before);
     if (trace_enabled())
         trace_event("params", "when=broadcast root=%d sum=%016llx state_sum=%016llx", root,
                     (unsigned long long)params_checksum_at(ps->params, ps->n, ps->device),
@@ -112,9 +122,9 @@ void hvd_broadcast_optimizer_state(optimizer *opt, int root)
                     "rank a %s state of %lld", root, theirs ? theirs->name : "unknown", h.n_state,
                     optimizer_name(opt), mine.n_state);
     }
-    if (opt->device)
-        hvd_set_gpu_stream(params_device_stream());
+    void *before = bind_stream(opt->device);
     hvd_broadcast(opt->state, opt->n_state, root, "broadcast.optimizer_state");
+    unbind_stream(opt->device, before);
     opt->iterations = (long)h.iterations;
     opt->last_lr = h.last_lr;
 }

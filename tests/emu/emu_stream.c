@@ -19,6 +19,7 @@ typedef struct emu_op {
 struct CUstream_st {
     emu_op *head, *tail;
     struct CUstream_st *next_live; /* the live streams, for emu_stream_flush_all */
+    int dead; /* destroyed: kept, never freed, so that a later use is caught, not undefined */
 };
 
 /* An event: the stream of its latest record, and which records' marks have run. */
@@ -62,6 +63,16 @@ static struct CUstream_st legacy;
 static int special(cudaStream_t s) { return (uintptr_t)s <= 2; }
 static cudaStream_t queue_of(cudaStream_t s) { return special(s) ? &legacy : s; }
 
+/* A stream used after cudaStreamDestroy: undefined on a GPU (the handle may be reused, or the
+ * call fail), one line here. */
+static cudaStream_t live_queue(cudaStream_t s, const char *call)
+{
+    s = queue_of(s);
+    if (s->dead)
+        fatal_error("emu: %s on stream %p after its cudaStreamDestroy", call, (void *)s);
+    return s;
+}
+
 void emu_stream_enqueue(cudaStream_t s, void (*run)(void *), void *arg)
 {
     emu_op *op = malloc(sizeof *op);
@@ -69,7 +80,7 @@ void emu_stream_enqueue(cudaStream_t s, void (*run)(void *), void *arg)
         fatal_error("emu: out of memory for a stream's queue");
     *op = (emu_op){run, arg, NULL};
     emu_stream_lock();
-    s = queue_of(s);
+    s = live_queue(s, "work queued");
     if (s->tail)
         s->tail->next = op;
     else
@@ -80,7 +91,7 @@ void emu_stream_enqueue(cudaStream_t s, void (*run)(void *), void *arg)
 
 void emu_stream_flush(cudaStream_t s)
 {
-    s = queue_of(s);
+    s = live_queue(s, "a wait");
     emu_stream_lock();
     while (s->head) {
         emu_op *op = s->head;
@@ -118,7 +129,7 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags)
     return cudaSuccess;
 }
 
-/* As on a GPU, the work already queued still runs. */
+/* As on a GPU, the work already queued still runs. The stream is marked dead, not freed. */
 cudaError_t cudaStreamDestroy(cudaStream_t s)
 {
     if (special(s))
@@ -130,8 +141,8 @@ cudaError_t cudaStreamDestroy(cudaStream_t s)
         p = &(*p)->next_live;
     if (*p)
         *p = s->next_live;
+    s->dead = 1;
     emu_stream_unlock();
-    free(s);
     return cudaSuccess;
 }
 
@@ -139,7 +150,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t s)
  * sees both answers). */
 cudaError_t cudaStreamQuery(cudaStream_t s)
 {
-    if (!queue_of(s)->head)
+    if (!live_queue(s, "cudaStreamQuery")->head)
         return cudaSuccess;
     emu_stream_flush(s);
     return cudaErrorNotReady;

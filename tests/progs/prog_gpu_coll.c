@@ -1,11 +1,13 @@
 /* prog_gpu_coll.c — collectives on device buffers against the same calls on host buffers, for
  * test_gpu_collectives.c (which runs it under mpirun with 1, 2 and 3 ranks and both ways).
- *   mpirun -n N prog_gpu_coll [big] [mismatch-where]
+ *   mpirun -n N prog_gpu_coll [big] [mismatch-where | release]
  * Every case runs the CPU runtime (host buffers) and the device path (cudaMalloc'd buffers) on
  * the same data and compares. Values tell positions and ranks apart: element i of rank r is
  * (r + 1) + (i % 4099) / 4096, or a random value for fp16. The host-staged path and NCCL with one
  * rank run the CPU's arithmetic, so they must give the CPU's bits; NCCL over several GPUs adds in
  * another order: within 1e-6 of the scale (fp32) or 4e-3 (fp16).
+ * release: a device param_set through the DistributedOptimizer's collectives, then freed with
+ * the GPU context (release_case).
  * Rank 0 prints "path=<nccl|mpi|none>" first and "prog_gpu_coll: C checks, F failures" last;
  * the exit status is 0 only when every rank saw no failure. */
 #include <stdio.h>
@@ -20,7 +22,11 @@
 #include "base/cuda_check.h"
 #include "coll/device.h"
 #include "coll/hvd.h"
+#include "model/params.h"
+#include "nn/gpu_context.h"
 #include "nn/layer_math.h"
+#include "optim/optim.h"
+#include "optim/optim_cuda.h"
 
 static int rank, size, exact, checks, failures;
 
@@ -209,6 +215,49 @@ static void allgather_case(size_t (*count)(int r))
     free(h), free(want), free(got), free(cw), free(cg);
     CUDA_CHECK(cudaFree(d));
 }
+
+/* A GPU model's life as a program or a test ends it: its parameters broadcast and its gradients
+ * averaged by the DistributedOptimizer's calls (which bind its stream), the NaN check, then the
+ * buffers freed and the GPU context released (its stream destroyed). After that no stream may be
+ * left bound to the collectives, which must still work. */
+static void release_case(void)
+{
+    const size_t n = N_BASE;
+    param_set ps = {.n = n, .n_state = 1, .device = 1};
+    ps.params = params_buffer_alloc(n, 1);
+    ps.grads = params_buffer_alloc(n, 1);
+    ps.state = params_buffer_alloc(1, 1);
+    float *h = malloc(n * sizeof *h);
+    for (size_t i = 0; i < n; i++)
+        h[i] = value(rank, i);
+    float *want = host_copy(h, n);
+    params_from_host(ps.grads, h, n, 1);
+    hvd_broadcast_parameters(&ps, 0);
+    hvd_allreduce_gradients(&ps, HVD_COMPRESS_NONE);
+    hvd_allreduce_ex(want, n, HVD_AVERAGE, "t", HVD_COMPRESS_NONE);
+    float *got = download(ps.grads, n);
+    expect("hvd_allreduce_gradients on a device param_set", got, want, n, exact ? 0 : 1e-6);
+    size_t first = 0;
+    checks++;
+    if (optim_non_finite_cuda(ps.grads, n, &first) != 0) {
+        failures++;
+        printf("FAIL [rank %d] optim_non_finite_cuda found values that are not finite\n", rank);
+    }
+    params_buffer_free(ps.params, 1);
+    params_buffer_free(ps.grads, 1);
+    params_buffer_free(ps.state, 1);
+    gpu_context_release();
+    allreduce_case(n, HVD_SUM, HVD_COMPRESS_NONE); /* on no destroyed stream */
+    checks++;
+    void *bound = hvd_set_gpu_stream(NULL);
+    if (bound) {
+        failures++;
+        printf("FAIL [rank %d] the optimizer's calls left stream %p bound to the collectives\n",
+               rank, bound);
+    }
+    free(h), free(want), free(got);
+}
+
 static size_t count_rising(int r) { return (size_t)r * 1000 + 1; }
 static size_t count_holes(int r) { return (size_t)((r * 37) % 5) * 3; }
 
@@ -224,10 +273,11 @@ int main(int argc, char **argv)
         printf("path=%s\n", path);
         fflush(stdout);
     }
-    int big = 0, mismatch = 0;
+    int big = 0, mismatch = 0, release = 0;
     for (int i = 1; i < argc; i++) {
         big |= strcmp(argv[i], "big") == 0;
         mismatch |= strcmp(argv[i], "mismatch-where") == 0;
+        release |= strcmp(argv[i], "release") == 0;
     }
     if (strcmp(path, "none") == 0) {
         failures++;
@@ -235,6 +285,8 @@ int main(int argc, char **argv)
     } else if (mismatch) { /* rank 0 hands a device tensor, the others a host one */
         float h[10] = {0}, *d = dev_copy(h, 10);
         hvd_allreduce(rank == 0 ? d : h, 10, HVD_SUM, "grad");
+    } else if (release) {
+        release_case();
     } else {
         const size_t lens[] = {0, 1, 2, 3, N_BASE - 1, N_BASE, N_BASE + 1, (size_t)1 << 20};
         for (size_t k = 0; k < sizeof lens / sizeof *lens; k++)

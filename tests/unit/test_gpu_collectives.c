@@ -18,6 +18,8 @@
  *                                by default the 384 MiB group still through CUDA IPC, the rest
  *                                added by the CPU, one warning line
  *   HVD_GPU_OPERATIONS=nccl with more ranks than GPUs: one error line, non-zero exit, no hang
+ *   -n 1 and 2, release: a model's stream bound by the optimizer's calls and destroyed with the
+ *                                GPU context; nothing left bound
  *   -n 1, a peer that never arrives at NCCL's set-up or shut-down (the emulator only:
  *                                HVDLAB_EMU_NCCL_STALL): one line naming the call, no hang
  * each with the collective check on in one run, with a timeline whose activities are checked,
@@ -185,6 +187,18 @@ static void passing(const char *env, int np, const char *want_path, int with_tim
     free(t);
 }
 
+/* A model's stream bound by the DistributedOptimizer's calls, then destroyed with the GPU
+ * context: the collectives after must not use it (the emulator stops at a destroyed stream's
+ * use; on a GPU that is undefined, so there the check is that nothing is left bound). */
+static void released_context(int np)
+{
+    char what[64];
+    snprintf(what, sizeof what, "release -n %d", np);
+    int rc = run("", np, "release");
+    expect(rc == 0, "%s: exit status not 0", what);
+    expect(strstr(out, ", 0 failures") != NULL, "%s: failures in the checks", what);
+}
+
 #ifdef HVDLAB_CUDA_EMU
 /* A peer that never arrives at NCCL's set-up, or never leaves its shut-down (the emulator's
  * HVDLAB_EMU_NCCL_STALL): after HVD_STALL_SHUTDOWN_TIME_SECONDS the rank stops with one line
@@ -277,6 +291,8 @@ int main(int argc, char **argv)
     nccl_stalls("finalize", "hvdlab: error: [rank 0] NCCL shut-down: ncclCommFinalize: no "
                 "progress in NCCL for 2 s");
 #endif
+    released_context(1);
+    released_context(2);
     if (ngpu < 2) { /* NCCL refuses two ranks on one GPU: said in one line, not a hang */
         int rc = run("HVD_GPU_OPERATIONS=nccl", 2, "");
         expect(rc != 0 && rc != 124, "%s: want a failure, not success or a timeout",
