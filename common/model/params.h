@@ -85,5 +85,8 @@ double params_add_l2_cuda(param_set *ps, float wd);
 float *params_cuda_try_alloc(size_t bytes); /* NULL, not a stop, when the GPU is full */
 size_t params_cuda_free_bytes(void);         /* cudaMemGetInfo's free memory */
 void *params_cuda_stream(void);
+/* The context's scratch (nn/gpu_context.h): at least bytes of device memory for a kernel's small
+ * results on the model's stream, valid until the next call, freed with the context. */
+void *params_cuda_scratch(size_t bytes);
 #endif
 #endif

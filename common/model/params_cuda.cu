@@ -1,6 +1,7 @@
 /* params_cuda.cu — the device side of params.h: the Keras L2 term on device buffers, an
  * allocation that reports a full GPU instead of stopping, the model's stream for C callers.
- * Public: params_add_l2_cuda, params_cuda_try_alloc, params_cuda_free_bytes, params_cuda_stream.
+ * Public: params_add_l2_cuda, params_cuda_try_alloc, params_cuda_free_bytes, params_cuda_stream,
+ *         params_cuda_scratch.
  */
 #include <cuda_runtime.h>
 #include <stdlib.h>
@@ -127,3 +128,5 @@ extern "C" size_t params_cuda_free_bytes(void)
 }
 
 extern "C" void *params_cuda_stream(void) { return (void *)gpu_context_stream(); }
+
+extern "C" void *params_cuda_scratch(size_t bytes) { return gpu_context_scratch(bytes); }

@@ -182,12 +182,12 @@ __global__ void non_finite_kernel(const float *__restrict__ x, size_t n,
     }
 }
 
+/* The two counters live in the context's scratch, as a twin's small results do: no buffer of
+ * their own that would outlive the context (it was one, never freed). */
 extern "C" size_t optim_non_finite_cuda(const float *x, size_t n, size_t *first)
 {
-    static unsigned long long *dev; /* two counters, kept for the life of the process */
     cudaStream_t s = stream();
-    if (!dev)
-        CUDA_CHECK(cudaMalloc((void **)&dev, 2 * sizeof *dev));
+    unsigned long long *dev = (unsigned long long *)params_cuda_scratch(2 * sizeof *dev);
     const unsigned long long init[2] = {0, (unsigned long long)n};
     unsigned long long host[2];
     CUDA_CHECK(cudaMemcpyAsync(dev, init, sizeof init, cudaMemcpyHostToDevice, s));

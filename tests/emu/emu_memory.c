@@ -209,6 +209,17 @@ static int forget(const void *p, emu_kind kind, emu_block *gone)
     return b ? 0 : -1;
 }
 
+size_t emu_device_bytes(void)
+{
+    size_t sum = 0;
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < nblocks; i++)
+        if (blocks[i].kind == EMU_DEVICE && !blocks[i].imported)
+            sum += blocks[i].bytes;
+    pthread_mutex_unlock(&lock);
+    return sum;
+}
+
 /* The block holding p, device memory or pinned host memory as device says: 1 and its end in
  * *end, or 0. */
 static int block_holding(const void *p, int device, uintptr_t *end)

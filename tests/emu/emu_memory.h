@@ -8,6 +8,9 @@
 /* 1 when [p, p + bytes) lies in one live block of emulated device memory (cudaMalloc,
  * gpu_context_alloc); always, for 0 bytes. */
 int emu_device_range(const void *p, size_t bytes);
+/* The bytes of this process's live device blocks (cudaMalloc, gpu_context_alloc; not the
+ * blocks opened through CUDA IPC): what cudaMemGetInfo's free memory lacks of its total. */
+size_t emu_device_bytes(void);
 /* Under the guard (emu_memory.c), device memory is closed to the host except between these (a
  * kernel, a copy, a library stand-in); they nest, and threads may share them. Without it,
  * nothing. */

@@ -11,6 +11,7 @@
 
 #include "base/fatal.h"
 #include "base/timer.h"
+#include "emu_memory.h"
 #include "nn/gpu_context.h"
 
 /* gpu_context.h declares them for CUDA C++ only; the emulated kernel files call them. */
@@ -112,9 +113,12 @@ const char *cudaGetErrorString(cudaError_t e)
 
 /* ---- the rest of the runtime the kit calls: devices ------------------------------------------ */
 
+/* Free: the total less the live device blocks, to the byte (a GPU counts in pages and holds
+ * memory of its own), so that a block nobody frees shows. */
 cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total)
 {
-    *free_bytes = *total = (size_t)16 << 30;
+    *total = (size_t)16 << 30;
+    *free_bytes = *total - emu_device_bytes();
     return cudaSuccess;
 }
 cudaError_t cudaGetDeviceCount(int *n)

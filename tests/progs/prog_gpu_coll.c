@@ -216,10 +216,20 @@ static void allgather_case(size_t (*count)(int r))
     CUDA_CHECK(cudaFree(d));
 }
 
+/* Device memory in use, as cudaMemGetInfo says. */
+static size_t device_in_use(void)
+{
+    size_t free_b = 0, total = 0;
+    CUDA_CHECK(cudaMemGetInfo(&free_b, &total));
+    return total - free_b;
+}
+
 /* A GPU model's life as a program or a test ends it: its parameters broadcast and its gradients
  * averaged by the DistributedOptimizer's calls (which bind its stream), the NaN check, then the
  * buffers freed and the GPU context released (its stream destroyed). After that no stream may be
- * left bound to the collectives, which must still work. */
+ * left bound to the collectives, which must still work, and nothing of the model's may stay on
+ * the device (checked under the emulator only, which counts device memory to the byte: a GPU
+ * counts in pages and keeps memory of its own). */
 static void release_case(void)
 {
     const size_t n = N_BASE;
@@ -237,6 +247,7 @@ static void release_case(void)
     hvd_allreduce_ex(want, n, HVD_AVERAGE, "t", HVD_COMPRESS_NONE);
     float *got = download(ps.grads, n);
     expect("hvd_allreduce_gradients on a device param_set", got, want, n, exact ? 0 : 1e-6);
+    const size_t in_use = device_in_use(), model = (2 * n + 1) * sizeof(float);
     size_t first = 0;
     checks++;
     if (optim_non_finite_cuda(ps.grads, n, &first) != 0) {
@@ -247,6 +258,17 @@ static void release_case(void)
     params_buffer_free(ps.grads, 1);
     params_buffer_free(ps.state, 1);
     gpu_context_release();
+#ifdef HVDLAB_CUDA_EMU
+    checks++;
+    if (device_in_use() != in_use - model) {
+        failures++;
+        printf("FAIL [rank %d] after the model's buffers and the GPU context went, %zu bytes "
+               "more than before the model stay on the device\n", rank,
+               device_in_use() - (in_use - model));
+    }
+#else
+    (void)in_use, (void)model;
+#endif
     allreduce_case(n, HVD_SUM, HVD_COMPRESS_NONE); /* on no destroyed stream */
     checks++;
     void *bound = hvd_set_gpu_stream(NULL);

@@ -19,7 +19,8 @@
  *                                added by the CPU, one warning line
  *   HVD_GPU_OPERATIONS=nccl with more ranks than GPUs: one error line, non-zero exit, no hang
  *   -n 1 and 2, release: a model's stream bound by the optimizer's calls and destroyed with the
- *                                GPU context; nothing left bound
+ *                                GPU context; nothing left bound, no device memory left (the
+ *                                latter under the emulator only)
  *   -n 1, a peer that never arrives at NCCL's set-up or shut-down (the emulator only:
  *                                HVDLAB_EMU_NCCL_STALL): one line naming the call, no hang
  * each with the collective check on in one run, with a timeline whose activities are checked,
@@ -189,7 +190,8 @@ static void passing(const char *env, int np, const char *want_path, int with_tim
 
 /* A model's stream bound by the DistributedOptimizer's calls, then destroyed with the GPU
  * context: the collectives after must not use it (the emulator stops at a destroyed stream's
- * use; on a GPU that is undefined, so there the check is that nothing is left bound). */
+ * use; on a GPU that is undefined, so there the check is that nothing is left bound), and the
+ * model leaves no device memory behind (the emulator only). */
 static void released_context(int np)
 {
     char what[64];
