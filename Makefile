@@ -288,7 +288,8 @@ BUILD_FLAGS := $(CC) $(CPPFLAGS) $(filter-out -Werror,$(CFLAGS)) $(if $(filter 1
                $(NVCC) $(NVCC_ARCH))
 ALL_OBJ := $(COMMON_OBJ) $(TEST_HELPERS) $(TEST_BIN:%=%.o) $(TEST_PROGS:%=%.o) $(BENCH_BIN:%=%.o) \
            $(patsubst %.c,$(BUILD)/%.o,$(wildcard tools/*.c)) $(STEP_BIN:%=%.o) \
-           $(SOLUTION_BIN:%=%.o) $(PLANTED:%=%.o) $(GRADER_BIN:%=%.o) $(GRADE_OBJ) $(BN_CLONE_OBJ)
+           $(SOLUTION_BIN:%=%.o) $(PLANTED:%=%.o) $(GRADER_BIN:%=%.o) $(GRADE_OBJ) $(BN_CLONE_OBJ) \
+           $(SAN_PLANTED:%=%.o)
 $(ALL_OBJ): $(FLAGS_STAMP)
 $(FLAGS_STAMP): FORCE
 	@mkdir -p $(@D)
