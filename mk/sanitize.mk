@@ -25,7 +25,7 @@ $(SAN_PLANTED): $(BUILD)/sanitize/%: $(BUILD)/sanitize/%.o $(LIB)
 .PRECIOUS: $(BUILD)/sanitize/%.c
 
 asan-sol10:  ## solution 10 under ASan+UBSan+LSan, 2 ranks, with a resume; and a planted leak caught
-	@$(MAKE) --no-print-directory SANITIZE=1 BUILD=$(ASAN_BUILD) $(ASAN_BUILD)/solutions/step10 \
+	@$(MAKE) --no-print-directory CUDA=0 SANITIZE=1 BUILD=$(ASAN_BUILD) $(ASAN_BUILD)/solutions/step10 \
 	  $(ASAN_BUILD)/sanitize/step10-leak >/dev/null
 	@$(SAN_ENV) timeout 150 sh tests/sanitize/run_sol10.sh $(ASAN_BUILD)/solutions/step10
 	@$(SAN_ENV) timeout 150 sh tests/sanitize/run_sol10.sh $(ASAN_BUILD)/sanitize/step10-leak \
