@@ -43,7 +43,7 @@ static void check_async(ncclComm_t comm, const char *what)
     char last[512];
     const char *l = ncclGetLastError(comm);
     snprintf(last, sizeof last, "%s", l && *l ? l : "no detail");
-    ncclCommAbort(comm); /* frees the kernels still waiting on the peers */
+    /* no ncclCommAbort first: see watch_clock */
     fatal_error("%s: NCCL error found by ncclCommGetAsyncError: %s (%s)", what,
                 ncclGetErrorString(async), last);
 }
@@ -60,8 +60,10 @@ static void watch_clock(double t0, int *warned, ncclComm_t comm, const char *wha
         *warned = 1;
     }
     if (stop_after > 0 && waited > stop_after) {
-        if (comm)
-            ncclCommAbort(comm);
+        /* No ncclCommAbort before the line: it can hang itself (NVIDIA/nccl issues 863, 992,
+         * 1777), and then neither the line nor the MPI_Abort that ends every rank would come.
+         * The job ends here; the driver frees what the processes held on the GPU. */
+        (void)comm;
         fatal_error("%s: no progress %s for %.0f s (a rank stopped, never arrived or a link is "
                     "down); stopping the job", what, where, waited);
     }

@@ -91,7 +91,7 @@ void nccl_init(MPI_Comm comm, int rank, int size)
     N.size = size;
     /* Non-blocking: a blocking init waits for every rank with no limit, so one that died or
      * never came would hold the others for ever. This one returns at once and is polled with
-     * gpu_wait's bounds (NCCL's documented way; on time out, ncclCommAbort). */
+     * gpu_wait's bounds (NCCL's documented way; on time out the job ends, gpu_wait.c). */
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
     NCCL_CALL("NCCL set-up", ncclCommInitRankConfig(&N.comm, size, id, rank, &config));
