@@ -137,6 +137,12 @@ static int copy_path(char *dst, const char *val, const char *flag, char *err, si
     return 0;
 }
 
+/* A whole number past a flag's range is too large, not "not a number": digits only, not all 0. */
+static int too_large(const char *val)
+{
+    return *val && val[strspn(val, "0123456789")] == '\0' && val[strspn(val, "0")] != '\0';
+}
+
 /* Applies one flag's value; -1 and the message on a bad value. */
 static int apply(args *a, int id, const char *val, char *err, size_t errlen)
 {
@@ -150,19 +156,25 @@ static int apply(args *a, int id, const char *val, char *err, size_t errlen)
     case A_EPOCHS:
     case A_BATCH:
     case A_VAL_BATCH:
-    case A_PATIENCE:
-        if (parse_uint(val, 1, 1000000000, &u) != 0)
+    case A_PATIENCE: {
+        int bad = parse_uint(val, 1, 1000000000, &u) != 0, big = bad && too_large(val);
+        if (bad && !big)
             return errmsg_set(err, errlen, flag, "'%s' is not a positive integer", val);
-        if ((id == A_BATCH || id == A_VAL_BATCH) && u > WRN_MAX_BATCH) /* wrn_create's limit */
+        if ((id == A_BATCH || id == A_VAL_BATCH) && (big || u > WRN_MAX_BATCH)) /* wrn_create's */
             return errmsg_set(err, errlen, flag, "'%s': at most %u images a batch", val,
                               WRN_MAX_BATCH);
+        if (big)
+            return errmsg_set(err, errlen, flag, "'%s': at most 1000000000", val);
         *(id == A_EPOCHS ? &a->epochs : id == A_BATCH ? &a->batch_size
                          : id == A_VAL_BATCH ? &a->val_batch_size : &a->patience) = (int)u;
         return 0;
+    }
     case A_TRAIN_SUBSET:
     case A_TEST_SUBSET:
         if (parse_uint(val, 0, 1000000000, &u) != 0)
-            return errmsg_set(err, errlen, flag, "'%s' is not a count (0 = all)", val);
+            return errmsg_set(err, errlen, flag, too_large(val) ? "'%s': at most 1000000000"
+                                                                : "'%s' is not a count (0 = all)",
+                              val);
         *(id == A_TRAIN_SUBSET ? &a->train_subset : &a->test_subset) = (size_t)u;
         return 0;
     case A_SEED:

@@ -147,8 +147,15 @@ START_TEST(bad_values_name_the_flag)
     expect_error("--val-batch-size: '1000000000': at most 1048576 images a batch",
                  "--val-batch-size=1000000000", NULL);
     expect_error("--epochs: '' is not a positive integer", "--epochs=", NULL);
-    expect_error("--epochs: '99999999999999999999' is not a positive integer", "--epochs",
+    expect_error("--epochs: '99999999999999999999': at most 1000000000", "--epochs",
                  "99999999999999999999", NULL);
+    expect_error("--patience: '1000000001': at most 1000000000", "--patience", "1000000001",
+                 NULL);
+    expect_error("--batch-size: '2147483647': at most 1048576 images a batch", "--batch-size",
+                 "2147483647", NULL);
+    expect_error("--train-subset: '99999999999': at most 1000000000", "--train-subset",
+                 "99999999999", NULL);
+    expect_error("--epochs: '000' is not a positive integer", "--epochs", "000", NULL);
     expect_error("--val-batch-size: '1.5' is not a positive integer", "--val-batch-size", "1.5",
                  NULL);
     expect_error("--patience: '0' is not a positive integer", "--patience", "0", NULL);
