@@ -301,10 +301,7 @@ int main(int argc, char **argv)
             stat2 rg = stats(t[RING_ONLY], passes);
             printf("  %9s %11zu | %-12s %10.1f %10.1f %7.2f %7.2f | %10.1f %10.1f %7.2f %7.2f | "
                    "%10.1f %10.1f | %7.2f %8.2f | %7.2f | %6ld %6ld\n", sz, n,
-                   allreduce_wants_own_buffer(MPI_COMM_NULL, buf, bytes)
-                       ? "cma(copied)" /* a plain buffer: into the fusion buffer first */
-                       : allreduce_path_name(allreduce_choice(buf, bytes)),
-                   h.min * 1e6, h.med * 1e6,
+                   allreduce_path_name(allreduce_choice(buf, bytes)), h.min * 1e6, h.med * 1e6,
                    hb_max, hb_min, m.min * 1e6, m.med * 1e6, mb_max, mb_min, rg.min * 1e6,
                    rg.med * 1e6, m.med / h.med, m.med / rg.med, mc, faults[0], faults[1]);
             if (bytes >= (64u << 10) && m.med / h.med < worst_ratio) {

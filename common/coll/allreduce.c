@@ -1,6 +1,5 @@
 /* allreduce.c — the choice of algorithm for a fused host buffer. See allreduce.h.
- * Public: allreduce_init, allreduce_free, allreduce_run, allreduce_choice,
- *         allreduce_wants_own_buffer, allreduce_path_name,
+ * Public: allreduce_init, allreduce_free, allreduce_run, allreduce_choice, allreduce_path_name,
  *         allreduce_hosts, allreduce_force_path, allreduce_reconfigure, allreduce_new_window,
  *         allreduce_host_node.
  */
@@ -116,11 +115,12 @@ allreduce_path allreduce_choice(const void *buf, size_t bytes)
     return choice(buf && memory_on_huge_pages(buf, bytes), bytes);
 }
 
-int allreduce_wants_own_buffer(MPI_Comm comm, const void *buf, size_t bytes)
+/* Whether the buffer's kind alone may change the path for this size: the single copy for
+ * memory_alloc's, the window for others. The same answer on every rank (size, the host's
+ * huge pages, the job's settings), so every rank knows whether to agree (allreduce_run). */
+static int kind_decides(size_t bytes)
 {
-    return A.ready && (comm == A.topo.comm || comm == MPI_COMM_NULL) && memory_huge_pages() &&
-           !(buf && memory_on_huge_pages(buf, bytes)) &&
-           choice(1, bytes) != choice(0, bytes);
+    return memory_huge_pages() && choice(1, bytes) != choice(0, bytes);
 }
 
 static void mark_group(const char *activity, char phase, void *ctx)
@@ -143,8 +143,17 @@ void allreduce_run(MPI_Comm comm, void *buf, size_t n, int fp16, float scale, ri
         profile_end(PROFILE_HIER, (double)bytes, t);
         return;
     }
-    if (p == ALLREDUCE_CMA && !cma_usable(&A.topo.shm))
-        p = ALLREDUCE_SHM; /* the host forbids the reads (cma.h): the same on every rank */
+    if (p == ALLREDUCE_CMA || p == ALLREDUCE_SHM) {
+        /* The choice looked at this rank's buffer only. Where another rank's may be of the
+         * other kind (a caller's plain buffer beside memory_alloc's), the ranks agree first, at
+         * one barrier: the single copy only if every rank's buffer is on huge pages. Two ranks
+         * on two paths waited for each other, or one ended with wrong values. */
+        int decides = A.ready && comm == A.topo.comm && kind_decides(bytes);
+        if ((p == ALLREDUCE_CMA || decides) && !cma_usable(&A.topo.shm))
+            p = ALLREDUCE_SHM; /* the host forbids the reads (cma.h): the same on every rank */
+        else if (decides)
+            p = cma_all_agree(&A.topo.shm, p == ALLREDUCE_CMA) ? ALLREDUCE_CMA : ALLREDUCE_SHM;
+    }
     if (p == ALLREDUCE_CMA || p == ALLREDUCE_SHM) { /* the host's two ways, one signature */
         const char *pass = p == ALLREDUCE_CMA ? "CMA_ALLREDUCE" : "SHM_ALLREDUCE";
         void (*reduce)(shm_node *, void *, size_t, shm_elem, float) =

@@ -9,8 +9,8 @@
  *   copy (process_vm_readv/writev), no staging copy. Chosen by default on one host for buffers
  *   of memory_alloc's (huge pages) from ALLREDUCE_CMA_FROM_*, unless some ranks stage from a
  *   GPU and others have none (gpu_ops_ranks_mixed); where the kernel forbids the
- *   reads, SHM runs instead. A caller's plain buffer of that size is first copied into the
- *   fusion buffer (allreduce_wants_own_buffer), so that every rank takes the same path.
+ *   reads, SHM runs instead. The buffer's kind is each rank's own, so where it decides, the
+ *   ranks agree first (cma_all_agree: one barrier): CMA only if every rank's is memory_alloc's.
  * - HIERARCHICAL (hier.h): reduce within each host, ring across the hosts' leaders, broadcast
  *   within each host. Chosen when HVD_HIERARCHICAL_ALLREDUCE=1 and there are several hosts
  *   (with one host the SHM path is the same thing minus a copy).
@@ -47,15 +47,10 @@ void allreduce_free(void);
 void allreduce_run(MPI_Comm comm, void *buf, size_t n, int fp16, float scale, ring_workspace *ws,
                    const fusion_entry *e, size_t len);
 
-/* The path allreduce_run takes for buf, of this many bytes, on allreduce_init's comm (buf: only
- * whether it lies on huge pages matters, base/memory.h; NULL: it does not). */
+/* The path allreduce_run takes for buf, of this many bytes, on allreduce_init's comm when every
+ * rank's buffer is of buf's kind (buf: only whether it lies on huge pages matters, base/memory.h;
+ * NULL: it does not); where the kinds differ, SHM instead of CMA. */
 allreduce_path allreduce_choice(const void *buf, size_t bytes);
-/* 1 when allreduce_run on comm (MPI_COMM_NULL: allreduce_init's) would take another path (the
- * single copy) for a buffer of memory_alloc's than for buf (NULL: none), which is not one: the
- * caller then copies buf into one of its own (fusion.c), and the single copy runs on that. The buffer's kind
- * is this rank's own, and a caller's plain buffer on one rank beside a memory_alloc one on
- * another would send the two down paths that wait for each other. */
-int allreduce_wants_own_buffer(MPI_Comm comm, const void *buf, size_t bytes);
 /* One host, a buffer on huge pages: the single copy (CMA) from this many bytes on, with a core
  * per rank and with more ranks than cores (allreduce.c says what was measured). */
 #define ALLREDUCE_CMA_FROM_OWN_CORES ((size_t)128 << 10)

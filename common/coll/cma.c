@@ -1,5 +1,5 @@
 /* cma.c — single-copy allreduce among one host's ranks (process_vm_readv/writev). See cma.h.
- * Public: cma_usable, cma_allreduce, cma_set_block_bytes. */
+ * Public: cma_usable, cma_all_agree, cma_allreduce, cma_set_block_bytes. */
 /* process_vm_readv: _GNU_SOURCE, which the Makefile defines */
 #include "coll/cma.h"
 
@@ -19,7 +19,8 @@ typedef struct {
     int64_t pid;
     uint64_t addr;  /* this call's buffer; during the probe, the probe word's address */
     int32_t ok;     /* probe: this rank could read and write every other rank */
-    char pad[44];
+    int32_t agree;  /* cma_all_agree: this rank's vote */
+    char pad[40];
 } board_entry;
 #define MAX_RANKS ((int)(SHM_BOARD_BYTES / sizeof(board_entry)))
 
@@ -156,6 +157,17 @@ int cma_usable(shm_node *s)
     if (s->cma == 0)
         probe(s);
     return s->cma > 0;
+}
+
+int cma_all_agree(shm_node *s, int mine)
+{
+    entry(s, s->rank)->agree = mine;
+    shm_node_barrier(s); /* every vote posted; the path that follows has a barrier before any
+                          * rank posts its next vote, so every rank reads these ones */
+    for (int r = 0; r < s->size; r++)
+        if (!entry(s, r)->agree)
+            return 0;
+    return 1;
 }
 
 void cma_allreduce(shm_node *s, void *buf_, size_t n, shm_elem t, float scale)

@@ -35,6 +35,10 @@
 /* Whether every rank of the node may read every other's memory: the same answer on every rank.
  * Collective over the node's ranks the first time for a window (it probes), local after. */
 int cma_usable(shm_node *s);
+/* Collective over the node's ranks, where cma_usable said 1: 1 on every rank when every rank
+ * passed mine = 1 (its buffer suits this path), else 0 on every rank. One barrier; the caller
+ * runs a path with a barrier of its own before it calls this again. */
+int cma_all_agree(shm_node *s, int mine);
 /* Collective over the node's ranks, where cma_usable said 1. In place:
  * buf = scale * (sum over the node's ranks). */
 void cma_allreduce(shm_node *s, void *buf, size_t n, shm_elem t, float scale);

@@ -90,10 +90,7 @@ static void reduce_group(fusion_queue *q, MPI_Comm comm, const fusion_entry *e, 
         }
 #endif
     fusion_mark(e, len, "ALLREDUCE", 'B');
-    /* Reduced where it lies (no copy) unless the path depends on a kind of buffer that the
-     * other ranks' may not share (allreduce.h): then from the fusion buffer, as on theirs. */
-    if (!fp16 && fusion_contiguous(e, len) &&
-        !allreduce_wants_own_buffer(comm, e[0].buf, total * sizeof(float))) {
+    if (!fp16 && fusion_contiguous(e, len)) { /* reduced where it lies: no copy */
         allreduce_run(comm, e[0].buf, total, 0, scale, &q->ws, e, len); /* ring, shm or hier */
     } else {
         void *fused = fp16 ? (void *)(q->hbuf = grow(q->hbuf, &q->hbuf_n, total, sizeof(uint16_t)))
