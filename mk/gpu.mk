@@ -35,7 +35,7 @@ bench-conv-layout-gpu:  ## on a GPU: the step's convolutions in NCHW and in NHWC
 	@for m in wrn-16-4 wrn-16-10; do for b in 128 512; do \
 	  awk -v t="conv.$$m.b$$b." -v m=$$m -v b=$$b 'index($$1, t) == 1 {v[substr($$1, length(t) + 1)] = $$2} \
 	    END {if (!("nchw.fastest_ms" in v)) exit; \
-	      printf "bench-conv-layout-gpu: %-9s batch %3d: convolutions per step NCHW %s ms (deterministic %s), NHWC %s ms (deterministic %s); as the kit calls them (NCHW, cuDNN's bias gradient) %s ms, %s ms without the bias, %s ms with it in the forward pass only, %s ms in NHWC, %s ms in NCHW with the bias gradient by cuBLAS\n", \
+	      printf "bench-conv-layout-gpu: %-9s batch %3d: convolutions per step NCHW %s ms (deterministic %s), NHWC %s ms (deterministic %s); as the kit calls them (NCHW, the bias gradient by cuDNN) %s ms, %s ms without the bias, %s ms with it in the forward pass only, %s ms in NHWC, %s ms in NCHW with the bias gradient by cuBLAS\n", \
 	        m, b, v["nchw.fastest_ms"], v["nchw.deterministic_ms"], v["nhwc.fastest_ms"], v["nhwc.deterministic_ms"], \
 	        ("kit_ms" in v) ? v["kit_ms"] : "-", ("kit_nobias_ms" in v) ? v["kit_nobias_ms"] : "-", \
 	        ("kit_fwd_bias_ms" in v) ? v["kit_fwd_bias_ms"] : "-", ("kit_nhwc_ms" in v) ? v["kit_nhwc_ms"] : "-", \
