@@ -94,8 +94,10 @@ static void write_holder(int fd)
     int n = snprintf(line, sizeof line, "pid=%ld host=%s job=%s since=%s\n", (long)getpid(), host,
                      job_name(), since);
     /* Best effort: the lock is the flock; the line only makes the message say who holds it. */
-    if (ftruncate(fd, 0) == 0 && pwrite(fd, line, (size_t)n, 0) != n)
-        (void)ftruncate(fd, 0);
+    int ok = ftruncate(fd, 0) == 0 && pwrite(fd, line, (size_t)n, 0) == n;
+    if (!ok && ftruncate(fd, 0) != 0) {
+        /* a torn line stays: the message then names no holder (read_holder finds no pid) */
+    }
 }
 
 int ckpt_lock_dir(const char *dir, char *err, size_t errlen)
