@@ -49,7 +49,9 @@ epochs=$(num --epochs "$epochs" 1) || exit 2
 warmup=$(num --warmup "$warmup" 0) || exit 2
 train=$(num --train "$train" 0) || exit 2
 test=$(num --test "$test" 0) || exit 2
-awk -v x="$lr" 'BEGIN { exit !(x ~ /^[0-9.]+([eE][-+]?[0-9]+)?$/ && x + 0 > 0) }' ||
+# One point at most: awk's x + 0 reads 1.2.3 as 1.2, which passed, and the run failed later.
+awk -v x="$lr" 'BEGIN { exit !(x ~ /^([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][-+]?[0-9]+)?$/ &&
+                               x + 0 > 0) }' ||
     { echo "warmup_experiment: --base-lr $lr: expected a number > 0 such as 0.01" >&2; exit 2; }
 [ -x ./solution10 ] || { echo "warmup_experiment: ./solution10 is missing (make solution10)" >&2; exit 1; }
 MPIRUN=${MPIRUN:-mpirun --oversubscribe $( [ "$(id -u)" = 0 ] && echo --allow-run-as-root )}

@@ -35,4 +35,7 @@ refused $w "$w: --epochs four: expected a whole number >= 1" --epochs four
 refused $w "$w: --warmup -2: expected a whole number >= 0" --warmup -2
 refused $w "$w: --base-lr 0: expected a number > 0 such as 0.01" --base-lr 0
 refused $w "$w: --base-lr 1e-2x: expected a number > 0 such as 0.01" --base-lr 1e-2x
+# two points: awk's x + 0 read the number before the second as the value, and the run went on
+refused $w "$w: --base-lr 1.2.3: expected a number > 0 such as 0.01" --base-lr 1.2.3
+refused $w "$w: --base-lr 0.01.: expected a number > 0 such as 0.01" --base-lr 0.01.
 finish
