@@ -137,8 +137,12 @@ while :; do
     mkfifo "$tmp/err"
     tee "$tmp/err.log" <"$tmp/err" >&2 &
     teepid=$!
+    # HVDLAB_ELASTIC_RUN: one id for every start, so that a start may take over the log dir's
+    # lock that a lost host's rank 0 still holds on a network file system (ckpt_lock.c)
     HVDLAB_ELASTIC=1 HVDLAB_ELASTIC_COMMIT_STEPS=$every HVDLAB_ELASTIC_NOTIFY=$tmp/notify \
+        HVDLAB_ELASTIC_RUN="$(hostname)-${tmp##*/}" \
         "$here/hvdrun" -x HVDLAB_ELASTIC -x HVDLAB_ELASTIC_COMMIT_STEPS -x HVDLAB_ELASTIC_NOTIFY \
+        -x HVDLAB_ELASTIC_RUN \
         ${hosts:+--host "$hosts"} -n "$n" "$@" 2>"$tmp/err" &
     pid=$!
     while kill -0 "$pid" 2>/dev/null; do

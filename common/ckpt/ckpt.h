@@ -159,11 +159,13 @@ void ckpt_set_restart(int on);
 int ckpt_prepare_dir(const char *dir, size_t file_bytes, char *err, size_t errlen);
 /* One run at a time in dir: an flock on dir/.hvdlab-lock, held until the process ends, the file
  * naming its holder ("pid=P host=H job=J since=T"). Taken again by the same process, or by
- * another rank of the same job (PMIX_NAMESPACE), it passes; held by another run it waits 3 s for
+ * another rank of the same job (HVDLAB_ELASTIC_RUN, one id for all starts of an elastic run,
+ * else PMIX_NAMESPACE), it passes; a child forked without exec lets go of its copy; held by another run it waits 3 s for
  * it to end, then -1 and "dir: another run is using this --log-dir (pid P on H, since T): wait
  * for it to end, or use another --log-dir" (without the holder where the file names an ended
  * process: a lock file this user may not write is locked read-only, and keeps the line of the
- * run before). Where the file system has no flock it passes; where no lock file is there and
+ * run before; a read-only one that cannot be locked, as on NFS: -1 and a line naming it).
+ * Where the file system has no flock it passes; where no lock file is there and
  * none can be made, too (the probe of ckpt_prepare_dir names the directory). One that cannot be
  * opened (a directory in its place): -1 and "dir/.hvdlab-lock: cannot open this log dir's lock
  * file: <reason> (remove it, or use another --log-dir)". */

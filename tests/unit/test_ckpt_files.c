@@ -563,6 +563,50 @@ START_TEST(a_read_only_lock_file_still_locks)
 }
 END_TEST
 
+/* Starts of one elastic run share its id (HVDLAB_ELASTIC_RUN): a new start passes the lock an
+ * earlier start's rank 0 still holds (on NFS, a lost host's until its lease ends), whatever
+ * their launcher's job ids. A child forked without exec (here a grandchild of the holder that
+ * outlives it) lets go of its copy: once the holder has ended, the folder is free. */
+START_TEST(elastic_starts_share_and_forked_children_let_go)
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s", tmp_path("elastic"));
+    ck_assert_int_eq(ckpt_mkdirs(dir, err, sizeof err), 0);
+    setenv("HVDLAB_ELASTIC_RUN", "vm-hvdrun-elastic-AbCdEf", 1);
+    setenv("PMIX_NAMESPACE", "start-1", 1);
+    int held[2], done[2], kid[2];
+    ck_assert(pipe(held) == 0 && pipe(done) == 0 && pipe(kid) == 0);
+    pid_t child = fork();
+    if (child == 0) { /* the holder: locks, forks a child that stays, reports, waits, ends */
+        close(done[1]);
+        char c = ckpt_lock_dir(dir, err, sizeof err) == 0 ? 'y' : 'n';
+        pid_t g = fork();
+        if (g == 0) { /* the grandchild: alive until the parent's test ends (kid's EOF) */
+            close(kid[1]);
+            c = read(kid[0], &c, 1) == 0 ? 'y' : 'n';
+            _exit(0);
+        }
+        if (write(held[1], &c, 1) == 1)
+            c = read(done[0], &c, 1) == 0 ? 'y' : 'n';
+        _exit(c == 'y' ? 0 : 1);
+    }
+    close(kid[0]);
+    char c = 'n';
+    ck_assert(read(held[0], &c, 1) == 1 && c == 'y');
+    setenv("PMIX_NAMESPACE", "start-2", 1); /* the next start, another mpirun */
+    ck_assert_msg(ckpt_lock_dir(dir, err, sizeof err) == 0, "the next start: %s", err);
+    close(done[1]);
+    int status;
+    ck_assert(waitpid(child, &status, 0) == child && WIFEXITED(status) &&
+              WEXITSTATUS(status) == 0);
+    unsetenv("HVDLAB_ELASTIC_RUN");
+    unsetenv("PMIX_NAMESPACE");
+    ck_assert_msg(ckpt_lock_dir(dir, err, sizeof err) == 0, "the holder has ended, its forked "
+                  "child lives on: %s", err);
+    close(kid[1]);
+}
+END_TEST
+
 /* Something in the lock file's place that cannot be opened (a directory) stops the run with a
  * line naming it: taken as no lock, it let a second run share the folder. */
 START_TEST(a_lock_file_that_cannot_be_opened_stops_the_run)
@@ -690,6 +734,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, restart_never_overwrites_an_earlier_restart);
     tcase_add_test(tc, a_live_run_holds_its_log_dir);
     tcase_add_test(tc, a_lock_file_that_cannot_be_opened_stops_the_run);
+    tcase_add_test(tc, elastic_starts_share_and_forked_children_let_go);
     tcase_add_test(tc, a_read_only_lock_file_still_locks);
     tcase_add_test(tc, a_folder_that_takes_no_file_is_named_so);
     tcase_add_test(tc, param_set_layer_and_trace);
