@@ -274,7 +274,7 @@ static void *host_alloc(size_t bytes, int device)
 /* cudaFree synchronizes the device first: no queued work still uses the block. */
 static void device_free(void *p, const char *call)
 {
-    emu_stream_flush_all();
+    emu_stream_flush_all(call);
     emu_block b = {0, 0, EMU_DEVICE, -1, 0, NULL};
     if (p && forget(p, EMU_DEVICE, &b) != 0)
         fatal_error("emu: %s of %p, which is not a live device block", call, p);
@@ -472,7 +472,7 @@ cudaError_t cudaHostRegister(void *p, size_t bytes, unsigned flags)
 /* It synchronizes the device, as cudaFree does: no queued copy still uses the memory. */
 cudaError_t cudaHostUnregister(void *p)
 {
-    emu_stream_flush_all();
+    emu_stream_flush_all("cudaHostUnregister");
     if (forget(p, EMU_REGISTERED, NULL) != 0)
         fatal_error("emu: cudaHostUnregister of %p, which cudaHostRegister did not pin", p);
     return cudaSuccess;
@@ -504,7 +504,7 @@ cudaError_t cudaMallocHost(void **p, size_t bytes)
 }
 cudaError_t cudaFreeHost(void *p)
 {
-    emu_stream_flush_all(); /* it synchronizes the device, as cudaFree does */
+    emu_stream_flush_all("cudaFreeHost"); /* it synchronizes the device, as cudaFree does */
     if (p && forget(p, EMU_HOST_ALLOC, NULL) != 0)
         fatal_error("emu: cudaFreeHost of %p, which cudaMallocHost did not give", p);
     free(p);
@@ -556,7 +556,7 @@ cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *h, void *p)
     _Static_assert(sizeof(emu_ipc_handle) <= sizeof h->reserved, "the handle fits CUDA's");
     if (!guarded())
         return cudaErrorNotSupported;
-    emu_stream_flush_all(); /* no queued work writes the block while it is remapped */
+    emu_stream_flush_all(NULL); /* no queued work writes the block while it is remapped */
     pthread_mutex_lock(&lock);
     emu_block *b = starting_at(p, EMU_DEVICE);
     if (!b || b->imported)
@@ -618,7 +618,7 @@ cudaError_t cudaIpcOpenMemHandle(void **p, cudaIpcMemHandle_t h, unsigned flags)
 
 cudaError_t cudaIpcCloseMemHandle(void *p)
 {
-    emu_stream_flush_all(); /* no queued work still reads it */
+    emu_stream_flush_all(NULL); /* no queued work still reads it */
     emu_block b;
     if (forget(p, EMU_DEVICE, &b) != 0 || !b.imported)
         fatal_error("emu: cudaIpcCloseMemHandle of %p, which cudaIpcOpenMemHandle did not open", p);

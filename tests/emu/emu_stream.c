@@ -1,6 +1,7 @@
 /* emu_stream.c — the CPU emulator's streams and events: work queued on a stream the kit created
  * runs only when the host waits for it. See emu_stream.h.
- * Public: emu_stream_*, and the CUDA runtime's stream, event and device-synchronize calls. */
+ * Public: emu_stream_*, and the CUDA runtime's stream, event (cudaStreamWaitEvent too) and
+ *         device-synchronize calls. */
 #include "emu_stream.h"
 
 #include <pthread.h>
@@ -20,6 +21,7 @@ struct CUstream_st {
     emu_op *head, *tail;
     struct CUstream_st *next_live; /* the live streams, for emu_stream_flush_all */
     int dead; /* destroyed: kept, never freed, so that a later use is caught, not undefined */
+    int hung; /* emu_stream_hang: its queued work never finishes */
 };
 
 /* An event: the stream of its latest record, and which records' marks have run. */
@@ -89,9 +91,15 @@ void emu_stream_enqueue(cudaStream_t s, void (*run)(void *), void *arg)
     emu_stream_unlock();
 }
 
+/* Hung, with work queued: a wait for it never returns on a GPU. */
+static int stuck(cudaStream_t s) { return s->hung && s->head; }
+
 void emu_stream_flush(cudaStream_t s)
 {
     s = live_queue(s, "a wait");
+    if (stuck(s))
+        fatal_error("emu: a wait for stream %p, whose work never finishes (emu_stream_hang): on "
+                    "a GPU it would block for ever", (void *)s);
     emu_stream_lock();
     while (s->head) {
         emu_op *op = s->head;
@@ -104,12 +112,30 @@ void emu_stream_flush(cudaStream_t s)
     emu_stream_unlock();
 }
 
-void emu_stream_flush_all(void)
+void emu_stream_flush_all(const char *call)
 {
     emu_stream_lock();
     emu_stream_flush(&legacy);
-    for (struct CUstream_st *s = live; s; s = s->next_live)
-        emu_stream_flush(s);
+    for (struct CUstream_st *s = live; s; s = s->next_live) {
+        if (stuck(s) && call)
+            fatal_error("emu: %s waits for the whole device, and stream %p has work that never "
+                        "finishes (as a NCCL kernel whose peer died): on a GPU it would block "
+                        "for ever", call, (void *)s);
+        if (!stuck(s))
+            emu_stream_flush(s);
+    }
+    emu_stream_unlock();
+}
+
+static void never(void *arg) { (void)arg; }
+
+void emu_stream_hang(cudaStream_t s, int on)
+{
+    emu_stream_lock();
+    s = live_queue(s, "emu_stream_hang");
+    if (on && !s->hung)
+        emu_stream_enqueue(s, never, NULL); /* what a wait for it waits for */
+    s->hung = on;
     emu_stream_unlock();
 }
 
@@ -152,6 +178,8 @@ cudaError_t cudaStreamQuery(cudaStream_t s)
 {
     if (!live_queue(s, "cudaStreamQuery")->head)
         return cudaSuccess;
+    if (stuck(queue_of(s)))
+        return cudaErrorNotReady; /* for ever */
     emu_stream_flush(s);
     return cudaErrorNotReady;
 }
@@ -164,7 +192,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t s)
 
 cudaError_t cudaDeviceSynchronize(void)
 {
-    emu_stream_flush_all();
+    emu_stream_flush_all("cudaDeviceSynchronize");
     return cudaSuccess;
 }
 
@@ -202,6 +230,34 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
     return cudaSuccess;
 }
 
+/* Queued on the waiting stream: when it runs, the event's stream runs up to the record waited
+ * for (and on to its end, as cudaEventSynchronize). */
+static void await_mark(void *p)
+{
+    event_mark *m = p;
+    if (m->e->reached < m->seq)
+        emu_stream_flush(m->e->stream);
+    m->e->queued--;
+    free(m);
+}
+
+/* s's later work waits for e's latest record (none: no wait). */
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags)
+{
+    (void)flags;
+    if (!e->recorded)
+        return cudaSuccess;
+    event_mark *m = malloc(sizeof *m);
+    if (!m)
+        return cudaErrorMemoryAllocation;
+    emu_stream_lock();
+    *m = (event_mark){e, e->recorded};
+    e->queued++; /* cudaEventDestroy lets it run first */
+    emu_stream_enqueue(s, await_mark, m);
+    emu_stream_unlock();
+    return cudaSuccess;
+}
+
 /* Its stream runs up to the latest record's mark and on to its end: a GPU may be that far too. */
 cudaError_t cudaEventSynchronize(cudaEvent_t e)
 {
@@ -217,7 +273,7 @@ cudaError_t cudaEventDestroy(cudaEvent_t e)
 {
     emu_stream_lock();
     if (e->queued)
-        emu_stream_flush_all();
+        emu_stream_flush_all(NULL); /* a GPU does not wait here */
     emu_stream_unlock();
     free(e);
     return cudaSuccess;

@@ -13,7 +13,11 @@
  * (NULL, cudaStreamLegacy, cudaStreamPerThread) is one more queue, ordered with none of the kit's
  * streams, which are all non-blocking.
  *
- * Public: emu_stream_enqueue, emu_stream_flush, emu_stream_flush_all.
+ * A stream may be hung (emu_stream_hang), as one holding a NCCL kernel whose peer died: its
+ * queries say not ready, and a wait that would block for ever on a GPU, for it or for the whole
+ * device (cudaDeviceSynchronize, cudaFree, ...), stops with one line instead.
+ *
+ * Public: emu_stream_enqueue, emu_stream_flush, emu_stream_flush_all, emu_stream_hang.
  */
 #ifndef HVDLAB_EMU_STREAM_H
 #define HVDLAB_EMU_STREAM_H
@@ -28,8 +32,13 @@ extern "C" {
 void emu_stream_enqueue(cudaStream_t s, void (*run)(void *), void *arg);
 /* Runs what s has queued, in order. */
 void emu_stream_flush(cudaStream_t s);
-/* Every stream's queue. */
-void emu_stream_flush_all(void);
+/* Every stream's queue. call: the CUDA call that waits for the whole device ("cudaFree"), which
+ * stops with one line if a stream is hung; NULL: the emulator's own flush, which leaves a hung
+ * stream's queue as it is. */
+void emu_stream_flush_all(const char *call);
+/* on: work that never finishes is queued on s (a stream the caller created); off: it finishes
+ * (runs at the stream's next wait). For tests of the waits on a GPU that other work blocks. */
+void emu_stream_hang(cudaStream_t s, int on);
 
 #ifdef __cplusplus
 }
