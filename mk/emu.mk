@@ -8,7 +8,7 @@
 #     the CPU's own (tests/emu/emu_libs.c); by default (NHWC, the bias folded into batch norm),
 #     with HVDLAB_BIAS_IN_BN=0, and in NCHW (HVDLAB_ACTIVATION_LAYOUT=nchw) with
 #     HVDLAB_BN_BATCH=1 and with HVDLAB_BIAS_IN_BN=0 (tests/emu/run_emu.sh);
-#   make test-emu-coll (part of make test, ~140 s): test_gpu_collectives.c and prog_gpu_coll.c as
+#   make test-emu-coll (part of make test, ~150 s): test_gpu_collectives.c and prog_gpu_coll.c as
 #     the GPU build runs them, under mpirun: NCCL of one rank (tests/emu/emu_nccl.c), the
 #     host-staged paths with 2 and 3 ranks on the one emulated GPU;
 #   make test-emu-train (part of make test, ~45 s): solution 10 trained by 2 ranks sharing the
@@ -54,7 +54,7 @@ test-emu:  ## the GPU kernels of bn, act, pool and xent emulated on the CPU agai
 test-emu-model:  ## the whole GPU model emulated on the CPU against the CPU model, four ways (~10 min; no GPU needed)
 	@$(call emu_run,$(EMU)/test_wrn_emu,TEST_TIMEOUT=900 sh tests/emu/run_emu.sh $(EMU)/test_wrn_emu)
 
-test-emu-coll:  ## the collectives on emulated device buffers (NCCL of one rank; staged, 2 and 3 ranks) against the CPU runtime (~140 s; no GPU needed)
+test-emu-coll:  ## the collectives on emulated device buffers (NCCL of one rank; staged, 2 and 3 ranks) against the CPU runtime (~150 s; no GPU needed)
 	@$(call emu_run,$(EMU_COLL),echo "$(EMU_COLL_SAYS)" && \
 	  MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" timeout 900 $(EMU)/tests/unit/test_gpu_collectives)
 

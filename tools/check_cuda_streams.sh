@@ -9,7 +9,9 @@
 #     ...Async form on the stream, then wait where the host needs the result);
 #   - a kernel launch <<<grid, block[, shared]>>> without a stream (all four arguments are
 #     required), or with stream 0, NULL, cudaStreamLegacy or cudaStreamPerThread;
-#   - cudaStreamCreate( (a blocking stream; cudaStreamCreateWithFlags(.., cudaStreamNonBlocking)).
+#   - cudaStreamCreate( (a blocking stream; cudaStreamCreateWithFlags(.., cudaStreamNonBlocking));
+#   - in coll/, cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize: waits with no
+#     limit (a NCCL kernel whose peer died never ends); the collectives wait through gpu_wait.h.
 # Tests and benchmarks may use the default stream on purpose; they are not scanned.
 # Prints each place with its rule and exits 1; else one summary line. Env: DIRS (default common).
 set -u
@@ -43,6 +45,12 @@ awk '
             call = substr(code, RSTART, RLENGTH)
             sub(/^[^A-Za-z_]/, "", call); sub(/[ \t]*\($/, "", call)
             printf "check-cuda-streams: %s:%d: %s runs on the legacy default stream, which the runtime'"'"'s non-blocking streams do not wait for: use %sAsync on the stream\n", FILENAME, FNR, call, call
+            bad++
+        }
+        if (FILENAME ~ /\/coll\// && match(code, /(^|[^A-Za-z0-9_])(cudaDeviceSynchronize|cudaStreamSynchronize|cudaEventSynchronize)[ \t]*\(/)) {
+            call = substr(code, RSTART, RLENGTH)
+            sub(/^[^A-Za-z_]/, "", call); sub(/[ \t]*\($/, "", call)
+            printf "check-cuda-streams: %s:%d: %s waits with no limit: the collectives wait through gpu_wait (coll/gpu_wait.h), which polls with a deadline\n", FILENAME, FNR, call
             bad++
         }
         if (code ~ /cudaStreamCreate[ \t]*\(/) {
@@ -81,6 +89,6 @@ awk '
     }
     END {
         if (bad) exit 1
-        printf "check-cuda-streams: ok (%d kernel launches, every one on a chosen stream; no synchronous copy or set)\n", launches
+        printf "check-cuda-streams: ok (%d kernel launches, every one on a chosen stream; no synchronous copy or set; no unbounded wait in coll/)\n", launches
     }
 ' $files

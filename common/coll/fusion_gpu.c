@@ -14,6 +14,7 @@
 #include "base/fatal.h"
 #include "base/half.h"
 #include "coll/fusion_cuda.h"
+#include "coll/gpu_keep.h"
 #include "coll/gpu_ops.h"
 #include "coll/gpu_wait.h"
 #include "coll/nccl.h"
@@ -43,18 +44,9 @@ static uint16_t *host_half(const float *src, size_t n)
     return D.half;
 }
 
-static void *device_buffer(size_t bytes)
-{
-    if (D.bytes >= bytes)
-        return D.buf;
-    if (D.buf)
-        CUDA_CHECK(cudaFree(D.buf));
-    D.buf = NULL;
-    D.bytes = 0;
-    CUDA_CHECK(cudaMalloc(&D.buf, bytes));
-    D.bytes = bytes;
-    return D.buf;
-}
+/* Grows; outgrown ones are freed at shutdown (gpu_keep.h: a cudaFree here waits for ever
+ * behind work stuck on any stream). */
+static void *device_buffer(size_t bytes) { return gpu_keep_device(&D.buf, &D.bytes, bytes); }
 
 /* The group into the device fusion buffer, back to back (float, or cast to half). Host tensors
  * (only in a staged group: a NCCL run holds device tensors alone) are copied up, cast by the
@@ -243,8 +235,7 @@ void fusion_gpu_reduce(MPI_Comm comm, const fusion_entry *e, size_t len, float s
 
 void fusion_gpu_free(void)
 {
-    if (D.buf)
-        cudaFree(D.buf);
+    gpu_keep(D.buf, GPU_KEEP_DEVICE); /* freed by gpu_ops_shutdown, next */
     free(D.half);
     D.buf = NULL;
     D.bytes = 0;

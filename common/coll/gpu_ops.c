@@ -56,6 +56,7 @@ const char *staged_reduce_name(staged_reduce r)
 
 #include "base/cuda_check.h"
 #include "coll/device.h"
+#include "coll/gpu_keep.h"
 #include "coll/gpu_wait.h"
 #include "coll/nccl.h"
 
@@ -68,6 +69,7 @@ static struct {
     int ranks_mixed; /* gpu_ops_ranks_mixed */
     int device;
     cudaStream_t own, user;
+    cudaEvent_t after; /* on the legacy default stream: what own waits for, no stream bound */
     int user_set;
 } G;
 
@@ -192,6 +194,7 @@ void gpu_ops_init(const gpu_ops_config *c)
     if (me.has) {
         CUDA_CHECK(cudaSetDevice(G.device));
         CUDA_CHECK(cudaStreamCreateWithFlags(&G.own, cudaStreamNonBlocking));
+        CUDA_CHECK(cudaEventCreateWithFlags(&G.after, cudaEventDisableTiming));
         G.path = nccl ? GPU_PATH_NCCL : GPU_PATH_STAGED;
     }
     if (nccl)
@@ -214,6 +217,9 @@ void gpu_ops_shutdown(void)
         nccl_free();
     if (G.own)
         cudaStreamDestroy(G.own);
+    if (G.after)
+        cudaEventDestroy(G.after);
+    gpu_keep_release(); /* the buffers the collectives outgrew, and their last ones */
     memset(&G, 0, sizeof G);
 }
 
@@ -248,7 +254,12 @@ cudaStream_t gpu_ops_stream(void)
 {
     if (G.user_set)
         return G.user; /* ordered after the work that produced the buffer */
-    CUDA_CHECK(cudaDeviceSynchronize());
+    /* None bound: own, after the work queued so far on the legacy default stream, which itself
+     * comes after every blocking stream's (an event: the host waits for nothing here). Not
+     * cudaDeviceSynchronize: it waits with no limit for every stream, one stuck with a NCCL
+     * kernel whose peer died among them; the collective's gpu_wait on own is bounded. */
+    CUDA_CHECK(cudaEventRecord(G.after, cudaStreamLegacy));
+    CUDA_CHECK(cudaStreamWaitEvent(G.own, G.after, 0));
     return G.own;
 }
 

@@ -84,8 +84,10 @@ int gpu_ops_staged_hugepages(void);
 int gpu_ops_ranks_mixed(void);
 /* 1 when p is device (or managed) memory this rank's collectives must treat as such. */
 int gpu_ops_is_device(const void *p);
-/* The stream device collectives run on (a cudaStream_t); NULL: their own, after a
- * cudaDeviceSynchronize, so work on any stream that produced the buffer is finished. Returns the
+/* The stream device collectives run on (a cudaStream_t); NULL: their own, after the work queued
+ * so far on the legacy default stream, which comes after every blocking stream's (an event
+ * recorded there; never cudaDeviceSynchronize, which waits with no limit for every stream, a
+ * stuck one too). A buffer produced on another non-blocking stream needs it set. Returns the
  * stream set before (NULL: none), to put back; gpu_ops_shutdown forgets it. The caller owns the
  * stream (hvd_set_gpu_stream in hvd.h). */
 void *gpu_ops_set_stream(void *stream);

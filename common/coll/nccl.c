@@ -11,11 +11,14 @@
 #include <nccl.h>
 
 #include "base/cuda_check.h"
+#include "coll/gpu_keep.h"
 #include "coll/gpu_wait.h"
 
 static struct {
     ncclComm_t comm;
     int rank, size;
+    void *gather; /* nccl_allgather_to_host's device buffer: grows, freed by nccl_free */
+    size_t gather_bytes;
 } N;
 
 static void nccl_fail(const char *what, const char *call, ncclResult_t r)
@@ -102,6 +105,9 @@ void nccl_init(MPI_Comm comm, int rank, int size)
  * (the communicator is gone), so ncclInProgress from it counts as done. */
 void nccl_free(void)
 {
+    gpu_keep(N.gather, GPU_KEEP_DEVICE); /* freed by gpu_ops_shutdown, next */
+    N.gather = NULL;
+    N.gather_bytes = 0;
     if (!N.comm)
         return;
     NCCL_CALL("NCCL shut-down", ncclCommFinalize(N.comm));
@@ -138,8 +144,8 @@ void nccl_allgather_to_host(const float *send, int send_host, float *out, const 
 {
     if (total == 0)
         return; /* every rank knows every count: all return alike */
-    float *recv = NULL;
-    CUDA_CHECK(cudaMalloc((void **)&recv, total * sizeof *recv));
+    /* Kept from call to call: a cudaFree here would wait for the whole device (gpu_keep.h) */
+    float *recv = gpu_keep_device(&N.gather, &N.gather_bytes, total * sizeof *recv);
     if (send_host && counts[N.rank]) { /* up into its own slot, broadcast from there */
         CUDA_CHECK(cudaMemcpyAsync(recv + displs[N.rank], send, counts[N.rank] * sizeof *recv,
                                    cudaMemcpyHostToDevice, s));
@@ -156,7 +162,6 @@ void nccl_allgather_to_host(const float *send, int send_host, float *out, const 
     nccl_wait(s, what); /* before a copy to pageable memory, which would block unbounded */
     CUDA_CHECK(cudaMemcpyAsync(out, recv, total * sizeof *recv, cudaMemcpyDeviceToHost, s));
     nccl_wait(s, what);
-    CUDA_CHECK(cudaFree(recv));
 }
 
 #else

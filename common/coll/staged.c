@@ -14,6 +14,7 @@
 #include "base/memory.h"
 #include "coll/allreduce.h"
 #include "coll/fusion_cuda.h"
+#include "coll/gpu_keep.h"
 #include "coll/gpu_ops.h"
 #include "coll/gpu_wait.h"
 #include "coll/timeline.h"
@@ -24,28 +25,19 @@ static struct {
     char *host; /* pinned: the copies run at full PCIe speed and asynchronously */
     size_t host_bytes;
     int registered; /* host is memory_alloc's, pinned by cudaHostRegister (HVDLAB_STAGED_HOST) */
-    uint16_t *half; /* device: fp16 casts before the copy down, after the copy up */
-    size_t half_n;
+    void *half; /* device: fp16 casts before the copy down, after the copy up */
+    size_t half_bytes;
 } T;
 
-static void release_host(void)
-{
-    if (T.host && T.registered) {
-        cudaHostUnregister(T.host);
-        memory_free(T.host);
-    } else if (T.host) {
-        cudaFreeHost(T.host);
-    }
-    T.host = NULL;
-    T.host_bytes = 0;
-    T.registered = 0;
-}
-
+/* Grow-only, the outgrown kept until shutdown (gpu_keep.h: freeing here could wait for ever). */
 static char *pinned(size_t bytes)
 {
     if (T.host_bytes >= bytes && T.host)
         return T.host;
-    release_host();
+    gpu_keep(T.host, T.registered ? GPU_KEEP_REGISTERED : GPU_KEEP_PINNED);
+    T.host = NULL;
+    T.registered = 0;
+    bytes = gpu_keep_grown(T.host_bytes, bytes);
     /* HVDLAB_STAGED_HOST=hugepages: the pinned buffer is memory_alloc's (huge pages) registered
      * with CUDA, so that the one-host allreduce may take its single-copy path (allreduce.c picks
      * it for huge-page buffers from ALLREDUCE_CMA_FROM_*), where cudaMallocHost's 4 KiB pages
@@ -73,15 +65,7 @@ static char *pinned(size_t bytes)
 
 static uint16_t *device_half(size_t n)
 {
-    if (T.half_n >= n && T.half)
-        return T.half;
-    if (T.half)
-        CUDA_CHECK(cudaFree(T.half));
-    T.half = NULL;
-    T.half_n = 0;
-    CUDA_CHECK(cudaMalloc((void **)&T.half, (n ? n : 1) * sizeof *T.half));
-    T.half_n = n;
-    return T.half;
+    return gpu_keep_device(&T.half, &T.half_bytes, n * sizeof(uint16_t));
 }
 
 static size_t run_count(const fusion_entry *e, size_t i, size_t j)
@@ -213,10 +197,9 @@ const void *staged_download(const void *dev, size_t nbytes, const char *what)
 
 void staged_free(void)
 {
-    release_host();
-    if (T.half)
-        cudaFree(T.half);
-    memset(&T, 0, sizeof T);
+    gpu_keep(T.host, T.registered ? GPU_KEEP_REGISTERED : GPU_KEEP_PINNED);
+    gpu_keep(T.half, GPU_KEEP_DEVICE);
+    memset(&T, 0, sizeof T); /* freed by gpu_ops_shutdown, next */
 }
 
 #endif

@@ -1,6 +1,6 @@
 /* prog_gpu_coll.c — collectives on device buffers against the same calls on host buffers, for
  * test_gpu_collectives.c (which runs it under mpirun with 1, 2 and 3 ranks and both ways).
- *   mpirun -n N prog_gpu_coll [big] [mismatch-where | release]
+ *   mpirun -n N prog_gpu_coll [big] [mismatch-where | release | hung-stream]
  * Every case runs the CPU runtime (host buffers) and the device path (cudaMalloc'd buffers) on
  * the same data and compares. Values tell positions and ranks apart: element i of rank r is
  * (r + 1) + (i % 4099) / 4096, or a random value for fp16. The host-staged path and NCCL with one
@@ -8,6 +8,8 @@
  * another order: within 1e-6 of the scale (fp32) or 4e-3 (fp16).
  * release: a device param_set through the DistributedOptimizer's collectives, then freed with
  * the GPU context (release_case).
+ * hung-stream (the emulator only): the usual cases, with another stream holding work that never
+ * finishes while each device collective runs (hang), as a NCCL kernel whose peer died would.
  * Rank 0 prints "path=<nccl|mpi|none>" first and "prog_gpu_coll: C checks, F failures" last;
  * the exit status is 0 only when every rank saw no failure. */
 #include <stdio.h>
@@ -27,8 +29,26 @@
 #include "nn/layer_math.h"
 #include "optim/optim.h"
 #include "optim/optim_cuda.h"
+#ifdef HVDLAB_CUDA_EMU
+#include "emu_stream.h"
+#endif
 
 static int rank, size, exact, checks, failures;
+static cudaStream_t side; /* hung-stream: the stream that hangs */
+
+/* on: side holds work that never finishes, until hang(0) (the emulator's emu_stream_hang). A
+ * collective must not wait for it: no cudaDeviceSynchronize, and no cudaFree, cudaFreeHost or
+ * cudaHostUnregister, which wait for the whole device. The emulator stops at such a wait with
+ * one line, where a GPU would block for ever. The cases' own frees come after hang(0). */
+static void hang(int on)
+{
+#ifdef HVDLAB_CUDA_EMU
+    if (side)
+        emu_stream_hang(side, on);
+#else
+    (void)on;
+#endif
+}
 
 #define N_BASE 4099 /* lengths around it: not a multiple of any rank count here */
 
@@ -48,6 +68,19 @@ static float *dev_copy(const float *h, size_t n)
     CUDA_CHECK(cudaMalloc((void **)&d, (n ? n : 1) * sizeof *d));
     if (n)
         CUDA_CHECK(cudaMemcpy(d, h, n * sizeof *d, cudaMemcpyHostToDevice));
+    return d;
+}
+
+/* The copy up queued on the legacy default stream, not waited for: a collective with no stream
+ * bound must come after it (gpu_ops.h). Under the emulator it runs only when something waits
+ * for that stream, so a collective that does not reads the block's 0xFF bytes. */
+static float *dev_copy_queued(const float *h, size_t n)
+{
+    float *d = NULL;
+    CUDA_CHECK(cudaMalloc((void **)&d, (n ? n : 1) * sizeof *d));
+    if (n)
+        CUDA_CHECK(cudaMemcpyAsync(d, h, n * sizeof *d, cudaMemcpyHostToDevice,
+                                   cudaStreamLegacy));
     return d;
 }
 
@@ -93,9 +126,11 @@ static void allreduce_case(size_t n, hvd_op op, int comp)
     for (size_t i = 0; i < n; i++)
         h[i] = comp == HVD_COMPRESS_FP16 ? (float)((lm_splitmix64(&st) >> 40) * 0x1.0p-24) * 8 - 4
                                          : value(rank, i);
-    float *want = host_copy(h, n), *d = dev_copy(h, n);
+    float *want = host_copy(h, n), *d = dev_copy_queued(h, n);
     hvd_allreduce_ex(want, n, op, "t", comp);
+    hang(1);
     hvd_allreduce_ex(d, n, op, "t", comp);
+    hang(0);
     float *got = download(d, n);
     char what[128];
     snprintf(what, sizeof what, "allreduce n=%zu %s %s", n, op == HVD_SUM ? "sum" : "average",
@@ -131,11 +166,13 @@ static void fused_case(int separate, int comp, size_t threshold)
         hvd_allreduce_async(want + off[t], len[t], HVD_AVERAGE, name, comp);
     }
     hvd_synchronize();
+    hang(1);
     for (int t = 0; t < NT; t++) {
         snprintf(name, sizeof name, "w%d", t);
         hvd_allreduce_async(separate ? sep[t] : flat + off[t], len[t], HVD_AVERAGE, name, comp);
     }
     hvd_synchronize();
+    hang(0);
     hvd_set_fusion_threshold(saved);
     float *got = malloc(total * sizeof *got);
     for (int t = 0; t < NT; t++) {
@@ -166,7 +203,9 @@ static void broadcast_case(size_t n, int root)
         h[i] = value(rank, i) * (rank == root ? 1 : -1);
     float *want = host_copy(h, n), *d = dev_copy(h, n);
     hvd_broadcast(want, n, root, "b");
+    hang(1);
     hvd_broadcast(d, n, root, "b");
+    hang(0);
     float *got = download(d, n);
     char what[64];
     snprintf(what, sizeof what, "broadcast n=%zu root=%d", n, root);
@@ -177,7 +216,9 @@ static void broadcast_case(size_t n, int root)
         hb[i] = (unsigned char)(rank * 16 + i);
     CUDA_CHECK(cudaMalloc((void **)&db, sizeof hb));
     CUDA_CHECK(cudaMemcpy(db, hb, sizeof hb, cudaMemcpyHostToDevice));
+    hang(1);
     hvd_broadcast_bytes(db, sizeof hb, root, "bytes");
+    hang(0);
     CUDA_CHECK(cudaMemcpy(gb, db, sizeof gb, cudaMemcpyDeviceToHost));
     checks++;
     for (int i = 0; i < 7; i++)
@@ -203,7 +244,9 @@ static void allgather_case(size_t (*count)(int r))
     size_t tw = 0, tg = 0, *cw = malloc((size_t)size * sizeof *cw),
            *cg = malloc((size_t)size * sizeof *cg);
     float *want = hvd_allgather(h, n, &tw, cw, "g");
+    hang(1);
     float *got = hvd_allgather(d, n, &tg, cg, "g");
+    hang(0);
     checks++;
     if (tw != tg || memcmp(cw, cg, (size_t)size * sizeof *cw) != 0) {
         failures++;
@@ -300,6 +343,8 @@ int main(int argc, char **argv)
         big |= strcmp(argv[i], "big") == 0;
         mismatch |= strcmp(argv[i], "mismatch-where") == 0;
         release |= strcmp(argv[i], "release") == 0;
+        if (strcmp(argv[i], "hung-stream") == 0)
+            CUDA_CHECK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
     }
     if (strcmp(path, "none") == 0) {
         failures++;
@@ -336,6 +381,8 @@ int main(int argc, char **argv)
     if (rank == 0)
         printf("prog_gpu_coll: %d checks, %d failures\n", checks, all);
     hvd_shutdown();
+    if (side)
+        CUDA_CHECK(cudaStreamDestroy(side));
     return all ? 1 : 0;
 }
 

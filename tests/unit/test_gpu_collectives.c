@@ -23,6 +23,8 @@
  *                                latter under the emulator only)
  *   -n 1, a peer that never arrives at NCCL's set-up or shut-down (the emulator only:
  *                                HVDLAB_EMU_NCCL_STALL): one line naming the call, no hang
+ *   -n 1 and 2, hung-stream (the emulator only): another stream's work never finishes while
+ *                                each collective runs; none may wait for the whole device
  * each with the collective check on in one run, with a timeline whose activities are checked,
  * and 384 MiB allreduced once per path. A device tensor on one rank and a host tensor on another
  * is caught by the collective check: with two GPUs or more on NCCL, with one summed on the GPU.
@@ -216,6 +218,22 @@ static void nccl_stalls(const char *step, const char *line)
     expect(strstr(out, line) != NULL, "%s: the line does not name the call and the rank", what);
 }
 
+/* Another stream holds work that never finishes while each device collective runs (prog_gpu_coll
+ * hung-stream: the emulator's emu_stream_hang), as one with a NCCL kernel whose peer died. The
+ * collectives must still finish with the CPU's bits: no cudaDeviceSynchronize with no stream
+ * bound, no cudaFree, cudaFreeHost or cudaHostUnregister of a buffer outgrown (each waits for
+ * the whole device; the emulator stops there with one line, a GPU would block for ever). */
+static void hung_stream(const char *env, int np)
+{
+    char what[160];
+    snprintf(what, sizeof what, "%s%s-n %d hung-stream", env, *env ? " " : "", np);
+    int rc = run_for(120, env, np, "hung-stream");
+    expect(rc == 0, "%s: exit status not 0", what);
+    expect(strstr(out, ", 0 failures") != NULL, "%s: failures in the checks", what);
+    expect(strstr(out, "waits for the whole device") == NULL, "%s: a collective waited for the "
+           "whole device", what);
+}
+
 /* A rank that cannot pin the host's window (the emulator refuses cudaHostRegister in rank 1, as
  * a locked-memory limit may on a GPU machine): by default (auto) the groups from 8 MiB still go
  * through the GPUs' window, the smaller ones are added by the CPU, and rank 1 says so in one
@@ -292,6 +310,10 @@ int main(int argc, char **argv)
                 "progress in NCCL for 2 s");
     nccl_stalls("finalize", "hvdlab: error: [rank 0] NCCL shut-down: ncclCommFinalize: no "
                 "progress in NCCL for 2 s");
+    hung_stream("", 1);
+    hung_stream("HVD_GPU_OPERATIONS=mpi", 2);
+    hung_stream("HVDLAB_STAGED_REDUCE=host HVDLAB_STAGED_HOST=hugepages", 2);
+    hung_stream("HVDLAB_STAGED_REDUCE=ipc", 2);
 #endif
     released_context(1);
     released_context(2);
