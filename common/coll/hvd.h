@@ -97,11 +97,11 @@ void hvd_set_stall_check(int on);
 /* The stream (a cudaStream_t) that produces the device tensors handed to the collectives: they
  * run on it, after that work, with no device-wide synchronisation. NULL (default): their own
  * stream, after the work queued on the legacy default stream (and so every blocking stream);
- * a tensor made on another non-blocking stream needs it set here. Returns the stream set before (NULL: none). The caller
- * owns the stream: it stays in use until set again or hvd_shutdown, so set it back (to NULL, or
- * to what this returned) before destroying it. hvd_distributed_optimizer's calls bind the
- * model's stream for their own collectives only and put back what was set. Without CUDA:
- * ignored, returns NULL. */
+ * a tensor made on another non-blocking stream needs it set here. Returns the stream set
+ * before (NULL: none). The caller owns the stream: it stays in use until set again or
+ * hvd_shutdown, so set it back (to NULL, or to what this returned) before destroying it.
+ * hvd_distributed_optimizer's calls bind the model's stream for their own collectives only and
+ * put back what was set. Without CUDA: ignored, returns NULL. */
 void *hvd_set_gpu_stream(void *cuda_stream);
 /* The way device tensors go in this job: "nccl", "mpi" (staged through host memory), or "none"
  * (a CPU build, or no GPU). */
