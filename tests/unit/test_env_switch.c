@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/env_switch.h"
+#include "lib/child_env.h"
 #include "lib/ck_mpi.h"
 #include "lib/file_io.h"
 
@@ -38,31 +39,27 @@ START_TEST(values_and_defaults)
 }
 END_TEST
 
+typedef struct {
+    const char *name;
+    int all;
+} switch_read;
+
+static int switch_body(void *arg)
+{
+    const switch_read *r = arg;
+    if (r->all) {
+        env_switch_check_all();
+        return 10;
+    }
+    return 10 + env_switch(r->name, 1); /* not reached for a bad value */
+}
+
 /* In a child with name set to value: env_switch("HVDLAB_TEST_SWITCH", 1) when all is 0, else
  * env_switch_check_all. Its exit status and its stderr. */
 static int child_run(const char *name, const char *value, int all, char *err, size_t errlen)
 {
-    int fd[2];
-    ck_assert_int_eq(pipe(fd), 0);
-    fflush(NULL);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        dup2(fd[1], 2);
-        close(fd[0]);
-        setenv(name, value, 1);
-        if (all) {
-            env_switch_check_all();
-            _exit(10);
-        }
-        int on = env_switch(name, 1);
-        _exit(10 + on); /* not reached for a bad value */
-    }
-    close(fd[1]);
-    fd_read_text(fd[0], err, errlen);
-    int st = 0;
-    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    switch_read r = {name, all};
+    return child_env_run(name, value, switch_body, &r, err, errlen);
 }
 
 static int child_status(const char *value, char *err, size_t errlen)

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/child_env.h"
 #include "lib/ck_mpi.h"
 #include "lib/file_io.h"
 #include "lib/tmpdir.h"
@@ -409,29 +410,18 @@ static int demo(void)
     return 0;
 }
 
+static int progress_body(void *verbose)
+{
+    progress p;
+    progress_init(&p, *(int *)verbose, 1, 100);
+    return 10 + p.tty;
+}
+
 /* In a child with HVDLAB_PROGRESS=value: progress_init on a rank that prints (verbose) or not.
  * The exit status (10 + the bar chosen, 0 or 1) and the child's stderr. */
 static int progress_child(const char *value, int verbose, char *err, size_t errlen)
 {
-    int fd[2];
-    ck_assert_int_eq(pipe(fd), 0);
-    fflush(NULL);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        dup2(fd[1], 2);
-        close(fd[0]);
-        setenv("HVDLAB_PROGRESS", value, 1);
-        progress p;
-        progress_init(&p, verbose, 1, 100);
-        _exit(10 + p.tty);
-    }
-    close(fd[1]);
-    fd_read_text(fd[0], err, errlen);
-    close(fd[0]);
-    int st = 0;
-    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return child_env_run("HVDLAB_PROGRESS", value, progress_body, &verbose, err, errlen);
 }
 
 /* HVDLAB_PROGRESS is bar, lines or auto; another value stopped nothing and meant auto, so a
