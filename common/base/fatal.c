@@ -35,7 +35,8 @@ void fatal_error(const char *fmt, ...)
 
 void fatal_warn(fatal_scope scope, const char *fmt, ...)
 {
-    if ((scope == FATAL_ONCE_PER_JOB ? fatal_rank : fatal_local_rank) != 0)
+    if ((scope == FATAL_ONCE_PER_JOB && fatal_rank != 0) ||
+        (scope == FATAL_ONCE_PER_HOST && fatal_local_rank != 0))
         return;
     char msg[ERRMSG_LEN];
     va_list ap;

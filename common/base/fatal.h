@@ -7,7 +7,8 @@
  * non-zero and none waits forever in a collective; before that (or without MPI) it just exits.
  *
  * fatal_warn prints "hvdlab: warning: message" once where every rank would print the same line:
- * from rank 0 only (FATAL_ONCE_PER_JOB), or from each host's first rank (FATAL_ONCE_PER_HOST).
+ * from rank 0 only (FATAL_ONCE_PER_JOB), or from each host's first rank (FATAL_ONCE_PER_HOST);
+ * a line that differs by rank comes from every rank (FATAL_EVERY_RANK).
  * It is the rule the runtime's own warnings follow with hvd_rank() == 0 (or a host's rank 0),
  * for the layers below coll/, which cannot ask hvd_rank(): the ranks come from hvd_init here.
  */
@@ -24,10 +25,11 @@ typedef enum {
                           * and mpirun -x give every rank the launcher's) */
     FATAL_ONCE_PER_HOST, /* a fact of the host that another host may not share: its file
                           * systems, whether it has a GPU */
+    FATAL_EVERY_RANK,    /* a fact of this rank alone: its own file */
 } fatal_scope;
 
-/* The warning line on rank 0 (per job) or on each host's local rank 0 (per host) only. Before
- * hvd_init has set the ranks, every process says it. */
+/* The warning line on rank 0 (per job), on each host's local rank 0 (per host) only, or on
+ * every rank. Before hvd_init has set the ranks, every process says it. */
 void fatal_warn(fatal_scope scope, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Called with the message after the line is written, before exit(1); it should not return

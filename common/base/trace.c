@@ -32,12 +32,8 @@ static struct {
  * first rank says it once; another host's file systems may differ, so not rank 0 alone. */
 static void fail(const char *what, const char *path, int per_host)
 {
-    if (per_host)
-        fatal_warn(FATAL_ONCE_PER_HOST, "HVDLAB_TRACE: %s %s: %s; tracing stops", what, path,
-                   strerror(errno));
-    else
-        fprintf(stderr, "hvdlab: warning: HVDLAB_TRACE: %s %s: %s; tracing stops\n", what,
-                path, strerror(errno));
+    fatal_warn(per_host ? FATAL_ONCE_PER_HOST : FATAL_EVERY_RANK,
+               "HVDLAB_TRACE: %s %s: %s; tracing stops", what, path, strerror(errno));
     T.failed = 1;
     if (T.fd >= 0)
         close(T.fd);
