@@ -148,7 +148,7 @@ void allreduce_run(MPI_Comm comm, void *buf, size_t n, int fp16, float scale, ri
          * other kind (a caller's plain buffer beside memory_alloc's), the ranks agree first, at
          * one barrier: the single copy only if every rank's buffer is on huge pages. Two ranks
          * on two paths waited for each other, or one ended with wrong values. */
-        int decides = A.ready && comm == A.topo.comm && kind_decides(bytes);
+        int decides = kind_decides(bytes); /* p is the choice's: A.ready, A.topo.comm */
         if ((p == ALLREDUCE_CMA || decides) && !cma_usable(&A.topo.shm))
             p = ALLREDUCE_SHM; /* the host forbids the reads (cma.h): the same on every rank */
         else if (decides)
