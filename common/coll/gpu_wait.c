@@ -49,8 +49,7 @@ static void check_async(ncclComm_t comm, const char *what)
 }
 
 /* One warning past warn_after, the stop past stop_after; where is "on the GPU" or "in NCCL". */
-static void watch_clock(double t0, int *warned, ncclComm_t comm, const char *what,
-                        const char *where)
+static void watch_clock(double t0, int *warned, const char *what, const char *where)
 {
     double waited = timer_seconds() - t0;
     if (!*warned && warn_after > 0 && waited > warn_after) {
@@ -63,7 +62,6 @@ static void watch_clock(double t0, int *warned, ncclComm_t comm, const char *wha
         /* No ncclCommAbort before the line: it can hang itself (NVIDIA/nccl issues 863, 992,
          * 1777), and then neither the line nor the MPI_Abort that ends every rank would come.
          * The job ends here; the driver frees what the processes held on the GPU. */
-        (void)comm;
         fatal_error("%s: no progress %s for %.0f s (a rank stopped, never arrived or a link is "
                     "down); stopping the job", what, where, waited);
     }
@@ -82,7 +80,7 @@ void gpu_wait(cudaStream_t s, ncclComm_t comm, const char *what)
             fatal_error("%s: cudaStreamQuery: %s (%d)", what, cudaGetErrorString(q), (int)q);
         if (comm)
             check_async(comm, what);
-        watch_clock(t0, &warned, comm, what, "on the GPU");
+        watch_clock(t0, &warned, what, "on the GPU");
     }
 }
 
@@ -97,8 +95,8 @@ void gpu_wait_nccl(ncclComm_t comm, const char *what)
             fatal_error("%s: ncclCommGetAsyncError: %s", what, ncclGetErrorString(r));
         if (state == ncclSuccess)
             return;
-        check_async(comm, what); /* an error: aborted, one line */
-        watch_clock(t0, &warned, comm, what, "in NCCL");
+        check_async(comm, what); /* an error: one line, the job ends */
+        watch_clock(t0, &warned, what, "in NCCL");
     }
 }
 
