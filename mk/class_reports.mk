@@ -1,0 +1,7 @@
+# mk/class_reports.mk — the class mode's reports (tools/grade_report.sh: Gradescope JSON, JUnit,
+# CSV, HTML) checked as their readers read them, from a fixture class's verdicts.
+.PHONY: test-grade-reports
+
+test-grade-reports:  ## class reports: results.json against Gradescope's fields, junit.xml against a JUnit schema, the CSV, the page's grid; partial and bad verdicts
+	@sh tools/setup.sh python3 libxml2-utils >/dev/null
+	@sh tests/grade/class/report_test.sh
