@@ -2,6 +2,6 @@
 # CSV, HTML) checked as their readers read them, from a fixture class's verdicts.
 .PHONY: test-grade-reports
 
-test-grade-reports:  ## class reports: results.json against Gradescope's fields, junit.xml against a JUnit schema, the CSV, the page's grid; partial and bad verdicts
-	@sh tools/setup.sh python3 libxml2-utils >/dev/null
+test-grade-reports:  ## class reports: results.json against Gradescope's fields, junit.xml against a JUnit schema, the CSV, the page's grid from headless Chromium's DOM; partial and bad verdicts
+	@sh tools/setup.sh python3 libxml2-utils chromium >/dev/null
 	@sh tests/grade/class/report_test.sh

@@ -14,7 +14,7 @@ with the expected verdicts.
 
 Each verdict's message must come back from results.json exactly (the hostile student's text
 quotes markup, quotes, control characters).
-Usage: check_reports.py OUT EXPECTED   (EXPECTED: id<TAB>step<TAB>state<TAB>points<TAB>flag|-)
+Usage: check_reports.py OUT EXPECTED [--page DOM]   (--page: only the grid, of DOM; EXPECTED: id<TAB>step<TAB>state<TAB>points<TAB>flag|-)
 Prints one line per problem and "reports: N checks, N failed"; exit 1 when any failed.
 """
 import csv
@@ -139,6 +139,7 @@ class Page(html.parser.HTMLParser):
         self.cells = {}  # (id, step) -> (state, points)
         self.row = None
         self.col = 0
+        self.titles = {}
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
@@ -152,28 +153,43 @@ class Page(html.parser.HTMLParser):
         if tag == "td" and self.row is not None and "data-state" in a:
             self.col += 1
             self.cells[(self.row, f"{self.col:02d}")] = (a["data-state"], a.get("data-points"))
+            self.titles[(self.row, f"{self.col:02d}")] = a.get("title")
 
 
-def check_html(out, want):
+def check_html(out, want, page):
+    """The grid of page (index.html, or the DOM a browser rendered from it): each cell's state,
+    points and title (the hint a hover shows, the flags after it) as the verdicts say."""
     p = Page()
-    with open(os.path.join(out, "index.html"), encoding="utf-8") as f:
+    with open(page, encoding="utf-8") as f:
         p.feed(f.read())
-    check(not p.bad, f"index.html: active content: {p.bad[:3]}")
+    where = os.path.basename(page)
+    check(not p.bad, f"{where}: active content: {p.bad[:3]}")
+    check(len({k[0] for k in p.cells}) == len(want), f"{where}: {len({k[0] for k in p.cells})} rows in the grid, expected {len(want)}")
     for sid, steps in want.items():
-        for n, (state, points, _) in steps.items():
+        verdicts = {v["step"]: v for v in grade_report.read_verdicts(os.path.join(out, sid, "verdicts.tsv"))}
+        for n, (state, points, flag) in steps.items():
             got = p.cells.get((sid, n))
-            check(got == (state, str(points)), f"index.html {sid} step {n}: {got}, expected {state} {points}")
+            check(got == (state, str(points)), f"{where} {sid} step {n}: {got}, expected {state} {points}")
+            title = p.titles.get((sid, n)) or ""
+            hint = grade_report.hint_of(verdicts[n]) if state != "pass" else "pass"
+            check(title.startswith(hint), f"{where} {sid} step {n}: title {title[:60]!r}, expected the hint {hint[:60]!r}")
+            if flag:
+                check(flag in title, f"{where} {sid} step {n}: flag {flag!r} not in the title")
 
 
 def main():
     out, expected = sys.argv[1], sys.argv[2]
     want = read_expected(expected)
+    if len(sys.argv) == 5 and sys.argv[3] == "--page":  # only the grid of a rendered DOM
+        check_html(out, want, sys.argv[4])
+        print(f"page: {checks} checks, {failed} failed")
+        return 1 if failed else 0
     check_csv(out, want)
     for sid, steps in want.items():
         verdicts = {v["step"]: v for v in grade_report.read_verdicts(os.path.join(out, sid, "verdicts.tsv"))}
         check_json(out, sid, steps, verdicts)
         check_junit(out, sid, steps, verdicts)
-    check_html(out, want)
+    check_html(out, want, os.path.join(out, "index.html"))
     print(f"reports: {checks} checks, {failed} failed")
     return 1 if failed else 0
 

@@ -3,7 +3,8 @@
 # five students (a full solution set, the untouched exercises, planted wrong answers, a hostile
 # one whose grader message quotes markup and control characters, one with missing steps), read
 # back by check_reports.py (CSV, Gradescope JSON, JUnit, HTML) and the JUnit files validated by
-# xmllint against junit.xsd; then a partial class (no gradebook.csv or index.html may be left)
+# xmllint against junit.xsd, the page rendered by headless Chromium and its grid read from the
+# DOM; then a partial class (no gradebook.csv or index.html may be left)
 # and bad verdicts (one line naming the file, exit 1).
 # Usage: report_test.sh [OUT EXPECTED]   default: the hand-made fixture/ with fixture.expected;
 # given OUT (a graded class, verdicts in place), the reports are written there and checked.
@@ -31,6 +32,24 @@ if $PY "$here/check_reports.py" "$out" "$expected" >"$tmp/check" 2>&1; then ok "
 else bad "read back" "$(cat "$tmp/check")"; fi
 if xmllint --noout --schema "$here/junit.xsd" "$out"/*/junit.xml >"$tmp/xsd" 2>&1; then ok "junit.xml valid against junit.xsd"
 else bad "junit.xsd" "$(grep -v validates "$tmp/xsd" | head -5)"; fi
+
+# The page in a real browser: headless Chromium renders it (scripts are off by the page's own
+# policy anyway) and dumps the DOM it built; the grid is read back from that DOM.
+if ! command -v chromium >/dev/null 2>&1; then
+    bad "page in a browser" "chromium is not installed (make test-grade-reports installs it)"
+else
+    nosandbox=$([ "$(id -u)" = 0 ] && echo --no-sandbox) # Chromium's own sandbox refuses root
+    timeout 120 chromium --headless $nosandbox --disable-gpu --user-data-dir="$tmp/chromium" \
+        --dump-dom "file://$out/index.html" >"$tmp/dom.html" 2>"$tmp/chromium.err"
+    rc=$?
+    if [ "$rc" -ne 0 ] || [ ! -s "$tmp/dom.html" ]; then
+        bad "page in a browser" "chromium exit $rc: $(tail -3 "$tmp/chromium.err")"
+    elif $PY "$here/check_reports.py" "$out" "$expected" --page "$tmp/dom.html" >"$tmp/check" 2>&1; then
+        ok "page in a browser (headless Chromium's DOM: $(tail -1 "$tmp/check"))"
+    else
+        bad "page in a browser" "$(cat "$tmp/check")"
+    fi
+fi
 
 [ $# -ge 2 ] && { echo "class reports: $pass passed, $fail failed"; [ "$fail" -eq 0 ]; exit; }
 
