@@ -216,7 +216,7 @@ test-hvdrun:  ## ./hvdrun counts the processes asked for (-n/-np/--np/--n/-c, MP
 check-layers: lib  ## check that includes point down the layers of common/ and no files call each other round a circle
 	@BUILD=$(BUILD) sh tools/check_layers.sh
 
-check-cuda-streams:  ## check that the runtime's GPU work names its stream (no synchronous copy, no launch on the default stream, no unbounded wait in coll/)
+check-cuda-streams:  ## check that the runtime's GPU work names its stream (no synchronous copy, no launch on the default stream, no unbounded wait in the collectives)
 	@sh tools/check_cuda_streams.sh
 
 unit-tests: tests  ## run the unit tests only (no setup, no CUDA check)

@@ -30,9 +30,9 @@
 #include "base/timer.h"
 #include "coll/allreduce.h"
 #include "coll/cma.h"
-#include "coll/hvd.h"
 #include "coll/ring.h"
 #include "coll/shm.h"
+#include "hvd/hvd.h"
 
 /* Implementations timed: 0 hvd_allreduce, 1 MPI_Allreduce, 2 hvd_allreduce with the stall
  * inspector off, 3 hvd_allreduce on the ring, 4.. hvd_allreduce with other ring tuning

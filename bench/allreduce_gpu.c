@@ -26,8 +26,8 @@
 #include "base/cuda_check.h"
 #include "base/stats.h"
 #include "base/timer.h"
-#include "coll/device.h"
-#include "coll/hvd.h"
+#include "hvd/device.h"
+#include "hvd/hvd.h"
 
 #define MAX_ITERS 1000
 

@@ -3,7 +3,7 @@
 
 NCCL refuses two ranks on one GPU, in PyTorch as in the kit, so with two ranks sharing a GPU
 PyTorch's only allreduce of CUDA tensors is gloo's, which stages through host memory as the
-kit's host-staged path does (coll/staged.c). This times torch.distributed.all_reduce (float
+kit's host-staged path does (coll_gpu/staged.c). This times torch.distributed.all_reduce (float
 SUM, in place) on --device tensors, the sizes of allreduce_gpu (64 KiB .. 256 MiB), the same
 way: a barrier, one call, the device synchronised, the slowest rank's time; the median of at
 least --iters calls and at least 0.2 s per size.

@@ -21,8 +21,8 @@
 #include "base/early_signal.h"
 #include "base/stats.h"
 #include "base/timer.h"
-#include "coll/profile.h"
 #include "hvdlab.h"
+#include "prof/profile.h"
 
 /* Takes --steps and --warmup-steps out of argv (the rest are the lab's flags). */
 static void own_flags(int *argc, char **argv, int *steps, int *warmup)

@@ -1,7 +1,7 @@
 #!/bin/sh
 # check_cuda_streams.sh — the runtime's GPU work stays on the streams it chose. The model runs on
 # one non-blocking stream (nn/gpu_context.cu) and the collectives on it or on their own
-# non-blocking one (coll/gpu_ops.c). A non-blocking stream does not wait for the legacy default
+# non-blocking one (coll_gpu/gpu_ops.c). A non-blocking stream does not wait for the legacy default
 # stream, nor that stream for it. So a synchronous cudaMemcpy/cudaMemset, or a kernel launched
 # without a stream, may run while the model's kernels still write the same buffer. No GPU is
 # needed to see such a race coming: it is in the text. In common/ (.cu and .c), this flags:
@@ -10,8 +10,9 @@
 #   - a kernel launch <<<grid, block[, shared]>>> without a stream (all four arguments are
 #     required), or with stream 0, NULL, cudaStreamLegacy or cudaStreamPerThread;
 #   - cudaStreamCreate( (a blocking stream; cudaStreamCreateWithFlags(.., cudaStreamNonBlocking));
-#   - in coll/, cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize: waits with no
-#     limit (a NCCL kernel whose peer died never ends); the collectives wait through gpu_wait.h.
+#   - in coll/, coll_gpu/ and hvd/, cudaDeviceSynchronize, cudaStreamSynchronize,
+#     cudaEventSynchronize: waits with no limit (a NCCL kernel whose peer died never
+#     ends); the collectives wait through gpu_wait.h.
 # Tests and benchmarks may use the default stream on purpose; they are not scanned.
 # Prints each place with its rule and exits 1; else one summary line. Env: DIRS (default common).
 set -u
@@ -47,10 +48,10 @@ awk '
             printf "check-cuda-streams: %s:%d: %s runs on the legacy default stream, which the runtime'"'"'s non-blocking streams do not wait for: use %sAsync on the stream\n", FILENAME, FNR, call, call
             bad++
         }
-        if (FILENAME ~ /\/coll\// && match(code, /(^|[^A-Za-z0-9_])(cudaDeviceSynchronize|cudaStreamSynchronize|cudaEventSynchronize)[ \t]*\(/)) {
+        if (FILENAME ~ /\/(coll|coll_gpu|hvd)\// && match(code, /(^|[^A-Za-z0-9_])(cudaDeviceSynchronize|cudaStreamSynchronize|cudaEventSynchronize)[ \t]*\(/)) {
             call = substr(code, RSTART, RLENGTH)
             sub(/^[^A-Za-z_]/, "", call); sub(/[ \t]*\($/, "", call)
-            printf "check-cuda-streams: %s:%d: %s waits with no limit: the collectives wait through gpu_wait (coll/gpu_wait.h), which polls with a deadline\n", FILENAME, FNR, call
+            printf "check-cuda-streams: %s:%d: %s waits with no limit: the collectives wait through gpu_wait (coll_gpu/gpu_wait.h), which polls with a deadline\n", FILENAME, FNR, call
             bad++
         }
         if (code ~ /cudaStreamCreate[ \t]*\(/) {
@@ -89,6 +90,6 @@ awk '
     }
     END {
         if (bad) exit 1
-        printf "check-cuda-streams: ok (%d kernel launches, every one on a chosen stream; no synchronous copy or set; no unbounded wait in coll/)\n", launches
+        printf "check-cuda-streams: ok (%d kernel launches, every one on a chosen stream; no synchronous copy or set; no unbounded wait in the collectives)\n", launches
     }
 ' $files

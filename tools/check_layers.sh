@@ -1,7 +1,7 @@
 #!/bin/sh
 # check_layers.sh — the runtime's dependencies point one way, from the training glue down to the
 # base: a file in common/<part>/ may include its own part and the parts below it, never one above
-# or beside it. Includes name their folder ("coll/hvd.h"), so one grep finds them all.
+# or beside it. Includes name their folder ("hvd/hvd.h"), so one grep finds them all.
 # Then, from the built objects in $BUILD (default build), that no two files call each other,
 # directly or round a circle (nm: who defines and who uses each symbol; tsort finds the loops).
 # Prints each include or circle that points the wrong way and exits 1; else one summary line.
@@ -11,16 +11,31 @@ cd "$(dirname "$0")/.."
 # Each part and the parts it may include (besides itself), bottom to top.
 allowed() {
     case $1 in
-    base)  echo "" ;;
-    coll)  echo "base" ;;
-    data)  echo "base" ;;
-    nn)    echo "base" ;;
-    model) echo "base nn" ;;
-    optim) echo "base coll model" ;;
-    ckpt)  echo "base model optim" ;;
-    train) echo "base coll data model optim ckpt" ;;
-    *)     echo "?" ;;
+    base)     echo "" ;;
+    prof)     echo "base" ;;
+    guard)    echo "base" ;;
+    coll)     echo "base prof guard" ;;
+    coll_gpu) echo "base prof guard coll" ;;
+    hvd)      echo "base prof guard coll coll_gpu" ;;
+    data)     echo "base" ;;
+    nn)       echo "base" ;;
+    model)    echo "base nn" ;;
+    optim)    echo "base hvd model" ;;
+    ckpt)     echo "base model optim" ;;
+    train)    echo "base guard hvd data model optim ckpt" ;;
+    *)        echo "?" ;;
     esac
+}
+# Includes that still point up, each to be removed, never added to: the host collectives reach
+# the GPU ones, and autotune and two GPU files the API, until hvd_init hands fusion its backends.
+known_up() {
+    case "$1 $2" in
+    "common/coll/autotune.c hvd/hvd.h" | \
+    "common/coll/allreduce.c coll_gpu/gpu_ops.h" | "common/coll/allreduce.c coll_gpu/staged_node.h" | \
+    "common/coll/fusion.c coll_gpu/gpu_ops.h" | "common/coll/fusion.c coll_gpu/fusion_gpu.h" | \
+    "common/coll_gpu/gpu_ops.c hvd/device.h" | "common/coll_gpu/staged_node.c hvd/hvd.h") return 0 ;;
+    esac
+    return 1
 }
 bad=0
 n=0
@@ -41,6 +56,7 @@ for f in common/*/*.[ch] common/*/*.cu; do
            bad=$((bad + 1)); continue ;;
         esac
         [ "$to" = "$part" ] && continue
+        known_up "$f" "$inc" && continue
         case " $ok " in
         *" $to "*) ;;
         *) echo "check-layers: $f includes \"$inc\": $part/ may include only $part/${ok:+ and $ok}"
@@ -49,7 +65,7 @@ for f in common/*/*.[ch] common/*/*.cu; do
     done
 done
 if [ "$bad" -gt 0 ]; then
-    echo "check-layers: $bad include(s) point the wrong way (order: base, coll | data | nn, model, optim, ckpt, train)"
+    echo "check-layers: $bad include(s) point the wrong way (order: base, prof | guard, coll, coll_gpu, hvd | data | nn, model, optim, ckpt, train)"
     exit 1
 fi
 
@@ -78,4 +94,4 @@ if ! tsort "$tmp/edges" >/dev/null 2>"$tmp/loops"; then
     exit 1
 fi
 edges=$(wc -l <"$tmp/edges")
-echo "check-layers: $n includes in common/*/ all point down (base <- coll, data, nn <- model <- optim <- ckpt <- train); $edges calls between $objs files, no circle"
+echo "check-layers: $n includes in common/*/ all point down (base <- prof, guard <- coll <- coll_gpu <- hvd; base <- data, nn <- model; hvd, model <- optim <- ckpt <- train); $edges calls between $objs files, no circle"

@@ -8,9 +8,9 @@
 #include <unistd.h>
 
 #include "base/env_switch.h"
-#include "coll/device.h"
-#include "coll/hvd.h"
-#include "coll/nccl.h"
+#include "coll_gpu/nccl.h"
+#include "hvd/device.h"
+#include "hvd/hvd.h"
 
 int main(int argc, char **argv)
 {

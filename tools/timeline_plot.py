@@ -28,9 +28,9 @@ PHASE_COLOR = {
     "CMA_ALLREDUCE": "#08519c",  # one host's ranks, a single cross-process copy (coll/cma.c)
     "SHM_REDUCE": "#08519c",  # the hierarchy's phases (coll/hier.c)
     "SHM_BROADCAST": "#08519c",
-    "NCCL_ALLREDUCE": "#08519c",  # device tensors on NCCL (coll/nccl.c)
-    "STAGED_GPU_ALLREDUCE": "#08519c",  # host-staged, summed on the GPUs (coll/staged_node.c)
-    "IPC_GPU_ALLREDUCE": "#08519c",  # the same, the window on the GPUs (coll/ipc_window.c)
+    "NCCL_ALLREDUCE": "#08519c",  # device tensors on NCCL (coll_gpu/nccl.c)
+    "STAGED_GPU_ALLREDUCE": "#08519c",  # host-staged, summed on the GPUs (coll_gpu/staged_node.c)
+    "IPC_GPU_ALLREDUCE": "#08519c",  # the same, the window on the GPUs (coll_gpu/ipc_window.c)
     "MEMCPY_IN_FUSION_BUFFER": "#9ecae1",
     "MEMCPY_OUT_FUSION_BUFFER": "#9ecae1",
     "MEMCPY_IN_HOST_BUFFER": "#9ecae1",  # host-staged: device to pinned host memory and back

@@ -1,7 +1,7 @@
 /* compute_device.h — where the model computes: the GPU hvd_pin_device chose, or the CPU.
  *
- * hvd_pin_device (coll/device.c) records its choice here; wrn_create (model/) reads it. The
- * model cannot ask coll/ itself (the two are siblings), so the fact sits below both. -1, the
+ * hvd_pin_device (hvd/device.c) records its choice here; wrn_create (model/) reads it. The
+ * model cannot ask hvd/ itself (the two are siblings), so the fact sits below both. -1, the
  * default, is the CPU: programs and tests that never pin a device build CPU models.
  *
  * Public: compute_device_set, compute_device_gpu.

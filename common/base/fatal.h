@@ -10,7 +10,7 @@
  * from rank 0 only (FATAL_ONCE_PER_JOB), or from each host's first rank (FATAL_ONCE_PER_HOST);
  * a line that differs by rank comes from every rank (FATAL_EVERY_RANK).
  * It is the rule the runtime's own warnings follow with hvd_rank() == 0 (or a host's rank 0),
- * for the layers below coll/, which cannot ask hvd_rank(): the ranks come from hvd_init here.
+ * for the layers below hvd/, which cannot ask hvd_rank(): the ranks come from hvd_init here.
  */
 #ifndef HVDLAB_FATAL_H
 #define HVDLAB_FATAL_H

@@ -7,11 +7,11 @@
 
 #include "base/memory.h"
 #include "coll/cma.h"
-#include "coll/gpu_ops.h"
 #include "coll/hier.h"
-#include "coll/profile.h"
 #include "coll/shm.h"
-#include "coll/staged_node.h"
+#include "coll_gpu/gpu_ops.h"
+#include "coll_gpu/staged_node.h"
+#include "prof/profile.h"
 
 
 static struct {

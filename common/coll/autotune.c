@@ -12,8 +12,8 @@
 #include "base/fatal.h"
 #include "base/stats.h"
 #include "base/trace.h"
-#include "coll/agree.h"
-#include "coll/hvd.h"
+#include "guard/agree.h"
+#include "hvd/hvd.h"
 
 /* Bytes: fusion off, then buckets from a few layers' worth to the whole of a wide model. */
 static const size_t AUTOTUNE_CANDIDATES[] = {0, 16u << 10, 128u << 10, 1u << 20, 8u << 20,

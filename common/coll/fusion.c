@@ -11,10 +11,10 @@
 #include "base/half.h"
 #include "base/memory.h"
 #include "coll/allreduce.h"
-#include "coll/gpu_ops.h"
-#include "coll/timeline.h"
+#include "coll_gpu/gpu_ops.h"
+#include "prof/timeline.h"
 #ifdef HVDLAB_CUDA
-#include "coll/fusion_gpu.h"
+#include "coll_gpu/fusion_gpu.h"
 #endif
 
 void fusion_enqueue(fusion_queue *q, float *buf, size_t n, hvd_op op, int fp16, int gpu,

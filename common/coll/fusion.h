@@ -16,9 +16,9 @@
 #include <mpi.h>
 #include <stddef.h>
 
-#include "coll/coll_check.h"
-#include "coll/reduce_op.h"
+#include "base/reduce_op.h"
 #include "coll/ring.h"
+#include "guard/coll_check.h"
 
 typedef struct {
     float *buf; /* (n,) the caller's tensor, reduced in place */

@@ -3,7 +3,7 @@
  * Public: fusion_group_len, fusion_contiguous, fusion_device_run, fusion_mark. */
 #include "coll/fusion.h"
 
-#include "coll/timeline.h"
+#include "prof/timeline.h"
 
 size_t fusion_group_len(const fusion_entry *e, size_t n, size_t threshold)
 {

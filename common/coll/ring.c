@@ -23,7 +23,7 @@
 #include "base/fatal.h"
 #include "base/half.h"
 #include "base/memory.h"
-#include "coll/profile.h"
+#include "prof/profile.h"
 
 /* Defaults measured with bench/allreduce on a 2-core VM (ring_set_tuning changes them). */
 #define DEFAULT_SEG_BYTES ((size_t)1 << 20)

@@ -6,8 +6,8 @@
  * enqueues its work on this stream and returns without waiting; the calls that return a value
  * to the host (xent_forward_cuda, xent_correct_cuda, gpu_context_download) wait for the stream.
  *
- * Why here and not in coll/device_cuda.cu: the handles are the layers' tools, and nn/ may only
- * include base/, so the layers could not reach them in coll/. Device choice stays in coll/.
+ * Why here and not in hvd/device_cuda.cu: the handles are the layers' tools, and nn/ may only
+ * include base/, so the layers could not reach them in hvd/. Device choice stays in hvd/.
  *
  * TF32: cuDNN convolutions may use TF32 tensor cores unless turned off, as PyTorch's do;
  * HVDLAB_TF32=0 in the environment (read when the context is made) or gpu_context_set_tf32(0)

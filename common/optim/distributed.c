@@ -8,7 +8,7 @@
 
 #include "base/fatal.h"
 #include "base/trace.h"
-#include "coll/hvd.h"
+#include "hvd/hvd.h"
 #include "optim/optim.h"
 
 optimizer *hvd_distributed_optimizer(optimizer *opt)

@@ -13,7 +13,7 @@
 #include "base/early_signal.h"
 #include "base/errmsg.h"
 #include "ckpt/ckpt.h"
-#include "coll/hvd.h"
+#include "hvd/hvd.h"
 #include "model/wrn.h"
 
 enum {

@@ -7,8 +7,8 @@
 
 #include "base/errmsg.h"
 #include "ckpt/ckpt.h"
-#include "coll/hvd.h"
-#include "coll/watchdog.h"
+#include "guard/watchdog.h"
+#include "hvd/hvd.h"
 
 static char log_dir[ARGS_PATH_LEN];
 static int checkpointing;

@@ -1,4 +1,4 @@
-/* dead_rank.h — what a rank says when a peer dies (coll/watchdog.h names the dead rank and how
+/* dead_rank.h — what a rank says when a peer dies (guard/watchdog.h names the dead rank and how
  * it died; this adds where the training was and where it goes on):
  *   "this rank was in epoch 2 after batch 17/128 (the ranks move in step); run again with
  *    --use-checkpointing to resume after epoch 1 from DIR/checkpoint-1.ckpt, the newest valid

@@ -14,7 +14,7 @@
 #include "base/timer.h"
 #include "base/trace.h"
 #include "ckpt/ckpt.h"
-#include "coll/hvd.h"
+#include "hvd/hvd.h"
 #include "train/stop.h"
 
 static struct {

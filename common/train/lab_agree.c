@@ -9,7 +9,7 @@
 
 #include "base/errmsg.h"
 #include "base/fatal.h"
-#include "coll/hvd.h"
+#include "hvd/hvd.h"
 
 enum { TRAIN_N, TEST_N, TRAIN_IMAGES, TRAIN_LABELS, TEST_IMAGES, TEST_LABELS, TRAIN_SUBSET,
        TEST_SUBSET, BATCH, VAL_BATCH, SEED, EPOCHS, MODEL, DROPOUT, OPTIMIZER, BASE_LR, MOMENTUM,

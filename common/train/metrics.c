@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "base/trace.h"
-#include "coll/hvd.h"
+#include "hvd/hvd.h"
 
 void metrics_reset(metrics *m) { memset(m, 0, sizeof *m); }
 

@@ -8,8 +8,8 @@
 
 #include "base/trace.h"
 #include "ckpt/ckpt.h"
-#include "coll/hvd.h"
-#include "coll/vote.h"
+#include "guard/vote.h"
+#include "hvd/hvd.h"
 #include "train/elastic.h"
 #include "train/progress.h"
 #include "train/stop.h"

@@ -14,9 +14,9 @@
 #include "base/errmsg.h"
 #include "base/trace.h"
 #include "ckpt/ckpt.h"
-#include "coll/hvd.h"
-#include "coll/vote.h"
-#include "coll/watchdog.h"
+#include "guard/vote.h"
+#include "guard/watchdog.h"
+#include "hvd/hvd.h"
 
 /* Atomics, not volatile sig_atomic_t: a signal may be handled on another thread (OpenMP's,
  * OpenBLAS's) while the main thread runs stop_finish, and the two must not miss each other

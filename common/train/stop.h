@@ -8,7 +8,7 @@
  * The step programs need not call any of it: progress_init installs the handlers (a SIGUSR1 that
  * came while the rank started up counts as caught there: base/early_signal.h), progress_batch
  * (every rank, at the end of every step) votes, progress_train_end votes once more. The
- * vote (coll/vote.h) is started at one step and read at the next, so it never waits; the ranks
+ * vote (guard/vote.h) is started at one step and read at the next, so it never waits; the ranks
  * stop one step after the first of them saw the signal, all at the same step.
  * A mid-epoch save needs a program that can resume mid-epoch (resume_batch, resume.h, says it
  * can); any other stops without saving, its newest checkpoint being the last epoch's.

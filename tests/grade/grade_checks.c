@@ -168,7 +168,7 @@ static int explain_run(grade_run *r, const char *which, char *msg, size_t len)
                     r->seconds, ra, ca, rb, cb, calls, same_calls_hint, r->cmd);
     }
     if (line_with(r->err, "has shut down (hvd_shutdown) while rank ", line, sizeof line) == 0) {
-        /* coll/stall.c: a rank left while another waited in a call it will never join */
+        /* guard/stall.c: a rank left while another waited in a call it will never join */
         int gone = -1, other = -1;
         char call[400] = "?";
         const char *in = strstr(line, " is in "), *which_rank = strstr(line, ", which rank ");

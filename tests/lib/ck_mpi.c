@@ -6,7 +6,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 
-#include "coll/hvd.h"
+#include "hvd/hvd.h"
 
 int ck_local_failures = 0;
 char ck_first_failure[256];

@@ -13,7 +13,7 @@
 
 #include "base/fatal.h"
 #include "ckpt/ckpt.h"
-#include "coll/hvd.h"
+#include "hvd/hvd.h"
 #include "lib/ck_mpi.h"
 #include "lib/file_io.h"
 

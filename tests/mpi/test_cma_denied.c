@@ -14,7 +14,7 @@
 
 #include "base/memory.h"
 #include "coll/allreduce.h"
-#include "coll/hvd.h"
+#include "hvd/hvd.h"
 #include "lib/ck_mpi.h"
 #include "lib/file_io.h"
 

@@ -10,9 +10,9 @@
 #include <mpi.h>
 
 #include "coll/allreduce.h"
-#include "coll/device.h"
-#include "coll/hvd.h"
 #include "coll/ring.h"
+#include "hvd/device.h"
+#include "hvd/hvd.h"
 #include "lib/ck_mpi.h"
 
 enum { HOST_NAME_LEN = 256 };

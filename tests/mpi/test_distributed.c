@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coll/hvd.h"
+#include "hvd/hvd.h"
 #include "lib/ck_mpi.h"
 #include "model/params.h"
 #include "optim/optim.h"

@@ -6,7 +6,7 @@
 
 #include "base/memory.h"
 #include "coll/fusion.h"
-#include "coll/hvd.h"
+#include "hvd/hvd.h"
 #include "lib/ck_mpi.h"
 
 #define NT 10

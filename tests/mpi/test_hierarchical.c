@@ -21,8 +21,8 @@
 
 #include "base/memory.h"
 #include "coll/allreduce.h"
-#include "coll/hvd.h"
 #include "coll/shm.h"
+#include "hvd/hvd.h"
 #include "lib/ck_mpi.h"
 
 typedef struct {

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coll/hvd.h"
+#include "hvd/hvd.h"
 #include "lib/ck_mpi.h"
 #include "train/metrics.h"
 

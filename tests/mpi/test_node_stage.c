@@ -19,10 +19,10 @@
 #include <mpi.h>
 
 #include "base/half.h"
-#include "coll/hvd.h"
-#include "coll/node_stage.h"
 #include "coll/shm.h"
-#include "coll/sum_ranks.h"
+#include "coll_gpu/node_stage.h"
+#include "coll_gpu/sum_ranks.h"
+#include "hvd/hvd.h"
 #include "lib/ck_mpi.h"
 
 /* Deferred work: at most one copy down and one sum are pending at a time (the engine waits for

@@ -8,11 +8,11 @@
 
 #include "base/memory.h"
 #include "coll/allreduce.h"
-#include "coll/hvd.h"
-#include "coll/timeline.h"
+#include "hvd/hvd.h"
 #include "lib/ck_mpi.h"
 #include "lib/file_io.h"
 #include "lib/json_check.h"
+#include "prof/timeline.h"
 
 static char path[256];
 

@@ -144,7 +144,7 @@ rc=$?
 secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { print b - a }') # bc is not on every machine
 # mpirun names the signal when it sees the death first; when a survivor's own exit reaches it
 # first (seen once, 2026-11-26) it reports that exit instead. Either way the job must end, and
-# every survivor must name the dead rank in its own line (coll/watchdog.h): the two on h1 and
+# every survivor must name the dead rank in its own line (guard/watchdog.h): the two on h1 and
 # the one left on h2.
 msg=$(grep -m1 -o 'process rank [0-9]* with PID [0-9]* on node h2 exited on signal 9' "$out" ||
     grep -m1 -o 'Primary job  terminated normally, but 1 process returned' "$out")

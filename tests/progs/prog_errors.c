@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include "base/fatal.h"
-#include "coll/device.h"
-#include "coll/hvd.h"
+#include "hvd/device.h"
+#include "hvd/hvd.h"
 #include "model/wrn.h"
 #include "nn/conv2d.h"
 #ifdef HVDLAB_DNNL

@@ -22,8 +22,8 @@
 #include <mpi.h>
 
 #include "base/cuda_check.h"
-#include "coll/device.h"
-#include "coll/hvd.h"
+#include "hvd/device.h"
+#include "hvd/hvd.h"
 #include "model/params.h"
 #include "nn/gpu_context.h"
 #include "nn/layer_math.h"

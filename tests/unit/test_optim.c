@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "coll/hvd.h"
+#include "hvd/hvd.h"
 #include "lib/ck_mpi.h"
 #include "lib/file_io.h"
 #include "lib/tmpdir.h"

@@ -17,9 +17,9 @@
 
 #include "base/fatal.h"
 #include "base/trace.h"
-#include "coll/device.h"
-#include "coll/hvd.h"
 #include "data/loader.h"
+#include "hvd/device.h"
+#include "hvd/hvd.h"
 #include "lib/ck_mpi.h"
 #include "lib/file_io.h"
 #include "lib/json_check.h"

@@ -1,5 +1,5 @@
 #!/bin/sh
-# run.sh — the dead-rank watchdog's corner cases (common/coll/watchdog.h), for real under mpirun
+# run.sh — the dead-rank watchdog's corner cases (common/guard/watchdog.h), for real under mpirun
 # with 2 ranks (build/tests/progs/prog_watchdog): each case kills rank 1 and checks rank 0's line
 # (SIGKILL, and SIGHUP and SIGTERM: their default ends the process, the watchdog names them).
 # Prints one line per case and exits 1 when one does not hold.

@@ -1,0 +1,205 @@
+/* staged.c — device collectives staged through pinned host memory. See staged.h.
+ * Public: staged_allreduce, staged_broadcast, staged_download, staged_free. */
+#ifdef HVDLAB_CUDA
+
+#include "coll_gpu/staged.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/cuda_check.h"
+#include "base/fatal.h"
+#include "base/half.h"
+#include "base/memory.h"
+#include "coll/allreduce.h"
+#include "coll_gpu/fusion_cuda.h"
+#include "coll_gpu/gpu_keep.h"
+#include "coll_gpu/gpu_ops.h"
+#include "coll_gpu/gpu_wait.h"
+#include "prof/timeline.h"
+
+#define PIECE ((size_t)1 << 30) /* MPI counts are int */
+
+static struct {
+    char *host; /* pinned: the copies run at full PCIe speed and asynchronously */
+    size_t host_bytes;
+    int registered; /* host is memory_alloc's, pinned by cudaHostRegister (HVDLAB_STAGED_HOST) */
+    void *half; /* device: fp16 casts before the copy down, after the copy up */
+    size_t half_bytes;
+} T;
+
+/* Grow-only, the outgrown kept until shutdown (gpu_keep.h: freeing here could wait for ever). */
+static char *pinned(size_t bytes)
+{
+    if (T.host_bytes >= bytes && T.host)
+        return T.host;
+    gpu_keep(T.host, T.registered ? GPU_KEEP_REGISTERED : GPU_KEEP_PINNED);
+    T.host = NULL;
+    T.registered = 0;
+    bytes = gpu_keep_grown(T.host_bytes, bytes);
+    /* HVDLAB_STAGED_HOST=hugepages: the pinned buffer is memory_alloc's (huge pages) registered
+     * with CUDA, so that the one-host allreduce may take its single-copy path (allreduce.c picks
+     * it for huge-page buffers from ALLREDUCE_CMA_FROM_*), where cudaMallocHost's 4 KiB pages
+     * keep it on the shared window's two copies. Opt-in until a GPU run measures it: make
+     * bench-allreduce-gpu runs both. The ranks agreed on it at hvd_init: the path is chosen from
+     * the buffer, on each rank alone. */
+    if (gpu_ops_staged_hugepages()) {
+        /* whole huge pages, registered whole; a failure stops the job: a rank falling back
+         * alone would take another path than the others */
+        const size_t huge = (size_t)2 << 20, whole = ((bytes ? bytes : 1) + huge - 1) / huge * huge;
+        T.host = memory_alloc(whole);
+        if (!T.host)
+            fatal_error("HVDLAB_STAGED_HOST=hugepages: out of host memory for %zu bytes", whole);
+        cudaError_t e = cudaHostRegister(T.host, whole, cudaHostRegisterDefault);
+        if (e != cudaSuccess)
+            fatal_error("HVDLAB_STAGED_HOST=hugepages: cudaHostRegister of %zu bytes failed: %s "
+                        "(unset it to use cudaMallocHost)", whole, cudaGetErrorString(e));
+        T.registered = 1;
+    } else {
+        CUDA_CHECK(cudaMallocHost((void **)&T.host, bytes ? bytes : 1));
+    }
+    T.host_bytes = bytes;
+    return T.host;
+}
+
+static uint16_t *device_half(size_t n)
+{
+    return gpu_keep_device(&T.half, &T.half_bytes, n * sizeof(uint16_t));
+}
+
+static size_t run_count(const fusion_entry *e, size_t i, size_t j)
+{
+    size_t n = 0;
+    for (size_t k = i; k < j; k++)
+        n += e[k].n;
+    return n;
+}
+
+/* Into the pinned buffer: device runs by copy (after a cast for fp16), host tensors by the CPU
+ * as fusion.c packs them. */
+static void pack(const fusion_entry *e, size_t len, char *h, uint16_t *dh, int fp16,
+                 cudaStream_t s)
+{
+    for (size_t i = 0, o = 0; i < len;) {
+        if (!e[i].gpu) {
+            if (fp16)
+                for (size_t k = 0; k < e[i].n; k++)
+                    ((uint16_t *)h)[o + k] = half_from_float(e[i].buf[k]);
+            else if (e[i].n)
+                memcpy((float *)h + o, e[i].buf, e[i].n * sizeof(float));
+            o += e[i].n;
+            i++;
+            continue;
+        }
+        size_t j = i + fusion_device_run(e + i, len - i), n = run_count(e, i, j);
+        if (fp16 && n) {
+            fusion_cuda_to_half(e[i].buf, dh + o, n, s);
+            CUDA_CHECK(cudaMemcpyAsync((uint16_t *)h + o, dh + o, n * sizeof(uint16_t),
+                                       cudaMemcpyDeviceToHost, s));
+        } else if (n) {
+            CUDA_CHECK(cudaMemcpyAsync((float *)h + o, e[i].buf, n * sizeof(float),
+                                       cudaMemcpyDeviceToHost, s));
+        }
+        o += n;
+        i = j;
+    }
+}
+
+static void unpack(const fusion_entry *e, size_t len, const char *h, uint16_t *dh, int fp16,
+                   cudaStream_t s)
+{
+    for (size_t i = 0, o = 0; i < len;) {
+        if (!e[i].gpu) {
+            if (fp16)
+                for (size_t k = 0; k < e[i].n; k++)
+                    e[i].buf[k] = half_to_float(((const uint16_t *)h)[o + k]);
+            else if (e[i].n)
+                memcpy(e[i].buf, (const float *)h + o, e[i].n * sizeof(float));
+            o += e[i].n;
+            i++;
+            continue;
+        }
+        size_t j = i + fusion_device_run(e + i, len - i), n = run_count(e, i, j);
+        if (fp16 && n) {
+            CUDA_CHECK(cudaMemcpyAsync(dh + o, (const uint16_t *)h + o, n * sizeof(uint16_t),
+                                       cudaMemcpyHostToDevice, s));
+            fusion_cuda_from_half(dh + o, e[i].buf, n, 1.0f, s); /* the ring scaled already */
+        } else if (n) {
+            CUDA_CHECK(cudaMemcpyAsync(e[i].buf, (const float *)h + o, n * sizeof(float),
+                                       cudaMemcpyHostToDevice, s));
+        }
+        o += n;
+        i = j;
+    }
+}
+
+void staged_allreduce(MPI_Comm comm, const fusion_entry *e, size_t len, float scale,
+                      ring_workspace *ws, fusion_stats *st)
+{
+    cudaStream_t s = gpu_ops_stream();
+    int fp16 = e[0].fp16;
+    size_t total = run_count(e, 0, len), esize = fp16 ? sizeof(uint16_t) : sizeof(float);
+    char what[COLL_NAME_MAX + 64];
+    snprintf(what, sizeof what, "allreduce \"%s\"%s (host-staged)", e[0].name,
+             len > 1 ? " (fused)" : "");
+    char *h = pinned(total * esize);
+    uint16_t *dh = fp16 ? device_half(total) : NULL;
+    fusion_mark(e, len, "ALLREDUCE", 'B');
+    fusion_mark(e, len, "MEMCPY_IN_HOST_BUFFER", 'B');
+    pack(e, len, h, dh, fp16, s);
+    gpu_wait(s, NULL, what);
+    fusion_mark(e, len, "MEMCPY_IN_HOST_BUFFER", 'E');
+    /* the host path's own choice (ring, shared memory or hierarchy) and its timeline mark */
+    allreduce_run(comm, h, total, fp16, scale, ws, e, len);
+    fusion_mark(e, len, "MEMCPY_OUT_HOST_BUFFER", 'B');
+    unpack(e, len, h, dh, fp16, s);
+    gpu_wait(s, NULL, what);
+    fusion_mark(e, len, "MEMCPY_OUT_HOST_BUFFER", 'E');
+    fusion_mark(e, len, "ALLREDUCE", 'E');
+    st->bytes_copied += 2 * total * esize;
+    st->allreduce_calls++;
+    st->tensors += len;
+}
+
+void staged_broadcast(MPI_Comm comm, void *buf, size_t nbytes, int root, const char *what)
+{
+    if (nbytes == 0)
+        return; /* as the host path: no message */
+    int rank;
+    MPI_Comm_rank(comm, &rank);
+    cudaStream_t s = gpu_ops_stream();
+    char *h = pinned(nbytes);
+    if (rank == root) {
+        CUDA_CHECK(cudaMemcpyAsync(h, buf, nbytes, cudaMemcpyDeviceToHost, s));
+        gpu_wait(s, NULL, what);
+    }
+    for (size_t off = 0; off < nbytes; off += PIECE) {
+        size_t len = nbytes - off < PIECE ? nbytes - off : PIECE;
+        MPI_Bcast(h + off, (int)len, MPI_BYTE, root, comm);
+    }
+    if (rank != root) {
+        CUDA_CHECK(cudaMemcpyAsync(buf, h, nbytes, cudaMemcpyHostToDevice, s));
+        gpu_wait(s, NULL, what);
+    }
+}
+
+const void *staged_download(const void *dev, size_t nbytes, const char *what)
+{
+    cudaStream_t s = gpu_ops_stream();
+    char *h = pinned(nbytes);
+    if (nbytes) {
+        CUDA_CHECK(cudaMemcpyAsync(h, dev, nbytes, cudaMemcpyDeviceToHost, s));
+        gpu_wait(s, NULL, what);
+    }
+    return h;
+}
+
+void staged_free(void)
+{
+    gpu_keep(T.host, T.registered ? GPU_KEEP_REGISTERED : GPU_KEEP_PINNED);
+    gpu_keep(T.half, GPU_KEEP_DEVICE);
+    memset(&T, 0, sizeof T); /* freed by gpu_ops_shutdown, next */
+}
+
+#endif
