@@ -6,6 +6,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,14 +16,52 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lib/file_io.h"
 #include "lib/mpirun_cmd.h"
 
-/* The file's text, or "" when it cannot be read (a run that wrote nothing there). */
-static char *slurp(const char *path)
+/* Under GRADE_WRAP the run's folder is the student's to write: its files are untrusted input.
+ * At most this much of a file is read, and a link or a non-regular file (a FIFO would block)
+ * reads as empty. */
+#define GRADE_READ_CAP (8 << 20)
+
+/* The file's text (its first GRADE_READ_CAP bytes), or "" when it cannot be read (a run that
+ * wrote nothing there). dirfd: the folder it is in, opened without following links. */
+static char *slurp_at(int dirfd, const char *name)
 {
-    char *s = file_read(path, NULL);
-    return s ? s : strdup("");
+    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    char *buf = NULL;
+    size_t n = 0;
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+        size_t want = st.st_size < GRADE_READ_CAP ? (size_t)st.st_size : GRADE_READ_CAP;
+        buf = malloc(want + 1);
+        while (buf && n < want) {
+            ssize_t k = read(fd, buf + n, want - n);
+            if (k <= 0)
+                break;
+            n += (size_t)k;
+        }
+    }
+    if (fd >= 0)
+        close(fd);
+    if (!buf)
+        return strdup("");
+    buf[n] = '\0';
+    return buf;
+}
+
+/* The folder, opened without following a link (or -1). */
+static int open_dir(const char *path)
+{
+    return open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+static char *slurp(const char *dir, const char *name)
+{
+    int d = open_dir(dir);
+    char *s = slurp_at(d, name);
+    if (d >= 0)
+        close(d);
+    return s;
 }
 
 /* One line "k=v k=\"quoted v\" ..." into e; the strings point into line (modified in place). */
@@ -67,10 +106,10 @@ static void parse_line(char *line, grade_event *e)
     }
 }
 
-static void read_trace_file(const char *path, grade_proc *p)
+static void read_trace_file(int dirfd, const char *path, const char *name, grade_proc *p)
 {
     snprintf(p->file, sizeof p->file, "%s", path);
-    char *text = slurp(path);
+    char *text = slurp_at(dirfd, name);
     p->text = text;
     int cap = 64;
     p->ev = malloc(sizeof *p->ev * (size_t)cap);
@@ -171,9 +210,13 @@ static void stop_job(pid_t child, int *st)
 
 static void read_traces(grade_run *r, const char *tdir)
 {
-    DIR *d = opendir(tdir);
-    if (!d)
+    int fd = open_dir(tdir);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
         return;
+    }
     struct dirent *de;
     while ((de = readdir(d)) && r->nprocs < GRADE_MAX_PROCS) {
         size_t len = strlen(de->d_name);
@@ -181,7 +224,7 @@ static void read_traces(grade_run *r, const char *tdir)
             continue;
         char path[2048];
         snprintf(path, sizeof path, "%s/%s", tdir, de->d_name);
-        read_trace_file(path, &r->procs[r->nprocs++]);
+        read_trace_file(dirfd(d), path, de->d_name, &r->procs[r->nprocs++]);
     }
     closedir(d);
 }
@@ -193,17 +236,28 @@ int grade_run_launch(grade_run *r, const char *prog, const char *launch, const c
     r->limit = timeout_s;
     char tdir[1024], out[1024], err[1024];
     snprintf(tdir, sizeof tdir, "%s/trace-%s", workdir, tag);
-    snprintf(out, sizeof out, "%s/%s.out", workdir, tag);
-    snprintf(err, sizeof err, "%s/%s.err", workdir, tag);
+    snprintf(out, sizeof out, "%s.out", tag);
+    snprintf(err, sizeof err, "%s.err", tag);
     mkdir(workdir, 0777);
     mkdir(tdir, 0777);
+    const char *wrap = getenv("GRADE_WRAP");
+    if (wrap && *wrap) /* the sandbox's user, not the grader's, writes the trace */
+        chmod(tdir, 0777);
     char dflt[128];
     const char *mpirun = mpirun_cmd(dflt, sizeof dflt);
     /* --bind-to none: mpirun's own binding would hand each rank a core of its own; only
      * hvd_pin_device(hvd_local_rank(), …) may do that here (step 1). */
     snprintf(r->cmd, sizeof r->cmd, "%s --bind-to none %s", mpirun, launch);
+    /* GRADE_WRAP: the sandbox the class runner starts the job in (tools/sandbox/run.sh and its
+     * options); the job's folder is its current directory, read-write, and mpirun and every
+     * rank run inside. The grader stays outside and reads what the job left. */
     char cmd[8192];
-    snprintf(cmd, sizeof cmd, "exec %s >'%s' 2>'%s' </dev/null", r->cmd, out, err);
+    if (wrap && *wrap)
+        snprintf(cmd, sizeof cmd, "exec %s --work '%s' -- %s >'%s/%s' 2>'%s/%s' </dev/null", wrap,
+                 workdir, r->cmd, workdir, out, workdir, err);
+    else
+        snprintf(cmd, sizeof cmd, "exec %s >'%s/%s' 2>'%s/%s' </dev/null", r->cmd, workdir, out,
+                 workdir, err);
     catch_stop_signals();
     double t0 = now_s();
     pid_t child = fork();
@@ -233,10 +287,12 @@ int grade_run_launch(grade_run *r, const char *prog, const char *launch, const c
     }
     kill(-child, SIGKILL); /* whatever of the job is left in its group */
     r->seconds = now_s() - t0;
-    r->out = slurp(out);
-    r->err = slurp(err);
+    r->out = slurp(workdir, out);
+    r->err = slurp(workdir, err);
     read_traces(r, tdir);
-    if (!finished)
+    /* In the sandbox the ranks end with its pid namespace, and the pids in the traces are that
+     * namespace's: not to be killed out here. */
+    if (!finished && !(wrap && *wrap))
         kill_traced_ranks(r, prog);
     return 0;
 }

@@ -1,0 +1,11 @@
+# mk/grade_class.mk — grading a whole class (tools/grade_class.sh; notebooks-md's instructors'
+# chapter says how to use it). The trusted side is built here: the runtime, the graders and the
+# solutions; the students' code is compiled and run in the sandbox (tools/sandbox/run.sh), which
+# needs Debian's bubblewrap (installed here as make test installs what it needs).
+.PHONY: grade-class test-grade-class
+
+grade-class: $(LIB) $(GRADER_BIN) $(SOLUTION_BIN)  ## grade a class: SUBMISSIONS=DIR [OUT=grades] [STEPS="01 02 ..."] [SEED=n] [JOBS=n]
+	@sh tools/setup.sh bubblewrap >/dev/null
+	@GRADE_CFLAGS="$(PKG_CFLAGS)" GRADE_LDLIBS="$(LDLIBS)" BUILD=$(BUILD) sh tools/grade_class.sh \
+	  --submissions "$(SUBMISSIONS)" --out "$(or $(OUT),grades)" --steps "$(STEPS)" \
+	  --seed "$(or $(SEED),1)" --jobs "$(or $(JOBS),1)"
