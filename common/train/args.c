@@ -1,4 +1,6 @@
 /* args.c — the step programs' flags (getopt_long), their defaults, checks and usage. See args.h.
+ * One table, FLAGS, says for each flag its kind, bounds, field and help; getopt_long's options,
+ * apply's checks and args_usage all walk it.
  * Public: args_defaults, args_parse, args_usage, args_init_seed.
  */
 #include "train/args.h"
@@ -7,6 +9,7 @@
 #include <float.h>
 #include <getopt.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,49 +19,107 @@
 #include "hvd/hvd.h"
 #include "model/wrn.h"
 
-enum {
-    A_EPOCHS = 256, A_BATCH, A_VAL_BATCH, A_LR, A_MOMENTUM, A_WD, A_WARMUP, A_MODEL, A_DROPOUT,
-    A_DATA_DIR, A_TRAIN_SUBSET, A_TEST_SUBSET, A_CKPT, A_LOG_DIR, A_SEED, A_TARGET, A_PATIENCE,
-    A_OPTIMIZER, A_RESTART, A_HELP = 'h'
+/* How a flag's value is read and where it goes (struct flag's offset). */
+typedef enum {
+    F_INT,    /* int: digits only, in [min, max] */
+    F_SIZE,   /* size_t: the same */
+    F_U64,    /* uint64_t: the same */
+    F_REAL,   /* double: a finite number in [lo, hi] (lo_open: (lo, ..; hi_open: .., hi)) */
+    F_FLOAT,  /* float: the same */
+    F_PATH,   /* char[ARGS_PATH_LEN]: not empty, fits */
+    F_SWITCH, /* int set to 1; the flag takes no value */
+    F_CALL,   /* parsed by the entry's call (a value the model or optimizer table reads) */
+    F_HELP,   /* prints the usage */
+} flag_kind;
+
+typedef struct flag flag;
+/* A value for one F_CALL flag; -1 and the message, prefixed with `name` ("--model"), if bad. */
+typedef int (*flag_call)(args *a, const char *val, const char *name, char *err, size_t errlen);
+
+/* One flag: getopt_long's option, the parser's check and the usage line, in usage order. */
+struct flag {
+    const char *name, *metavar; /* metavar NULL: the flag takes no value */
+    flag_kind kind;
+    size_t offset;                  /* offsetof(args, the field it sets) */
+    unsigned long long min, max;    /* F_INT, F_SIZE, F_U64 */
+    double lo, hi;                  /* F_REAL, F_FLOAT */
+    int lo_open, hi_open;
+    /* The messages on a bad value: "'V' is not <noun>"; for integers, a whole number past max
+     * reads "'V': at most <max><cap>" (cap NULL: the noun's message again); for reals, cap
+     * non-NULL: the value must be a finite float too (the model and optimizers take a float),
+     * else "'V' is not <cap> (<FLT_MIN if lo_open> to <FLT_MAX>)". */
+    const char *noun, *cap;
+    flag_call call;                 /* F_CALL */
+    const char *help;               /* NULL: written by help_of */
 };
 
-/* The table behind both getopt_long and the usage text, in usage order. */
-static const struct flag {
-    const char *name, *metavar, *help;
-    int id;
-} FLAGS[] = {
-    {"epochs", "N", "epochs to train (default 3; the original lab: 40)", A_EPOCHS},
-    {"batch-size", "N", "training images per batch and rank (default 128)", A_BATCH},
-    {"val-batch-size", "N", "validation images per batch and rank (default 256)", A_VAL_BATCH},
-    {"base-lr", "X", "learning rate for one process (default 0.01)", A_LR},
-    {"momentum", "X", "SGD momentum, 0 <= X < 1 (default 0.9)", A_MOMENTUM},
-    {"wd", "X", "weight decay, Keras L2 wd*sum(w^2) (default 5e-06)", A_WD},
-    {"warmup-epochs", "N", "learning-rate warmup epochs, 0 = none (default 5)", A_WARMUP},
-    {"model", "wrn-D-K", "WideResNet depth D ((D-4)%6 == 0) and width K (default wrn-16-1)",
-     A_MODEL},
-    {"dropout", "X", "dropout rate in each block, 0 <= X < 1 (default 0.01)", A_DROPOUT},
-    {"data-dir", "DIR", "Fashion-MNIST directory (default: $HVDLAB_DATA, else the places in "
-                        "datasets/README.md)", A_DATA_DIR},
-    {"train-subset", "N", "train on the first N training images, 0 = all 60,000 (default 12000)",
-     A_TRAIN_SUBSET},
-    {"test-subset", "N", "validate/test on the first N test images, 0 = all 10,000 (default 2000)",
-     A_TEST_SUBSET},
-    {"use-checkpointing", NULL, "save a checkpoint every epoch, resume from the latest "
-                                "(default off)",
-     A_CKPT},
-    {"log-dir", "DIR", "checkpoint directory (default ./logs)", A_LOG_DIR},
-    {"restart", NULL, "with --use-checkpointing, start afresh: move the checkpoints in --log-dir "
-                      "into a dated subfolder (nothing is deleted; default off)", A_RESTART},
-    {"seed", "N", "data seed, the same on every rank; initial weights mix in the rank "
-                  "(default 42)", A_SEED},
-    {"target-accuracy", "X", "stop early when val_accuracy > X for --patience epochs in a row "
-                             "(default 0.85)", A_TARGET},
-    {"patience", "N", "epochs in a row above --target-accuracy before stopping (default 2)",
-     A_PATIENCE},
-    {"optimizer", "NAME", NULL, A_OPTIMIZER}, /* help written from the optimizer table */
-    {"help", NULL, "print this help and exit", A_HELP},
+static int set_model(args *a, const char *val, const char *name, char *err, size_t errlen);
+static int set_optimizer(args *a, const char *val, const char *name, char *err, size_t errlen);
+
+#define AT(field) offsetof(args, field)
+#define BILLION 1000000000ull
+
+/* The table behind getopt_long, the parser and the usage text, in usage order. */
+static const flag FLAGS[] = {
+    {"epochs", "N", F_INT, AT(epochs), .min = 1, .max = BILLION, .noun = "a positive integer",
+     .cap = "", .help = "epochs to train (default 3; the original lab: 40)"},
+    {"batch-size", "N", F_INT, AT(batch_size), .min = 1, .max = WRN_MAX_BATCH, /* wrn_create's */
+     .noun = "a positive integer", .cap = " images a batch",
+     .help = "training images per batch and rank (default 128)"},
+    {"val-batch-size", "N", F_INT, AT(val_batch_size), .min = 1, .max = WRN_MAX_BATCH,
+     .noun = "a positive integer", .cap = " images a batch",
+     .help = "validation images per batch and rank (default 256)"},
+    {"base-lr", "X", F_REAL, AT(base_lr), .lo = 0, .hi = INFINITY, .lo_open = 1,
+     .noun = "a positive number", .cap = "a positive number a float holds",
+     .help = "learning rate for one process (default 0.01)"},
+    {"momentum", "X", F_REAL, AT(momentum), .lo = 0, .hi = 1, .hi_open = 1,
+     .noun = "a number in [0, 1)", .help = "SGD momentum, 0 <= X < 1 (default 0.9)"},
+    {"wd", "X", F_REAL, AT(wd), .lo = 0, .hi = INFINITY, .noun = "a number >= 0",
+     .cap = "a number a float holds", .help = "weight decay, Keras L2 wd*sum(w^2) (default 5e-06)"},
+    {"warmup-epochs", "N", F_INT, AT(warmup_epochs), .min = 0, .max = 1000000,
+     .noun = "a whole number of epochs >= 0",
+     .help = "learning-rate warmup epochs, 0 = none (default 5)"},
+    {"model", "wrn-D-K", F_CALL, AT(model), .call = set_model,
+     .help = "WideResNet depth D ((D-4)%6 == 0) and width K (default wrn-16-1)"},
+    {"dropout", "X", F_FLOAT, AT(model.dropout), .lo = 0, .hi = 1, .hi_open = 1,
+     .noun = "a number in [0, 1)", .help = "dropout rate in each block, 0 <= X < 1 (default 0.01)"},
+    {"data-dir", "DIR", F_PATH, AT(data_dir),
+     .help = "Fashion-MNIST directory (default: $HVDLAB_DATA, else the places in "
+             "datasets/README.md)"},
+    {"train-subset", "N", F_SIZE, AT(train_subset), .min = 0, .max = BILLION,
+     .noun = "a count (0 = all)", .cap = "",
+     .help = "train on the first N training images, 0 = all 60,000 (default 12000)"},
+    {"test-subset", "N", F_SIZE, AT(test_subset), .min = 0, .max = BILLION,
+     .noun = "a count (0 = all)", .cap = "",
+     .help = "validate/test on the first N test images, 0 = all 10,000 (default 2000)"},
+    {"use-checkpointing", NULL, F_SWITCH, AT(use_checkpointing),
+     .help = "save a checkpoint every epoch, resume from the latest (default off)"},
+    {"log-dir", "DIR", F_PATH, AT(log_dir), .help = "checkpoint directory (default ./logs)"},
+    {"restart", NULL, F_SWITCH, AT(restart),
+     .help = "with --use-checkpointing, start afresh: move the checkpoints in --log-dir into a "
+             "dated subfolder (nothing is deleted; default off)"},
+    {"seed", "N", F_U64, AT(seed), .min = 0, .max = UINT64_MAX, .noun = "a non-negative integer",
+     .help = "data seed, the same on every rank; initial weights mix in the rank (default 42)"},
+    {"target-accuracy", "X", F_REAL, AT(target_accuracy), .lo = 0, .hi = 1,
+     .noun = "a number in [0, 1]",
+     .help = "stop early when val_accuracy > X for --patience epochs in a row (default 0.85)"},
+    {"patience", "N", F_INT, AT(patience), .min = 1, .max = BILLION, .noun = "a positive integer",
+     .cap = "", .help = "epochs in a row above --target-accuracy before stopping (default 2)"},
+    {"optimizer", "NAME", F_CALL, AT(optimizer), .call = set_optimizer}, /* help: help_of */
+    {"help", NULL, F_HELP, 0, .help = "print this help and exit"},
 };
 #define NFLAGS (sizeof FLAGS / sizeof FLAGS[0])
+
+/* getopt_long's value for FLAGS[i]: 'h' for --help (also -h), 256 + i for the others. */
+static int flag_val(size_t i) { return FLAGS[i].kind == F_HELP ? 'h' : 256 + (int)i; }
+
+static const flag *flag_of_val(int val)
+{
+    for (size_t i = 0; i < NFLAGS; i++)
+        if (flag_val(i) == val)
+            return &FLAGS[i];
+    return NULL;
+}
 
 void args_defaults(args *a)
 {
@@ -81,22 +142,30 @@ void args_defaults(args *a)
     a->optimizer = OPT_SGD;
 }
 
+/* The help of an entry whose text is not in the table (help NULL): written from another table. */
+static void help_of(const flag *f, char *buf, size_t len)
+{
+    if (f->call == set_optimizer) {
+        char names[128];
+        optimizer_kind_names(names, sizeof names, ", ", " or ");
+        snprintf(buf, len, "%s, honoured from lab step 10 on (default %s)", names,
+                 optimizer_kind_of(OPT_SGD)->name);
+    } else {
+        snprintf(buf, len, "?");
+    }
+}
+
 void args_usage(FILE *f, const char *prog)
 {
     const char *slash = prog ? strrchr(prog, '/') : NULL;
     fprintf(f, "usage: %s [options]\n", slash ? slash + 1 : prog ? prog : "stepNN");
     for (size_t i = 0; i < NFLAGS; i++) {
-        char left[64];
+        char left[64], help[256];
         snprintf(left, sizeof left, "--%s%s%s", FLAGS[i].name, FLAGS[i].metavar ? " " : "",
                  FLAGS[i].metavar ? FLAGS[i].metavar : "");
-        if (FLAGS[i].id == A_OPTIMIZER) {
-            char names[128];
-            optimizer_kind_names(names, sizeof names, ", ", " or ");
-            fprintf(f, "  %-20s %s, honoured from lab step 10 on (default %s)\n", left, names,
-                    optimizer_kind_of(OPT_SGD)->name);
-        } else {
-            fprintf(f, "  %-20s %s\n", left, FLAGS[i].help);
-        }
+        if (!FLAGS[i].help)
+            help_of(&FLAGS[i], help, sizeof help);
+        fprintf(f, "  %-20s %s\n", left, FLAGS[i].help ? FLAGS[i].help : help);
     }
 }
 
@@ -115,25 +184,16 @@ static int parse_uint(const char *s, unsigned long long lo, unsigned long long h
     return 0;
 }
 
-/* Reals: a finite number and nothing after it, in [lo, hi] (hi_open: [lo, hi)). */
-static int parse_real(const char *s, double lo, double hi, int hi_open, double *out)
+/* Reals: a finite number and nothing after it, in [lo, hi] (lo_open, hi_open: without the end). */
+static int parse_real(const char *s, double lo, double hi, int lo_open, int hi_open, double *out)
 {
     errno = 0;
     char *end;
     double v = strtod(s, &end);
-    if (end == s || *end || errno || !isfinite(v) || v < lo || v > hi || (hi_open && v == hi))
+    if (end == s || *end || errno || !isfinite(v) || v < lo || v > hi || (lo_open && v == lo) ||
+        (hi_open && v == hi))
         return -1;
     *out = v;
-    return 0;
-}
-
-static int copy_path(char *dst, const char *val, const char *flag, char *err, size_t errlen)
-{
-    if (!*val)
-        return errmsg_set(err, errlen, flag, "empty directory name");
-    if (strlen(val) >= ARGS_PATH_LEN)
-        return errmsg_set(err, errlen, flag, "path longer than %d characters", ARGS_PATH_LEN - 1);
-    snprintf(dst, ARGS_PATH_LEN, "%s", val);
     return 0;
 }
 
@@ -143,111 +203,84 @@ static int too_large(const char *val)
     return *val && val[strspn(val, "0123456789")] == '\0' && val[strspn(val, "0")] != '\0';
 }
 
-/* Applies one flag's value; -1 and the message on a bad value. */
-static int apply(args *a, int id, const char *val, char *err, size_t errlen)
+static int set_model(args *a, const char *val, const char *name, char *err, size_t errlen)
 {
-    char flag[40] = "--";
-    for (size_t i = 0; i < NFLAGS; i++)
-        if (FLAGS[i].id == id)
-            snprintf(flag, sizeof flag, "--%s", FLAGS[i].name);
+    wrn_config c = a->model; /* keeps the dropout, whichever flag comes first */
+    char why[200];
+    if (wrn_config_parse(val, &c, why, sizeof why) != 0) /* its message may name the flag */
+        return errmsg_set(err, errlen, strncmp(why, name, strlen(name)) ? name : NULL, "%s", why);
+    a->model.depth = c.depth;
+    a->model.width = c.width;
+    wrn_config_name(&a->model, a->model_name, sizeof a->model_name);
+    return 0;
+}
+
+static int set_optimizer(args *a, const char *val, const char *name, char *err, size_t errlen)
+{
+    char why[200];
+    const optimizer_kind *k = optimizer_kind_named(val, why, sizeof why);
+    if (!k)
+        return errmsg_set(err, errlen, name, "%s", why);
+    a->optimizer = (opt_kind)k->code;
+    return 0;
+}
+
+/* Applies one flag's value to its field; -1 and the message on a bad value. */
+static int apply(args *a, const flag *f, const char *val, char *err, size_t errlen)
+{
+    char name[40];
+    snprintf(name, sizeof name, "--%s", f->name);
+    char *field = (char *)a + f->offset;
     unsigned long long u;
     double d;
-    switch (id) {
-    case A_EPOCHS:
-    case A_BATCH:
-    case A_VAL_BATCH:
-    case A_PATIENCE: {
-        int bad = parse_uint(val, 1, 1000000000, &u) != 0, big = bad && too_large(val);
-        if (bad && !big)
-            return errmsg_set(err, errlen, flag, "'%s' is not a positive integer", val);
-        if ((id == A_BATCH || id == A_VAL_BATCH) && (big || u > WRN_MAX_BATCH)) /* wrn_create's */
-            return errmsg_set(err, errlen, flag, "'%s': at most %u images a batch", val,
-                              WRN_MAX_BATCH);
-        if (big)
-            return errmsg_set(err, errlen, flag, "'%s': at most 1000000000", val);
-        *(id == A_EPOCHS ? &a->epochs : id == A_BATCH ? &a->batch_size
-                         : id == A_VAL_BATCH ? &a->val_batch_size : &a->patience) = (int)u;
-        return 0;
-    }
-    case A_TRAIN_SUBSET:
-    case A_TEST_SUBSET:
-        if (parse_uint(val, 0, 1000000000, &u) != 0)
-            return errmsg_set(err, errlen, flag, too_large(val) ? "'%s': at most 1000000000"
-                                                                : "'%s' is not a count (0 = all)",
-                              val);
-        *(id == A_TRAIN_SUBSET ? &a->train_subset : &a->test_subset) = (size_t)u;
-        return 0;
-    case A_SEED:
-        if (parse_uint(val, 0, UINT64_MAX, &u) != 0)
-            return errmsg_set(err, errlen, flag, "'%s' is not a non-negative integer", val);
-        a->seed = (uint64_t)u;
-        return 0;
-    case A_LR:
-        if (parse_real(val, 0, INFINITY, 0, &d) != 0 || d == 0)
-            return errmsg_set(err, errlen, flag, "'%s' is not a positive number", val);
-        if (d < FLT_MIN || d > FLT_MAX) /* the optimizers take it as a float: inf or 0 there */
-            return errmsg_set(err, errlen, flag, "'%s' is not a positive number a float holds "
-                              "(%g to %g)", val, (double)FLT_MIN, (double)FLT_MAX);
-        a->base_lr = d;
-        return 0;
-    case A_WARMUP:
-        if (parse_uint(val, 0, 1000000, &u) != 0)
-            return errmsg_set(err, errlen, flag, "'%s' is not a whole number of epochs >= 0", val);
-        a->warmup_epochs = (int)u;
-        return 0;
-    case A_WD:
-        if (parse_real(val, 0, INFINITY, 0, &d) != 0)
-            return errmsg_set(err, errlen, flag, "'%s' is not a number >= 0", val);
-        if (d > FLT_MAX) /* the model takes it as a float */
-            return errmsg_set(err, errlen, flag, "'%s' is not a number a float holds (at most "
-                              "%g)", val, (double)FLT_MAX);
-        a->wd = d;
-        return 0;
-    case A_MOMENTUM:
-    case A_DROPOUT:
-        if (parse_real(val, 0, 1, 1, &d) != 0)
-            return errmsg_set(err, errlen, flag, "'%s' is not a number in [0, 1)", val);
-        if (id == A_MOMENTUM)
-            a->momentum = d;
+    switch (f->kind) {
+    case F_INT:
+    case F_SIZE:
+    case F_U64:
+        if (parse_uint(val, f->min, f->max, &u) != 0) {
+            if (f->cap && too_large(val))
+                return errmsg_set(err, errlen, name, "'%s': at most %llu%s", val, f->max, f->cap);
+            return errmsg_set(err, errlen, name, "'%s' is not %s", val, f->noun);
+        }
+        if (f->kind == F_INT)
+            *(int *)(void *)field = (int)u;
+        else if (f->kind == F_SIZE)
+            *(size_t *)(void *)field = (size_t)u;
         else
-            a->model.dropout = (float)d;
+            *(uint64_t *)(void *)field = (uint64_t)u;
         return 0;
-    case A_TARGET:
-        if (parse_real(val, 0, 1, 0, &d) != 0)
-            return errmsg_set(err, errlen, flag, "'%s' is not a number in [0, 1]", val);
-        a->target_accuracy = d;
+    case F_REAL:
+    case F_FLOAT:
+        if (parse_real(val, f->lo, f->hi, f->lo_open, f->hi_open, &d) != 0)
+            return errmsg_set(err, errlen, name, "'%s' is not %s", val, f->noun);
+        if (f->cap && f->lo_open && (d < FLT_MIN || d > FLT_MAX)) /* inf or 0 as a float */
+            return errmsg_set(err, errlen, name, "'%s' is not %s (%g to %g)", val, f->cap,
+                              (double)FLT_MIN, (double)FLT_MAX);
+        if (f->cap && d > FLT_MAX)
+            return errmsg_set(err, errlen, name, "'%s' is not %s (at most %g)", val, f->cap,
+                              (double)FLT_MAX);
+        if (f->kind == F_REAL)
+            *(double *)(void *)field = d;
+        else
+            *(float *)(void *)field = (float)d;
         return 0;
-    case A_MODEL: {
-        wrn_config c = a->model; /* keeps the dropout, whichever flag comes first */
-        char why[200];
-        if (wrn_config_parse(val, &c, why, sizeof why) != 0) /* its message may name the flag */
-            return errmsg_set(err, errlen, strncmp(why, flag, strlen(flag)) ? flag : NULL, "%s",
-                              why);
-        a->model.depth = c.depth;
-        a->model.width = c.width;
-        wrn_config_name(&a->model, a->model_name, sizeof a->model_name);
+    case F_PATH:
+        if (!*val)
+            return errmsg_set(err, errlen, name, "empty directory name");
+        if (strlen(val) >= ARGS_PATH_LEN)
+            return errmsg_set(err, errlen, name, "path longer than %d characters",
+                              ARGS_PATH_LEN - 1);
+        snprintf(field, ARGS_PATH_LEN, "%s", val);
         return 0;
+    case F_SWITCH:
+        *(int *)(void *)field = 1;
+        return 0;
+    case F_CALL:
+        return f->call(a, val, name, err, errlen);
+    case F_HELP:
+        break; /* args_parse prints the usage */
     }
-    case A_OPTIMIZER: {
-        char why[200];
-        const optimizer_kind *k = optimizer_kind_named(val, why, sizeof why);
-        if (!k)
-            return errmsg_set(err, errlen, flag, "%s", why);
-        a->optimizer = (opt_kind)k->code;
-        return 0;
-    }
-    case A_DATA_DIR:
-        return copy_path(a->data_dir, val, flag, err, errlen);
-    case A_LOG_DIR:
-        return copy_path(a->log_dir, val, flag, err, errlen);
-    case A_CKPT:
-        a->use_checkpointing = 1;
-        return 0;
-    case A_RESTART:
-        a->restart = 1;
-        return 0;
-    }
-    return errmsg_set(err, errlen, flag, "not handled"); /* unreachable: every id is above */
+    return errmsg_set(err, errlen, name, "not handled"); /* unreachable: every kind is above */
 }
 
 int args_parse(args *a, int argc, char **argv, char *err, size_t errlen)
@@ -258,7 +291,7 @@ int args_parse(args *a, int argc, char **argv, char *err, size_t errlen)
     for (size_t i = 0; i < NFLAGS; i++)
         longopts[i] = (struct option){FLAGS[i].name,
                                       FLAGS[i].metavar ? required_argument : no_argument, NULL,
-                                      FLAGS[i].id};
+                                      flag_val(i)};
     longopts[NFLAGS] = (struct option){0, 0, 0, 0};
     /* "+": stop at the first non-option (no reordering of argv); ":": report a missing value as
      * ':' instead of printing; opterr = 0: every message is ours. optind = 0 re-initialises
@@ -269,8 +302,8 @@ int args_parse(args *a, int argc, char **argv, char *err, size_t errlen)
     int rc = 0, c;
     while (rc == 0 && (c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
         const char *given = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
-        if (c == '?' && (optopt == A_HELP || optopt == A_CKPT || optopt == A_RESTART) &&
-            strchr(given, '=')) {
+        const flag *f = c == '?' ? flag_of_val(optopt) : flag_of_val(c);
+        if (c == '?' && f && !f->metavar && strchr(given, '=')) {
             char name[64];
             snprintf(name, sizeof name, "%s", given);
             name[strcspn(name, "=")] = '\0';
@@ -285,14 +318,16 @@ int args_parse(args *a, int argc, char **argv, char *err, size_t errlen)
             snprintf(name, sizeof name, "%s", given);
             name[strcspn(name, "=")] = '\0';
             rc = errmsg_set(err, errlen, name, "missing value");
-        } else if (c == A_HELP) {
+        } else if (!f) {
+            rc = errmsg_set(err, errlen, NULL, "unknown option '%s' (see --help)", given);
+        } else if (f->kind == F_HELP) {
             if (hvd_rank() == 0) {
                 args_usage(stdout, argc > 0 ? argv[0] : NULL);
                 fflush(stdout);
             }
             rc = 1;
         } else {
-            rc = apply(a, c, optarg, err, errlen);
+            rc = apply(a, f, optarg, err, errlen);
         }
     }
     if (rc == 0 && optind < argc)

@@ -12,6 +12,8 @@
  *   --test-subset N  --use-checkpointing  --log-dir DIR  --restart  --seed N  --target-accuracy X
  *   --patience N  --optimizer sgd|novograd  --help
  * `--flag=value` and `--flag value` both work. Positional arguments are an error.
+ * One table in args.c (FLAGS: name, kind, bounds, field offset, messages, help) drives
+ * getopt_long, the checks and the usage text: a new flag is a field here and a row there.
  *
  * Seeds: `seed` is the data seed (shuffle and augmentation), identical on every rank.
  * args_init_seed mixes the rank in for the initial weights, so each process draws its own
