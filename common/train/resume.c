@@ -57,7 +57,7 @@ int resume_batch(loader *train, int epoch)
             trace_event("resume", "epoch=%d batch=%d saved_batch=%d world=%d was=%d "
                         "batch_size=%d batch_size_was=%d", epoch, first_batch, saved, hvd_size(),
                         was, b_now, b_was);
-            if (elastic_on()) /* the launcher restarted the job: every rank says so */
+            if (elastic_on() && hvd_rank() == 0) /* the launcher restarted the job: said once */
                 fprintf(stderr, "hvdlab: resumed at epoch %d step %d with %d ranks (was %d)\n",
                         epoch + 1, first_batch, hvd_size(), was > 0 ? was : hvd_size());
         }
