@@ -14,7 +14,10 @@
  * shape occurs, as `name value unit` lines. Peer figures for the same shapes: bench/peer_torch_conv.py.
  *
  * Usage: conv_micro [--model 16-1,16-4] [--threads 1,2] [--batch 128] [--reps 3]
- *                   [--backends gemm,gemm1,dnnl,dnnlp]
+ *                   [--backends gemm,gemm1,dnnl,dnnlp] [--dtype f32|bf16]
+ * --dtype bf16: oneDNN's activations and weights in bf16 (the bias, and bwd_w's diff weights, in
+ * f32), accumulation in f32, to see whether this CPU's bf16 (AVX512_BF16, AMX) pays for a CPU
+ * --precision bf16; the GEMM backends stay f32.
  * OPENBLAS_CORETYPE=Haswell in the environment selects OpenBLAS's AVX2 kernels.
  */
 #include <cblas.h>
@@ -23,6 +26,7 @@
 #ifdef HVDLAB_DNNL
 #include <oneapi/dnnl/dnnl.h>
 #endif
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -197,6 +201,8 @@ static dnnl_memory_t mem_of(dnnl_ctx *c, const dnnl_memory_desc_t *md) {
     return m;
 }
 
+static dnnl_data_type_t act_dt = dnnl_f32; /* --dtype */
+
 static double time_prim(dnnl_ctx *c, dnnl_primitive_t p, int nargs, dnnl_exec_arg_t *args,
                         int reps) {
     double best = 1e30;
@@ -243,12 +249,14 @@ static void dnnl_times(dnnl_ctx *c, const shape *s, int n, int plain, int reps, 
     dnnl_dims_t strides = {1, 1}, pad = {s->k / 2, s->k / 2};
     dnnl_format_tag_t act = plain ? dnnl_nchw : dnnl_format_tag_any;
     dnnl_memory_desc_t src, wei, bia, dst, src_nchw, dst_nchw;
-    CHECK(dnnl_memory_desc_init_by_tag(&src, 4, sd, dnnl_f32, act));
-    CHECK(dnnl_memory_desc_init_by_tag(&wei, 4, wd, dnnl_f32, plain ? dnnl_oihw : dnnl_format_tag_any));
+    dnnl_memory_desc_t wdiff;
+    CHECK(dnnl_memory_desc_init_by_tag(&src, 4, sd, act_dt, act));
+    CHECK(dnnl_memory_desc_init_by_tag(&wei, 4, wd, act_dt, plain ? dnnl_oihw : dnnl_format_tag_any));
+    CHECK(dnnl_memory_desc_init_by_tag(&wdiff, 4, wd, dnnl_f32, plain ? dnnl_oihw : dnnl_format_tag_any));
     CHECK(dnnl_memory_desc_init_by_tag(&bia, 1, bd, dnnl_f32, dnnl_x));
-    CHECK(dnnl_memory_desc_init_by_tag(&dst, 4, dd, dnnl_f32, act));
-    CHECK(dnnl_memory_desc_init_by_tag(&src_nchw, 4, sd, dnnl_f32, dnnl_nchw));
-    CHECK(dnnl_memory_desc_init_by_tag(&dst_nchw, 4, dd, dnnl_f32, dnnl_nchw));
+    CHECK(dnnl_memory_desc_init_by_tag(&dst, 4, dd, act_dt, act));
+    CHECK(dnnl_memory_desc_init_by_tag(&src_nchw, 4, sd, act_dt, dnnl_nchw));
+    CHECK(dnnl_memory_desc_init_by_tag(&dst_nchw, 4, dd, act_dt, dnnl_nchw));
 
     dnnl_convolution_desc_t fd, bdd, bwd;
     CHECK(dnnl_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_direct,
@@ -258,7 +266,7 @@ static void dnnl_times(dnnl_ctx *c, const shape *s, int n, int plain, int reps, 
     CHECK(dnnl_convolution_backward_data_desc_init(&bdd, dnnl_convolution_direct, &src, &wei, &dst,
                                                    strides, pad, pad));
     CHECK(dnnl_primitive_desc_create(&dpd, &bdd, NULL, c->eng, fpd));
-    CHECK(dnnl_convolution_backward_weights_desc_init(&bwd, dnnl_convolution_direct, &src, &wei,
+    CHECK(dnnl_convolution_backward_weights_desc_init(&bwd, dnnl_convolution_direct, &src, &wdiff,
                                                       &bia, &dst, strides, pad, pad));
     CHECK(dnnl_primitive_desc_create(&wpd, &bwd, NULL, c->eng, fpd));
     snprintf(impl[0], 48, "%s", impl_of(fpd));
@@ -292,7 +300,15 @@ static void dnnl_times(dnnl_ctx *c, const shape *s, int n, int plain, int reps, 
         CHECK(dnnl_memory_get_data_handle(all[i], &h));
         CHECK(dnnl_memory_get_memory_desc(all[i], &md));
         size_t bytes = dnnl_memory_desc_get_size(md);
-        for (size_t j = 0; j < bytes / 4; j++) ((float *)h)[j] = (float)(j % 97) * 0.01f - 0.3f;
+        if (md->data_type == dnnl_bf16) /* the upper half of each float */
+            for (size_t j = 0; j < bytes / 2; j++) {
+                float v = (float)(j % 97) * 0.01f - 0.3f;
+                uint32_t u;
+                memcpy(&u, &v, sizeof u);
+                ((uint16_t *)h)[j] = (uint16_t)(u >> 16);
+            }
+        else
+            for (size_t j = 0; j < bytes / 4; j++) ((float *)h)[j] = (float)(j % 97) * 0.01f - 0.3f;
     }
     dnnl_exec_arg_t fa[] = {{DNNL_ARG_SRC, m_src}, {DNNL_ARG_WEIGHTS, m_wei}, {DNNL_ARG_BIAS, m_bia},
                             {DNNL_ARG_DST, m_dst}};
@@ -423,6 +439,10 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--batch")) n = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--backends")) backends = argv[i + 1];
+#ifdef HVDLAB_DNNL
+        else if (!strcmp(argv[i], "--dtype") && !strcmp(argv[i + 1], "f32")) act_dt = dnnl_f32;
+        else if (!strcmp(argv[i], "--dtype") && !strcmp(argv[i + 1], "bf16")) act_dt = dnnl_bf16;
+#endif
         else { fprintf(stderr, "conv_micro: unknown option %s\n", argv[i]); return 2; }
     }
     printf("openblas_core %s\n", openblas_get_corename());
