@@ -9,6 +9,7 @@
 #include "base/fatal.h"
 #include "base/trace.h"
 #include "hvd/hvd.h"
+#include "optim/loss_scale.h"
 #include "optim/optim.h"
 #include "optim/optim_cuda.h"
 
@@ -107,6 +108,22 @@ static int accumulate(optimizer *opt, param_set *ps)
     return 1;
 }
 
+/* The loss scaler's verdict on the averaged gradients: divided by S, then 1 (apply) unless any
+ * rank's hold NaN or Inf (0: skip, on every rank alike). */
+static int unscaled_and_finite(optimizer *opt, param_set *ps)
+{
+    size_t bad;
+#ifdef HVDLAB_CUDA
+    if (ps->device) {
+        size_t first;
+        optim_scale_cuda(ps->grads, ps->n, 1.0f / opt->loss_scale->scale);
+        bad = optim_non_finite_cuda(ps->grads, ps->n, &first);
+    } else
+#endif
+        bad = loss_scale_unscale(opt->loss_scale, ps->grads, ps->n);
+    return loss_scale_update(opt->loss_scale, bad > 0);
+}
+
 int optimizer_step(optimizer *opt, param_set *ps)
 {
     if (!opt || !ps)
@@ -116,6 +133,8 @@ int optimizer_step(optimizer *opt, param_set *ps)
         return 0;
     if (opt->reduce_grads)
         opt->reduce_grads(ps, opt->compression);
+    if (opt->loss_scale && !unscaled_and_finite(opt, ps))
+        return 0;
     /* After the averaging the gradient is the same on every rank, so every rank stops at this
      * same step and none waits in the next allreduce. A NaN or Inf loss on any one rank shows
      * here too: its logits were not finite, so were its softmax and every gradient it fed into

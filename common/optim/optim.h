@@ -102,6 +102,10 @@ struct optimizer {
     int device;
     void *device_aux;        /* the kind's own device scratch (NovoGrad: tables, partial sums) */
     void *host_aux;          /* what it copies up each step (NovoGrad: the tables), kept alive */
+    /* fp16 training (loss_scale.h): the gradients come multiplied by loss_scale->scale; the
+     * step divides them by it after the averaging and skips the update, on every rank alike,
+     * when any rank's hold NaN or Inf. NULL: no scaling (the caller owns it). */
+    struct loss_scale *loss_scale;
 };
 
 novograd_options novograd_defaults(void); /* β1 0.9, β2 0.999, ε 1e-7, wd 0, averaging off */
@@ -124,7 +128,8 @@ optimizer *hvd_distributed_optimizer_ex(optimizer *opt, int compression,
 
 /* One update of ps->params from ps->grads (averaged first when distributed). With
  * backward_passes_per_step = k > 1, only every k-th call updates; the others accumulate.
- * Returns 1 if the weights changed, 0 if this call only accumulated. */
+ * Returns 1 if the weights changed, 0 if this call only accumulated or, with opt->loss_scale,
+ * skipped the update for an overflow (weights, state and iterations unchanged). */
 int optimizer_step(optimizer *opt, param_set *ps);
 
 /* Stops the run (fatal_error on this rank) when ps->grads holds a NaN or Inf: one line naming

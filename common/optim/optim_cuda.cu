@@ -1,7 +1,7 @@
 /* optim_cuda.cu — SGD-momentum and NovoGrad updates, gradient accumulation and the NaN/Inf
  * count as kernels over the flat device buffers. See optim_cuda.h.
  * Public: optim_sgd_cuda, optim_novograd_cuda, optim_novograd_aux_bytes, optim_accumulate_cuda,
- *         optim_non_finite_cuda.
+ *         optim_non_finite_cuda, optim_scale_cuda.
  */
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -164,6 +164,20 @@ extern "C" void optim_accumulate_cuda(float *a, float *g, size_t n, int last)
 }
 
 /* Exponent all ones: Inf or NaN (diverge.c's integer test). */
+__global__ void scale_kernel(float *__restrict__ x, size_t n, float f)
+{
+    GRID_STRIDE(i, n) { x[i] *= f; }
+}
+
+extern "C" void optim_scale_cuda(float *x, size_t n, float f)
+{
+    if (n == 0)
+        return;
+    cudaStream_t s = stream();
+    scale_kernel<<<blocks_for(n), OPT_THREADS, 0, s>>>(x, n, f);
+    CUDA_CHECK_LAUNCH(s);
+}
+
 __global__ void non_finite_kernel(const float *__restrict__ x, size_t n,
                                   unsigned long long *__restrict__ out /* count, first */)
 {

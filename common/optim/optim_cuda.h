@@ -4,7 +4,7 @@
  * CPU's only through the inputs. Only in CUDA builds.
  *
  * Public: optim_sgd_cuda, optim_novograd_cuda, optim_novograd_aux_bytes, optim_accumulate_cuda,
- *         optim_non_finite_cuda.
+ *         optim_non_finite_cuda, optim_scale_cuda.
  */
 #ifndef HVDLAB_OPTIM_CUDA_H
 #define HVDLAB_OPTIM_CUDA_H
@@ -30,6 +30,9 @@ void optim_novograd_cuda(float *w, const float *g, float *m, float *v, const siz
 
 /* a += g; when last: g = a, a = 0 (optim.c's local accumulation). */
 void optim_accumulate_cuda(float *a, float *g, size_t n, int last);
+
+/* x *= f (the loss scaler's unscale: f = 1/S). */
+void optim_scale_cuda(float *x, size_t n, float f);
 
 /* NaN and Inf values in x; *first: the index of the first one (n when none). Waits. */
 size_t optim_non_finite_cuda(const float *x, size_t n, size_t *first);
