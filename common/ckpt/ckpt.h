@@ -31,7 +31,8 @@
  * Leftover temp files (from a killed writer) are ignored by every reader.
  *
  * Reading checks first the format (ckpt_format.h: magic, size, version, CRCs, internal
- * consistency), then what the caller expects (ckpt_check: model config, optimizer kind, counts,
+ * consistency), then that every scalar of the header and the resume block is one a run writes
+ * (ckpt_implausible: a NaN last_lr, a negative count), then what the caller expects (ckpt_check: model config, optimizer kind, counts,
  * view table). Config compatibility means the same depth and width (the parameter layout);
  * dropout is stored but may differ.
  *
@@ -44,6 +45,7 @@
  *
  * Public, on plain buffers (the format's ckpt_data and ckpt_file):
  *   ckpt_check.c (expectations) ckpt_check, ckpt_opt_name, ckpt_nonfinite
+ *   ckpt_plausible.c (scalars)  ckpt_implausible, ckpt_implausible_place
  *   ckpt_files.c (directories)  ckpt_mkdirs, ckpt_write_temp, ckpt_commit, ckpt_save, ckpt_load,
  *                               ckpt_latest_epoch, ckpt_newest_valid, ckpt_found_batch,
  *                               ckpt_set_aside, ckpt_move_noclobber
@@ -53,7 +55,7 @@
  *   ckpt_data_of, ckpt_expect_of, ckpt_save_params, ckpt_load_params, ckpt_set_target,
  *   ckpt_has_target, ckpt_save_target, ckpt_target_iterations, ckpt_target_checksum,
  *   ckpt_set_world_size, ckpt_loaded_world_size, ckpt_set_batch_size, ckpt_loaded_batch_size,
- *   ckpt_set_early_stop_source, ckpt_loaded_early_stop_count
+ *   ckpt_set_early_stop_source, ckpt_loaded_early_stop_count, ckpt_check_loaded_place
  * Public (inline here, on a wrn_model): ckpt_save_model, ckpt_load_model, ckpt_latest_model
  */
 #ifndef HVDLAB_CKPT_H
@@ -104,6 +106,17 @@ const char *ckpt_opt_name(int kind);
  * No such checkpoint is ever written (ckpt_write_temp refuses it) or loaded (ckpt_load and the
  * scan treat it as damaged): a diverged run must not poison the runs that resume from it. */
 int ckpt_nonfinite(const ckpt_data *d, char *what, size_t len);
+
+/* 1 if a scalar of d's header or resume block is one no run writes (what then names the field,
+ * its value and what it may be: "last_lr nan (a learning rate: finite, at least 0)"), else 0:
+ * a dropout outside [0, 1), a negative epoch, iterations, batch, world_size or batch_size, a
+ * NaN, infinite or negative last_lr, a batch_size past WRN_MAX_BATCH, an early_stop_count past
+ * the epoch. Treated as ckpt_nonfinite is: never written, and a file holding one is damaged. */
+int ckpt_implausible(const ckpt_data *d, char *what, size_t len);
+/* 1 if r's place mid-epoch (batch batches of batch_size images on world_size ranks) lies past
+ * an epoch of `images` training images (the data's, before any --train-subset), with the
+ * fields in what; 0 for an end-of-epoch block (batch 0). */
+int ckpt_implausible_place(const ckpt_resume *r, size_t images, char *what, size_t len);
 
 /* Reads dir/checkpoint-{epoch}.ckpt, checks it against want (NULL: no requirement) and the
  * epoch stored in it, traces ckpt_restore. On error f holds nothing to free. */
@@ -221,6 +234,11 @@ int ckpt_loaded_world_size(void);
 /* Likewise the images per batch and rank (--batch-size), for a run resumed with another. */
 void ckpt_set_batch_size(int n);
 int ckpt_loaded_batch_size(void);
+/* After ckpt_load_params of a mid-epoch file: ckpt_implausible_place of its resume block with
+ * the run's training data of `images` (train/resume.c asks it on the rank that loaded). 0 when
+ * it fits or nothing was loaded; else -1 and "PATH: implausible checkpoint: batch B, world_size
+ * W, batch_size S (...), refused". */
+int ckpt_check_loaded_place(size_t images, char *err, size_t errlen);
 /* count() gives the early-stop count every file written from now on records (train/progress.c
  * sets it); NULL: 0. */
 void ckpt_set_early_stop_source(int (*count)(void));

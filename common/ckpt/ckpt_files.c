@@ -51,12 +51,17 @@ int ckpt_mkdirs(const char *dir, char *err, size_t errlen)
 int ckpt_write_temp(const char *dir, const ckpt_data *d, char *tmp, size_t tmplen, char *err,
                     size_t errlen)
 {
-    char what[96];
+    char what[256];
     if (ckpt_nonfinite(d, what, sizeof what)) {
         char path[4096];
         ckpt_path(path, sizeof path, dir, d->epoch);
         return errmsg_set(err, errlen, path, "not saved: %s (the training diverged; try a "
                           "smaller --base-lr or more --warmup-epochs)", what);
+    }
+    if (ckpt_implausible(d, what, sizeof what)) { /* a writer's bug: no run reads it back */
+        char path[4096];
+        ckpt_path_at(path, sizeof path, dir, d->epoch, d->resume.batch);
+        return errmsg_set(err, errlen, path, "not saved: implausible %s", what);
     }
     if (ckpt_mkdirs(dir, err, errlen))
         return -1;
@@ -131,12 +136,14 @@ int ckpt_save(const char *dir, const ckpt_data *d, char *err, size_t errlen)
 static int read_checked(const char *path, int epoch, int batch, const ckpt_expect *want,
                         ckpt_file *f, char *err, size_t errlen)
 {
-    char what[96];
+    char what[256];
     if (ckpt_read_file(path, f, err, errlen))
         return -1;
     if ((ckpt_nonfinite(&f->d, what, sizeof what) &&
          errmsg_set(err, errlen, path, "checkpoint holds a non-finite value (%s), refused",
                     what)) ||
+        (ckpt_implausible(&f->d, what, sizeof what) &&
+         errmsg_set(err, errlen, path, "implausible checkpoint: %s, refused", what)) ||
         (want && ckpt_check(f, want, path, err, errlen)) ||
         (f->d.epoch != epoch && !batch && !f->d.resume.batch &&
          errmsg_set(err, errlen, path, "checkpoint holds epoch %d, its name says %d", f->d.epoch,

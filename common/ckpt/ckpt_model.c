@@ -4,7 +4,7 @@
  * Public: ckpt_data_of, ckpt_expect_of, ckpt_save_params, ckpt_load_params, ckpt_set_target,
  * ckpt_has_target, ckpt_save_target, ckpt_set_world_size, ckpt_loaded_world_size,
  * ckpt_set_batch_size, ckpt_loaded_batch_size, ckpt_target_iterations, ckpt_target_checksum,
- * ckpt_set_early_stop_source, ckpt_loaded_early_stop_count.
+ * ckpt_set_early_stop_source, ckpt_loaded_early_stop_count, ckpt_check_loaded_place.
  */
 #include "ckpt/ckpt.h"
 
@@ -26,6 +26,10 @@ static int loaded_world; /* the last file ckpt_load_params read */
 static int loaded_early_stop;              /* likewise */
 static int batch_size, loaded_batch_size;  /* as world_size and loaded_world */
 static int (*early_stop_source)(void);     /* ckpt_set_early_stop_source */
+static struct {
+    char path[4096];
+    ckpt_resume r;
+} loaded; /* the last file ckpt_load_params read: its place mid-epoch (ckpt_check_loaded_place) */
 
 void ckpt_set_world_size(int n) { world_size = n > 0 ? n : 0; }
 int ckpt_loaded_world_size(void) { return loaded_world; }
@@ -33,6 +37,14 @@ void ckpt_set_batch_size(int n) { batch_size = n > 0 ? n : 0; }
 int ckpt_loaded_batch_size(void) { return loaded_batch_size; }
 void ckpt_set_early_stop_source(int (*count)(void)) { early_stop_source = count; }
 int ckpt_loaded_early_stop_count(void) { return loaded_early_stop; }
+
+int ckpt_check_loaded_place(size_t images, char *err, size_t errlen)
+{
+    char what[256];
+    if (!ckpt_implausible_place(&loaded.r, images, what, sizeof what))
+        return 0;
+    return errmsg_set(err, errlen, loaded.path, "implausible checkpoint: %s, refused", what);
+}
 
 ckpt_data ckpt_data_of(const wrn_config *cfg, const param_set *ps, const optimizer *opt,
                        int epoch)
@@ -123,6 +135,8 @@ int ckpt_load_params(const char *dir, int epoch, const wrn_config *cfg, param_se
     loaded_world = f.d.resume.world_size > 0 ? f.d.resume.world_size : 0;
     loaded_early_stop = f.d.resume.early_stop_count > 0 ? f.d.resume.early_stop_count : 0;
     loaded_batch_size = f.d.resume.batch_size > 0 ? f.d.resume.batch_size : 0;
+    loaded.r = f.d.resume;
+    ckpt_path_at(loaded.path, sizeof loaded.path, dir, epoch, f.d.resume.batch);
     if (!f.resume_bytes) /* version 1 kept no dropout counter */
         fprintf(stderr, "hvdlab: warning: %s/checkpoint-%d.ckpt: format version 1 has no dropout "
                 "counter; the resumed run draws new dropout masks\n", dir, epoch);

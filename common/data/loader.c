@@ -134,6 +134,7 @@ int loader_init(loader *L, const uint8_t *images /* (n, 28, 28) */, const uint8_
         return set_err(err, errlen, "unknown remainder policy %d", (int)opt->remainder);
     if (!isfinite(opt->mean) || !isfinite(opt->std) || opt->std < 0.0)
         return set_err(err, errlen, "bad standardisation mean %g std %g", opt->mean, opt->std);
+    const size_t available = n;
     if (opt->subset && opt->subset < n)
         n = opt->subset;
     if (n && (!images || !labels))
@@ -142,6 +143,7 @@ int loader_init(loader *L, const uint8_t *images /* (n, 28, 28) */, const uint8_
     L->images = images;
     L->labels = labels;
     L->n = n;
+    L->available = available;
     size_t size = (size_t)opt->size;
     if (opt->remainder == LOADER_DROP || n == 0)
         L->total = n / size * size;

@@ -64,6 +64,7 @@ typedef struct {
     const uint8_t *images; /* (n, 28, 28) borrowed */
     const uint8_t *labels; /* (n) borrowed */
     size_t n;              /* samples in use (after subset) */
+    size_t available;      /* samples the source holds (before subset) */
     int epoch;
     size_t *perm;          /* (n) this epoch's permutation of 0..n-1 */
     size_t *shard;         /* (per_rank) dataset indices this rank draws this epoch, in order */

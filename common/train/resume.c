@@ -6,6 +6,8 @@
 
 #include <stdio.h>
 
+#include "base/errmsg.h"
+#include "base/fatal.h"
 #include "base/trace.h"
 #include "ckpt/ckpt.h"
 #include "guard/vote.h"
@@ -39,6 +41,9 @@ int resume_batch(loader *train, int epoch)
         /* The ranks that loaded the checkpoint know the batch and the world size it was saved
          * with, the others learn them: every rank is here, and the largest of {its value, 0,
          * ...} is the loader's. Four votes, once per run. */
+        char err[ERRMSG_LEN]; /* the rank that loaded a mid-epoch file checks its place */
+        if (ckpt_check_loaded_place(train->available, err, sizeof err))
+            fatal_error("%s", err);
         int mine = ckpt_found_batch(NULL, epoch);
         vote_start(mine);
         int saved = vote_finish();

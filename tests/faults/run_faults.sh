@@ -6,7 +6,7 @@
 # Usage: sh tests/faults/run_faults.sh [--quick] [--write-doc] [--only "N ..."]
 #   --quick      only the rows marked quick (they end in seconds even where the kit still fails)
 #   --write-doc  also put the table into notebooks-md/appendix-faults.md between its markers
-#   --only       only these rows (numbers as in the table: 1 2 2b 3 4 5 5b 6 7a 7b 7c 8 8b 9 10)
+#   --only       only these rows (numbers as in the table: 1 2 2b 3 4 5 5b 6 7a 7b 7c 8 8b 9 10 11)
 # Env: BUILD (build), MPIRUN (mpirun with its flags), FAULTS_REQUIRE (rows that must hold: the
 #      exit status is 1 when one of them that ran does not; default: all), FAULTS_KEEP=1 keeps
 #      the scratch directory.
@@ -19,7 +19,7 @@ if [ -z "${MPIRUN:-}" ]; then
     MPIRUN="mpirun --oversubscribe"
     [ "$(id -u)" = 0 ] && MPIRUN="$MPIRUN --allow-run-as-root"
 fi
-REQUIRE=${FAULTS_REQUIRE:-1 2 2b 3 4 5 5b 6 7a 7b 7c 8 8b 9 10}
+REQUIRE=${FAULTS_REQUIRE:-1 2 2b 3 4 5 5b 6 7a 7b 7c 8 8b 9 10 11}
 PROG=$(pwd)/$BUILD/solutions/step10
 OPS=$(pwd)/$BUILD/tests/progs/prog_fault_ops
 quick=0 write_doc=0 only=""
@@ -430,7 +430,56 @@ f10() {
     row 10 1 $ok "SIGTERM to \`mpirun\` once epoch 2 has begun" "$does" "$SECS" "$lost"
 }
 
-for f in "1 1" "2 1" "2b 1" "3 0" "4 1" "5 1" "5b 1" "6 1" "7a 1" "7b 0" "7c 0" "8 0" "8b 1" "9 1" "10 1"; do
+# 11. A checkpoint's scalars edited and its CRCs fixed up (zlib's crc32 over the header's first
+# 124 bytes and over all but the last 4): last_lr NaN; then a mid-epoch copy (checkpoint-1.5)
+# that claims 5 batches of 32 images on each of 1000 ranks, more than the 60000 images of an
+# epoch. Offsets as in common/ckpt/ckpt_format.h; the resume block ends 4 bytes before the file.
+forge() { # FILE NEWNAME FIELD=VALUE...: rewrites FILE as NEWNAME with the fields changed
+    python3 -c "
+import struct, sys, zlib
+b = bytearray(open(sys.argv[1], 'rb').read())
+rb = len(b) - 4 - 32
+at = {'last_lr': (76, '<f'), 'batch': (rb + 8, '<i'), 'world_size': (rb + 12, '<i')}
+for kv in sys.argv[3:]:
+    k, v = kv.split('=')
+    o, f = at[k]
+    struct.pack_into(f, b, o, float(v) if f == '<f' else int(v))
+struct.pack_into('<I', b, 124, zlib.crc32(bytes(b[:124])))
+struct.pack_into('<I', b, len(b) - 4, zlib.crc32(bytes(b[:-4])))
+open(sys.argv[2], 'wb').write(b)" "$@"
+}
+f11() {
+    a=$W/f11a b=$W/f11b
+    mkdir -p "$a" "$b"
+    run f11a 60 -n 2 "$PROG" $SMALL --epochs 1 --use-checkpointing --log-dir "$a"
+    ok=0 does="the first run wrote no checkpoint-1 ($(status))" took="$SECS"
+    if [ -s "$a/checkpoint-1.ckpt" ]; then
+        forge "$a/checkpoint-1.ckpt" "$b/checkpoint-1.5.ckpt" batch=5 world_size=1000
+        forge "$a/checkpoint-1.ckpt" "$a/checkpoint-1.ckpt" last_lr=nan
+        run f11 60 -n 2 "$PROG" $SMALL --epochs 2 --use-checkpointing --log-dir "$a"
+        nan_ok=0
+        stopped_with_line f11 && grep -q 'checkpoint-1.ckpt: implausible checkpoint: last_lr nan' \
+            "$W/f11.out" && ! grep -q '^1/' "$W/f11.out" && nan_ok=1
+        took="$SECS"
+        run f11b 60 -n 2 "$PROG" $SMALL --epochs 2 --use-checkpointing --log-dir "$b"
+        took="$took, $SECS"
+        if [ $nan_ok = 1 ] && stopped_with_line f11b &&
+            grep -q 'checkpoint-1.5.ckpt: implausible checkpoint: batch 5, world_size 1000' \
+                "$W/f11b.out" && ! grep -q '^[0-9]*/' "$W/f11b.out"; then
+            ok=1 does="stops, naming the file and the field: $(grep -m1 -o 'last_lr nan ([^)]*)' "$W/f11.out"
+                ) (renamed aside as damaged); $(err_line f11b | sed 's/ (5 batches.*//')"
+        else
+            does="last_lr NaN: $(status) $(err_line f11); 1000 ranks: $(grep -m1 -o 'warning: .*' "$W/f11b.out" |
+                cut -c1-150 || err_line f11b)"
+        fi
+    fi
+    lost="nothing (the NaN file kept as \`.damaged\`)"
+    [ $ok = 1 ] || lost="the resumed runs train from what no run wrote"
+    row 11 1 $ok "a checkpoint's \`last_lr\` set to NaN, CRCs fixed up; a mid-epoch one that claims 1000 ranks" \
+        "$does" "$took" "$lost"
+}
+
+for f in "1 1" "2 1" "2b 1" "3 0" "4 1" "5 1" "5b 1" "6 1" "7a 1" "7b 0" "7c 0" "8 0" "8b 1" "9 1" "10 1" "11 1"; do
     set -- $f
     wanted "$1" "$2" && "f$1"
 done

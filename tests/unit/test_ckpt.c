@@ -315,6 +315,89 @@ START_TEST(nonfinite_never_saved_nor_loaded)
 }
 END_TEST
 
+/* A scalar no run writes (CRCs fixed up after the edit) is refused, naming the file and the
+ * field; the scan sets such a file aside as damaged; no such file is saved. */
+START_TEST(implausible_scalars_refused_by_name)
+{
+    fixture f;
+    make_fixture(&f, 10, 1, 2);
+    save(tmp_dir, &f);
+    size_t len;
+    uint8_t *b = slurp(tmp_path("checkpoint-2.ckpt"), &len);
+    char p[512], want[800];
+    snprintf(p, sizeof p, "%s", tmp_path("checkpoint-2.ckpt"));
+    const long neg_iter = (long)(int64_t)(0xffffffffull << 32 | (1234567890123ull & 0xffffffffu));
+    char iter_msg[120];
+    snprintf(iter_msg, sizeof iter_msg, "iterations %ld (optimizer steps, at least 0)", neg_iter);
+    struct { size_t at; uint32_t val; const char *msg; } cases[] = {
+        {24, 0, "depth 0, width 1 (both at least 1)"},
+        {32, 0x3f800000, "dropout 1 (from 0 up to 1, not 1)"},
+        {32, 0x7fc00000, "dropout nan (from 0 up to 1, not 1)"},
+        {68, 0xffffffff, "epoch -1 (finished epochs, at least 0)"},
+        {76, 0x7fc00000, "last_lr nan (a learning rate: finite, at least 0)"},
+        {76, 0x7f800000, "last_lr inf (a learning rate: finite, at least 0)"},
+        {76, 0xbf000000, "last_lr -0.5 (a learning rate: finite, at least 0)"},
+        {84, 0xffffffff, iter_msg},
+        {RESUME_AT + 4, 0x80000000, "model_steps 9223372038141384426 (training batches, below "
+                                    "2^63)"},
+        {RESUME_AT + 8, 0xffffffff, "batch -1 (batches of the epoch run, at least 0)"},
+        {RESUME_AT + 12, 0xfffffffe, "world_size -2 (ranks, at least 0: 0 is not recorded)"},
+        {RESUME_AT + 16, 3, "early_stop_count 3 (epochs in a row above the target, 0 to the "
+                            "file's epoch 2)"},
+        {RESUME_AT + 20, 0x7fffffff, "batch_size 2147483647 (images a batch, 0 (not recorded) "
+                                     "to 1048576)"},
+    };
+    ckpt_file r;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        uint32_t old = le32(b + cases[c].at);
+        set_le32(b + cases[c].at, cases[c].val);
+        reseal(b, len);
+        spit(p, b, len);
+        set_le32(b + cases[c].at, old);
+        ck_assert_int_eq(ckpt_load(tmp_dir, 2, NULL, &r, err, sizeof err), -1);
+        snprintf(want, sizeof want, "%s: implausible checkpoint: %s, refused", p, cases[c].msg);
+        ck_assert_str_eq(err, want);
+    }
+    /* the scan: the last case's file is set aside, the search goes on (none left: 0) */
+    int saved = capture_begin();
+    int e = ckpt_latest_epoch(tmp_dir, NULL, 0, err, sizeof err);
+    char *said = capture_end(saved);
+    ck_assert_int_eq(e, -1); /* every checkpoint damaged */
+    ck_assert_msg(strstr(said, "implausible checkpoint: batch_size 2147483647") &&
+                  strstr(said, "checkpoint-2.ckpt.damaged"), "%s", said);
+    free(said);
+    ck_assert_int_eq(access(tmp_path("checkpoint-2.ckpt.damaged"), F_OK), 0);
+    /* the writer refuses one too */
+    f.d.last_lr = NAN;
+    ck_assert_int_eq(ckpt_save(tmp_dir, &f.d, err, sizeof err), -1);
+    snprintf(want, sizeof want, "%s: not saved: implausible last_lr nan (a learning rate: "
+             "finite, at least 0)", p);
+    ck_assert_str_eq(err, want);
+    free(b);
+}
+END_TEST
+
+/* A mid-epoch place past the data: batches x images x ranks above the training images. */
+START_TEST(implausible_place_past_the_data)
+{
+    char what[256];
+    ckpt_resume r = {.batch = 5, .world_size = 2, .batch_size = 32};
+    ck_assert_int_eq(ckpt_implausible_place(&r, 320, what, sizeof what), 0);
+    ck_assert_int_eq(ckpt_implausible_place(&r, 319, what, sizeof what), 1);
+    r.world_size = 1000;
+    ck_assert_int_eq(ckpt_implausible_place(&r, 60000, what, sizeof what), 1);
+    ck_assert_str_eq(what, "batch 5, world_size 1000, batch_size 32 (5 batches of 32 images on "
+                     "each of 1000 ranks are more than the 60000 training images of an epoch)");
+    r = (ckpt_resume){.batch = 0x7fffffff, .world_size = 0x7fffffff, .batch_size = 0x7fffffff};
+    ck_assert_int_eq(ckpt_implausible_place(&r, 60000, what, sizeof what), 1); /* past 64 bits */
+    r = (ckpt_resume){.batch = 0, .world_size = 1000, .batch_size = 32}; /* an epoch's end */
+    ck_assert_int_eq(ckpt_implausible_place(&r, 60000, what, sizeof what), 0);
+    r = (ckpt_resume){.batch = 7}; /* nothing recorded: one image a batch on one rank */
+    ck_assert_int_eq(ckpt_implausible_place(&r, 7, what, sizeof what), 0);
+    ck_assert_int_eq(ckpt_implausible_place(&r, 6, what, sizeof what), 1);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("ckpt");
@@ -329,6 +412,8 @@ static Suite *make_suite(void)
     tcase_add_test(tc, config_optimizer_and_view_mismatch);
     tcase_add_test(tc, version_1_still_loads);
     tcase_add_test(tc, nonfinite_never_saved_nor_loaded);
+    tcase_add_test(tc, implausible_scalars_refused_by_name);
+    tcase_add_test(tc, implausible_place_past_the_data);
     suite_add_tcase(s, tc);
     return s;
 }
