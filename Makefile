@@ -193,6 +193,7 @@ test: setup  ## install if needed, build, check the CUDA build, the layers, unit
 	@$(MAKE) --no-print-directory test-emu-coll
 	@$(MAKE) --no-print-directory test-emu-train
 	@$(MAKE) --no-print-directory lab-test
+	@$(MAKE) --no-print-directory test-grade-class
 	@$(MAKE) --no-print-directory test-ckpt-faults
 	@$(MAKE) --no-print-directory test-hvdrun
 	@$(MAKE) --no-print-directory check-docs

@@ -9,3 +9,9 @@ grade-class: $(LIB) $(GRADER_BIN) $(SOLUTION_BIN)  ## grade a class: SUBMISSIONS
 	@GRADE_CFLAGS="$(PKG_CFLAGS)" GRADE_LDLIBS="$(LDLIBS)" BUILD=$(BUILD) sh tools/grade_class.sh \
 	  --submissions "$(SUBMISSIONS)" --out "$(or $(OUT),grades)" --steps "$(STEPS)" \
 	  --seed "$(or $(SEED),1)" --jobs "$(or $(JOBS),1)"
+
+# The sandbox against hostile submissions: a class of them contained and failed or flagged, and
+# each piece of the sandbox shown to matter (tests/grade/hostile_test.sh; root only, ~3 min).
+test-grade-class: $(LIB) $(BUILD)/tests/grade/grade_step01 $(BUILD)/solutions/step01  ## hostile submissions: contained, failed or flagged; each sandbox piece shown to matter
+	@sh tools/setup.sh bubblewrap >/dev/null
+	@BUILD=$(BUILD) timeout 600 sh tests/grade/hostile_test.sh

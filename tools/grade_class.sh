@@ -132,16 +132,45 @@ for id in $ids; do
     sh "$kit/tools/grade_collect.sh" "$subs/$id" "$scr/src/$id" || die "collecting $id failed"
 done
 
-# The graded sizes and the reference runs, when the screen side provides them.
-sizes_file=""
+# The graded sizes (from SEED) and, per step, a reference run of the kit's solution with them,
+# outside the sandbox: the students' traces are compared with its digests (flags only). Skipped
+# when every student's results are kept (a resumed run with nothing left to grade).
+sizes_file="" ref_dir=""
+todo=0
+for id in $ids; do
+    if [ -f "$out/$id/verdicts.tsv" ] && [ -f "$out/$id/meta.tsv" ] &&
+       [ -z "$(find "$subs/$id" -newer "$out/$id/verdicts.tsv" -print 2>/dev/null | head -1)" ]; then
+        continue
+    fi
+    todo=$((todo + 1))
+done
 if [ -f "$kit/tools/grade_sizes.sh" ]; then
     sizes_file="$scr/sizes.txt"
-    sh "$kit/tools/grade_sizes.sh" "$seed" >"$sizes_file" || die "tools/grade_sizes.sh $seed failed"
+    sh "$kit/tools/grade_sizes.sh" "$seed" >"$sizes_file" 2>"$scr/sizes.err" ||
+        die "tools/grade_sizes.sh $seed failed: $(head -1 "$scr/sizes.err")"
+    if [ "$todo" -gt 0 ] && [ "${GRADE_NO_REFERENCE:-}" != 1 ]; then
+        ref_dir="$scr/ref"
+        mkdir -p "$ref_dir"
+        mpirun_ref="mpirun --oversubscribe"
+        [ "$(id -u)" = 0 ] && mpirun_ref="$mpirun_ref --allow-run-as-root"
+        for s in $steps; do
+            [ -x "$build/solutions/step$s" ] || die "$build/solutions/step$s is missing (make grade-class builds it)"
+            printf 'grade-class: reference run of solution %s (seed %s) ...' "$s" "$seed"
+            a=$(date +%s)
+            if ! MPIRUN="$mpirun_ref" GRADE_SIZES_FILE="$sizes_file" GRADE_WORK_DIR="$ref_dir/step$s" \
+                 timeout -k 5 300 "$build/tests/grade/grade_step$s" "$build/solutions/step$s" \
+                 >"$scr/ref$s.log" 2>&1; then
+                echo
+                die "the kit's solution $s fails its grader with SEED=$seed's sizes, so the class cannot be graded with them: $(grep -m1 'FAIL' "$scr/ref$s.log")"
+            fi
+            echo " $(($(date +%s) - a)) s"
+        done
+    fi
 fi
 
 export GC_KIT="$kit" GC_SUBS="$subs" GC_OUT="$out" GC_STEPS="$steps" GC_SEED="$seed" \
        GC_SCR="$scr" GC_BUILD="$build" GC_SANDBOX="$sandbox" GC_COMMIT="$commit" GC_N="$n" \
-       GC_JOBS="$jobs" GC_SIZES="$sizes_file"
+       GC_JOBS="$jobs" GC_SIZES="$sizes_file" GC_REF="$ref_dir"
 : >"$scr/done.txt"
 echo "grade-class: $n students, steps $(echo $steps | tr ' ' ','), seed $seed, $jobs at once, sandbox $sandbox, kit $commit"
 t0=$(date +%s)

@@ -64,5 +64,6 @@ root=/
 # sh -c, not exec: the command is not pid 1 (pid 1 ignores signals it has no handler for).
 # shellcheck disable=SC2086,SC2016
 exec chroot "$root" $user env -i "SB_ENV=$envl" sh -c 'IFS="
-"; for kv in $SB_ENV; do export "$kv"; done; unset SB_ENV IFS
+"; for kv in $SB_ENV; do case ${kv%%=*} in "$kv" | "" | *[!A-Za-z0-9_]*) ;; *) export "$kv" ;; esac; done
+unset SB_ENV IFS
 cd "$1" || exit 125; shift; "$@"; exit $?' sh "$SB_WORK" "$@"
