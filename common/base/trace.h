@@ -15,6 +15,7 @@
  *                 one event per call; hvd_broadcast, hvd_broadcast_bytes, hvd_allgather)
  *   params        when=broadcast root | when=restore epoch; sum=<params_checksum of params>
  *                 state_sum=<of the BN state>      (hvd_broadcast_parameters, ckpt_load_params)
+ *   wrap          opt compression passes       (hvd_distributed_optimizer, _ex)
  *   train_batch   loss correct count grad_dot grad_norm: this rank's own gradients, before any
  *                 averaging (params_digest_at)                             (wrn_train_batch)
  *   step          opt=sgd|novograd lr distributed iter grad_sum=<hex, after averaging>

@@ -7,6 +7,8 @@
 #   # expect: PASS|FAIL    the verdict (exit 0 / 1)
 #   # message: TEXT        a line of the grader's output must contain TEXT (a failing verdict:
 #                          in the first [FAIL] block, the one the student reads first)
+#   # absent: TEXT         optional: no line of the grader's output may contain TEXT (advice
+#                          that is wrong for this answer, e.g. an earlier step's)
 #   # within: S            optional: the grader answers within S seconds
 #   # env: VAR=VALUE       optional: the grader's environment
 # Then no process of the planted program may be left running. Last, a hung answer is graded and
@@ -33,6 +35,7 @@ for patch in tests/grade/planted/*.patch; do
     expect=$(field expect "$patch")
     message=$(field message "$patch")
     within=$(field within "$patch")
+    absent=$(field absent "$patch")
     envs=$(field env "$patch")
     t0=$(date +%s)
     # shellcheck disable=SC2086
@@ -49,6 +52,8 @@ for patch in tests/grade/planted/*.patch; do
         bad "$name" "grade$n says $verdict (exit $rc), expected $expect"
     elif ! printf '%s\n' "$shown" | grep -qF -- "$message"; then
         bad "$name" "grade$n says $verdict as expected, but not \"$message\" first"
+    elif [ -n "$absent" ] && grep -qF -- "$absent" "$out"; then
+        bad "$name" "grade$n says $verdict as expected, but also \"$(grep -F -m1 -- "$absent" "$out" | sed 's/^ *//')\""
     elif [ -n "$within" ] && [ "$secs" -gt "$within" ]; then
         bad "$name" "grade$n took $secs s, more than $within s"
     elif running "$bin"; then
