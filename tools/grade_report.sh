@@ -8,4 +8,5 @@
 #                          written \n and a backslash \\
 #   OUT/<id>/meta.tsv      key<TAB>value: id, seed, commit, sandbox, seconds, started
 # Exit 0; 3 when some student has no verdicts yet (only gradebook.partial.csv); 1 on bad input.
+[ -x /usr/bin/python3 ] || sh "$(dirname "$0")/setup.sh" python3 >&2 || exit 1
 exec /usr/bin/python3 "$(dirname "$0")/grade_report.py" "$@"

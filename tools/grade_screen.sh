@@ -86,7 +86,8 @@ for n in 01 02 03 04 05 06 07 08 09 10; do
         sed 's/\\$//' "$dep" | tr ' ' '\n' | grep -vE '^$|:$' | tail -n +2 | while IFS= read -r h; do
             case $h in
             /usr/* | /etc/alternatives/*) ;;
-            common/* | */common/*) case $h in *..*) flag $n "compiled with a header outside common/: $h" ;; esac ;;
+            common/* | */common/* | /kit/common/*) # /kit: the kit as the sandbox shows it
+                case $h in *..*) flag $n "compiled with a header outside common/: $h" ;; esac ;;
             *) flag $n "compiled with a header outside common/ and the system's: $h" ;;
             esac
         done
