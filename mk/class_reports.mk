@@ -10,3 +10,7 @@ test-grade-reports:  ## class reports: results.json against Gradescope's fields,
 .PHONY: test-grade-screen
 test-grade-screen: lib  ## class mode's forgery screen: includes, denied calls (nm -u), copies of the reference or of another student
 	@sh tests/grade/class/screen_test.sh
+
+.PHONY: test-grade-reference
+test-grade-reference: $(BUILD)/tests/grade/grade_step01 $(BUILD)/solutions/step01  ## class mode's graded sizes from SEED and the reference run: the solution agrees, the forged step 01 is flagged
+	@$(GRADE_ENV) BUILD=$(BUILD) sh tests/grade/class/reference_test.sh

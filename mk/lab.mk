@@ -13,6 +13,7 @@ STEP_BIN := $(LAB_STEPS:%=$(BUILD)/steps/step%)
 SOLUTION_BIN := $(LAB_STEPS:%=$(BUILD)/solutions/step%)
 GRADER_BIN := $(LAB_STEPS:%=$(BUILD)/tests/grade/grade_step%)
 GRADE_OBJ := $(BUILD)/tests/grade/grade.o $(BUILD)/tests/grade/grade_checks.o \
+             $(BUILD)/tests/grade/grade_sizes.o $(BUILD)/tests/grade/grade_reference.o \
              $(BUILD)/tests/lib/file_io.o
 GRADE_ENV = MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)"
 # Planted student answers: tests/grade/planted/stepNN-what.patch applied to solutions/stepNN.c.
@@ -87,7 +88,7 @@ planted-programs: $(PLANTED) $(GRADER_BIN)
 lab-test: lab-planted  ## graders: pass on every solution, fail on every exercise, judge the planted answers right
 	@sh tools/setup.sh python3-matplotlib >/dev/null
 	@$(GRADE_ENV) BUILD=$(BUILD) sh tests/grade/timeline_plot_test.sh
-	@$(MAKE) --no-print-directory test-grade-reports test-grade-screen
+	@$(MAKE) --no-print-directory test-grade-reports test-grade-screen test-grade-reference
 
 # Timelines as images (tools/timeline_plot.py, matplotlib): for a terminal with no browser.
 TIMELINE ?= timeline.json

@@ -1,5 +1,5 @@
 /* grade.c — run a lab program under mpirun with tracing on and parse its trace files.
- * Public: grade_run_launch, grade_run_prog, grade_stopped, grade_run_free, grade_get, grade_num, grade_is, grade_rank,
+ * Public: grade_run_launch, grade_run_prog, grade_read_trace_dir, grade_stopped, grade_run_free, grade_get, grade_num, grade_is, grade_rank,
  *         grade_count, grade_nth, grade_find, grade_tail.
  */
 #include "grade/grade.h"
@@ -303,6 +303,14 @@ int grade_run_prog(grade_run *r, const char *prog, int np, const char *args, con
     char launch[4096];
     snprintf(launch, sizeof launch, "-n %d %s %s", np, prog, args);
     return grade_run_launch(r, prog, launch, workdir, tag, timeout_s);
+}
+
+void grade_read_trace_dir(grade_run *r, const char *tdir)
+{
+    memset(r, 0, sizeof *r);
+    r->out = strdup("");
+    r->err = strdup("");
+    read_traces(r, tdir);
 }
 
 int grade_stopped(void) { return stop_signal; }

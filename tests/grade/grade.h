@@ -49,6 +49,8 @@ int grade_run_launch(grade_run *r, const char *prog, const char *launch, const c
 /* grade_run_launch of "-n np prog args". */
 int grade_run_prog(grade_run *r, const char *prog, int np, const char *args, const char *workdir,
                    const char *tag, int timeout_s);
+/* Fills r with the trace files of folder tdir only (no run): a kept reference run's. */
+void grade_read_trace_dir(grade_run *r, const char *tdir);
 /* The signal that interrupted a run (the grader should clean up and stop), or 0. */
 int grade_stopped(void);
 void grade_run_free(grade_run *r);

@@ -18,6 +18,7 @@ typedef struct {
     int epochs;        /* --epochs of run a */
     int warmup;        /* --warmup-epochs */
     double base_lr;    /* --base-lr */
+    long seed;         /* --seed, or -1: the programs' default (class mode: from SEED) */
     grade_run a;       /* the main run: --epochs epochs --use-checkpointing */
     grade_run b;       /* step >= 7: the same with one epoch more, resuming from a's checkpoints */
     int have_b;

@@ -4,11 +4,16 @@
  * the time limit of each run (default 60 s), TMPDIR where the work directory is made (/tmp),
  * GRADE_WRAP the sandbox each run starts in (grade.h), GRADE_RESULT_FILE a file the verdicts are
  * also written to, one line per run and per check, for the class runner (tools/grade_class.sh).
+ * Class mode also: GRADE_SIZES_FILE the runs' sizes and seed (grade_sizes.h), GRADE_WORK_DIR a
+ * new folder to make the runs in and keep (the reference run: the kit's solution graded so),
+ * GRADE_REFERENCE_TRACE such a folder, whose traces the runs' must agree with, else a
+ * "[FLAG] trace disagrees with the reference run" line (and a flag line in GRADE_RESULT_FILE).
  * Public: grade_main.
  */
 #include "grade/grade_main.h"
 
 #include <check.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +22,8 @@
 #include <unistd.h>
 
 #include "grade/grade_checks.h"
+#include "grade/grade_reference.h"
+#include "grade/grade_sizes.h"
 
 static grade_ctx G;
 static int graded_step;
@@ -46,19 +53,18 @@ static int run_limit_s(void)
 
 static void run_program(const char *prog, const char *work)
 {
-    G.np = 2;
-    G.train_n = 512;
-    G.test_n = 256;
-    G.batch = 64;
-    G.epochs = 2;
-    G.warmup = 1;
-    G.base_lr = 0.01;
     int limit = run_limit_s();
     snprintf(G.logdir, sizeof G.logdir, "%s/logs", work);
     char args[2048], other[2048], launch[8192];
-    const char *fmt = "--model wrn-10-1 --train-subset %d --test-subset %d --batch-size %d "
-                      "--val-batch-size 128 --epochs %d --base-lr %g --warmup-epochs %d "
-                      "--optimizer %s --use-checkpointing --log-dir %s";
+    /* In class mode the data and weights seed comes from SEED too (the reference run's), else
+     * the programs' default; the seed mixes in the rank, so the ranks still start apart. */
+    char seed[48] = "";
+    if (G.seed >= 0)
+        snprintf(seed, sizeof seed, "--seed %ld ", G.seed);
+    char fmt[512];
+    snprintf(fmt, sizeof fmt, "--model wrn-10-1 --train-subset %%d --test-subset %%d "
+             "--batch-size %%d --val-batch-size 128 --epochs %%d --base-lr %%g "
+             "--warmup-epochs %%d --optimizer %%s %s--use-checkpointing --log-dir %%s", seed);
     snprintf(args, sizeof args, fmt, G.train_n, G.test_n, G.batch, G.epochs, G.base_lr, G.warmup,
              "novograd", G.logdir);
     grade_run_prog(&G.a, prog, G.np, args, work, "a", limit);
@@ -117,7 +123,8 @@ static void put_escaped(FILE *f, const char *text)
 
 /* GRADE_RESULT_FILE: "run<TAB>tag<TAB>status<TAB>seconds" per run made (status 124: timed out)
  * and "check<TAB>NN<TAB>pass|fail<TAB>message" per check, written to a temp file then renamed. */
-static void write_result_file(const char *path, TestResult **res, int nres)
+static void write_result_file(const char *path, TestResult **res, int nres,
+                              char (*flags)[1200], int nflags)
 {
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
@@ -137,8 +144,29 @@ static void write_result_file(const char *path, TestResult **res, int nres)
         put_escaped(f, ok ? grade_step_titles[k] : tr_msg(res[k]));
         fputc('\n', f);
     }
+    for (int i = 0; i < nflags; i++) {
+        fputs("flag\t", f);
+        put_escaped(f, flags[i]);
+        fputc('\n', f);
+    }
     if (fclose(f) != 0 || rename(tmp, path) != 0)
         perror(path);
+}
+
+/* Class mode: each run the program made against the reference run's trace (GRADE_REFERENCE_TRACE,
+ * the kit's solution graded with the same sizes, kept by GRADE_WORK_DIR). Flags, not verdicts:
+ * the number of disagreements written into flags. */
+static int reference_flags(const char *ref, char (*flags)[1200])
+{
+    if (!ref || !*ref || !G.a.nprocs)
+        return 0;
+    grade_run *runs[3] = {&G.a, &G.b, &G.c};
+    const char *tags[3] = {"a", "b", "c"};
+    int np[3] = {G.np, G.np, 3}, made[3] = {1, G.have_b, G.have_c}, n = 0;
+    for (int i = 0; i < 3; i++)
+        if (made[i] && grade_reference_compare(ref, tags[i], runs[i], np[i], flags[n], 1200) != 0)
+            n++;
+    return n;
 }
 
 /* Prints one check's result, its message indented. */
@@ -165,18 +193,32 @@ int grade_main(int argc, char **argv, int step)
         return 2;
     }
     graded_step = step;
+    char err[512];
+    if (grade_sizes_load(&G, getenv("GRADE_SIZES_FILE"), err, sizeof err) != 0) {
+        fprintf(stderr, "grade%02d: %s\n", step, err);
+        return 2;
+    }
     const char *tmpdir = getenv("TMPDIR");
-    char work[1024];
+    const char *keep_at = getenv("GRADE_WORK_DIR"); /* a reference run, kept there */
+    char work[900]; /* room for "/logs" and more in G.logdir */
     snprintf(work, sizeof work, "%s/hvdlab-grade-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
-    if (!mkdtemp(work)) {
+    if (keep_at && *keep_at) {
+        snprintf(work, sizeof work, "%s", keep_at);
+        if (mkdir(work, 0700) != 0) {
+            fprintf(stderr, "grade%02d: GRADE_WORK_DIR %s: %s (it must be a new folder)\n", step,
+                    work, strerror(errno));
+            return 2;
+        }
+    } else if (!mkdtemp(work)) {
         perror("hvdlab grade: mkdtemp");
         return 2;
     }
     const char *wrap = getenv("GRADE_WRAP");
     if (wrap && *wrap) /* the sandbox's user writes the job's files here */
         chmod(work, 0777);
-    printf("grade%02d: running %s under mpirun -n 2%s on a small subset ...\n", step, argv[1],
-           step >= 5 ? " and -n 3" : "");
+    printf("grade%02d: running %s under mpirun -n %d%s on a small subset (%d training images, "
+           "%d test, batch %d, seed %s) ...\n", step, argv[1], G.np, step >= 5 ? " and -n 3" : "",
+           G.train_n, G.test_n, G.batch, G.seed >= 0 ? "from SEED" : "default");
     fflush(stdout);
     run_program(argv[1], work);
     if (grade_stopped()) { /* Ctrl-C or kill: the job is stopped; stop too, tidily */
@@ -209,14 +251,18 @@ int grade_main(int argc, char **argv, int step)
     for (int i = 0; i < nres; i++)
         if (i != first)
             print_result(res[i], i);
+    char flags[4][1200];
+    int nflags = reference_flags(getenv("GRADE_REFERENCE_TRACE"), flags);
+    for (int i = 0; i < nflags; i++)
+        printf("  [FLAG] %s\n", flags[i]);
     const char *result_file = getenv("GRADE_RESULT_FILE");
     if (result_file && *result_file)
-        write_result_file(result_file, res, nres);
+        write_result_file(result_file, res, nres, flags, nflags);
     free(res);
     printf("grade%02d: %s (%d of %d checks passed, %.0f s)\n", step,
            passed == nres ? "PASS" : "FAIL", passed, nres, G.a.seconds + G.b.seconds + G.c.seconds);
     srunner_free(sr);
-    if (getenv("GRADE_KEEP"))
+    if (getenv("GRADE_KEEP") || (keep_at && *keep_at))
         printf("grade%02d: work directory kept: %s\n", step, work);
     else
         remove_work(work);
