@@ -211,8 +211,9 @@ test-ckpt-faults: solution10  ## log dirs a run must not or cannot use; kills an
 	@MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" timeout 300 sh tests/resume/signals.sh ./solution10
 	@MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" timeout 120 sh tests/resume/batch_size_resume.sh ./solution10
 
-test-hvdrun:  ## ./hvdrun counts the processes asked for (-n/-np/--np/--n/-c, MPMD parts summed) and oversubscribes past the cores
+test-hvdrun:  ## ./hvdrun: oversubscribes past the cores; --help; stdin; one signal ends a stuck job; kill -9 leaves nothing
 	@timeout 300 sh tests/launch/hvdrun_np.sh
+	@timeout 300 sh tests/launch/hvdrun_stop.sh
 
 check-layers: lib  ## check that includes point down the layers of common/ and no files call each other round a circle
 	@BUILD=$(BUILD) sh tools/check_layers.sh

@@ -2,7 +2,7 @@
 # hvdrun_np.sh — ./hvdrun adds --oversubscribe when the processes asked for outnumber this
 # machine's cores, however the count is written: -n, -np, --np, --n, -c, and summed over the
 # parts of an MPMD launch (-n C ./a : -n 1 ./b). Open MPI refuses each of these without it.
-# Also: a bad HVDRUN_GRACE stops it with one line before anything starts.
+# Also: a bad HVDRUN_GRACE stops it with one line before anything starts (its use: hvdrun_stop.sh).
 # Usage: sh tests/launch/hvdrun_np.sh (from the repository root). Exit 0 when all start.
 set -u
 cores=$(nproc 2>/dev/null || echo 1)
@@ -20,11 +20,11 @@ for flag in -n -np --np --n -c; do
 done
 try -n "$cores" true : -n 1 true
 try -np 1 true : --n "$cores" true
-# HVDRUN_GRACE (the seconds a second signal leaves the ranks) is checked before anything starts
+# HVDRUN_GRACE (the seconds a signal leaves the ranks to stop) is checked before anything starts
 for g in abc -1 1.2.3 ''; do
     out=$(HVDRUN_GRACE=$g timeout 20 ./hvdrun -n 1 true 2>&1)
     rc=$?
-    case $g in '') want=0 ;; *) want=2 ;; esac # unset or empty: the default, 10
+    case $g in '') want=0 ;; *) want=2 ;; esac # unset or empty: the default, 30
     if [ "$rc" != "$want" ] ||
        { [ "$want" = 2 ] && [ "$out" != "hvdrun: HVDRUN_GRACE=$g: expected a number of seconds such as 10 or 2.5" ]; }; then
         echo "hvdrun_np: FAIL: HVDRUN_GRACE='$g': exit $rc, want $want: $out"
