@@ -110,6 +110,8 @@ else
     fi
 fi
 rm -rf "$probe" "$probe.err"
+# Every later start of the sandbox uses this backend without probing again.
+[ "$sandbox" != none ] && export SANDBOX_BACKEND="$sandbox"
 
 # Each student's scratch is a size-capped tmpfs of its own, mounted in a private mount namespace
 # (root only; the runner re-runs itself there). Not root: plain folders (see the chapter).
@@ -121,7 +123,6 @@ fi
 scr=$(mktemp -d "${TMPDIR:-/tmp}/hvdlab-class.XXXXXX") || die "mktemp failed"
 chmod 711 "$scr"
 trap 'for m in "$scr"/s/*; do umount "$m" 2>/dev/null; done; rm -rf "$scr"' EXIT
-trap 'exit 130' INT TERM HUP
 mkdir -p "$scr/src" "$scr/s" "$out/+partial"
 chmod 700 "$scr/src" "$out/+partial"
 printf '%s' "$ignored" | sed 's/$/\tnot a student folder/' | sed '/^\t/d' >"$out/ignored.txt"
@@ -174,7 +175,19 @@ export GC_KIT="$kit" GC_SUBS="$subs" GC_OUT="$out" GC_STEPS="$steps" GC_SEED="$s
 : >"$scr/done.txt"
 echo "grade-class: $n students, steps $(echo $steps | tr ' ' ','), seed $seed, $jobs at once, sandbox $sandbox, kit $commit"
 t0=$(date +%s)
-printf '%s\n' $ids | xargs -P "$jobs" -I{} sh "$me" --one {}
+printf '%s\n' $ids >"$scr/ids.txt"
+# The students' graders run in a process group of their own (setsid): stopped (Ctrl-C, kill), the
+# runner stops all of it, and what was not finished stays in OUT/+partial/, not in OUT/<id>/.
+setsid xargs -P "$jobs" -I{} sh "$me" --one {} <"$scr/ids.txt" &
+xpid=$!
+own_pg=$(ps -o pgid= -p $$ | tr -d ' ') xpg=$own_pg k=0
+while [ "$xpg" = "$own_pg" ] && [ $k -lt 50 ]; do # until setsid has made its group
+    xpg=$(ps -o pgid= -p "$xpid" | tr -d ' '); [ "$xpg" = "$own_pg" ] && sleep 0.02; k=$((k + 1))
+done
+[ "$xpg" = "$own_pg" ] && xpg="" # never the runner's own group
+trap '[ -n "$xpg" ] && kill -TERM -"$xpg" 2>/dev/null; wait; echo "grade-class: stopped; the students not finished have no results (run it again to finish)" >&2; exit 130' INT TERM HUP
+wait $xpid
+trap - INT TERM HUP
 rc=0
 missing=0
 for id in $ids; do [ -f "$out/$id/verdicts.tsv" ] || missing=$((missing + 1)); done
