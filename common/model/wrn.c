@@ -14,24 +14,20 @@
  * the same: the one-channel image is the same bytes in NCHW and NHWC, and GAP's output is
  * (B, 64K) in both.
  *
- * On a GPU model (m->gpu) the same code runs with every tensor on the device: each layer call
- * picks its CUDA twin (WRN_DISPATCH here and in wrn_block.c), the batch goes up through
- * wrn_input_upload, and only the loss and the correct count come back (the loss and accuracy
+ * Each layer is called once, through the model's layer table (m->ops, wrn_ops.h; the blocks'
+ * layers through their own, wrn_block.c), chosen when the model was built: the CPU's NCHW or
+ * nChw16c layers, or the CUDA/cuDNN twins. On a GPU model the same code runs with every tensor
+ * on the device, the batch goes up through the table's batch_in (wrn_gpu.h's
+ * wrn_input_upload), and only the loss and the correct count come back (the loss and accuracy
  * wait for the forward; backward is left queued on the stream, so the caller's next work on the
  * host, loading the next batch, overlaps it).
  */
-#include <string.h>
-
 #include "base/fatal.h"
 #include "base/threads.h"
 #include "base/trace.h"
-#include "model/wrn_gpu.h"
 #include "model/wrn_internal.h"
 #include "nn/act.h"
-#include "nn/blocked16.h"
 #include "nn/layer_prof.h"
-#include "nn/pool.h"
-#include "nn/xent.h"
 
 static float *block_input(wrn_model *m, int b)
 {
@@ -53,6 +49,9 @@ static uint64_t block_key(const wrn_model *m, int b)
     return dropout_key(m->seed, m->ps.steps, (uint32_t)b);
 }
 
+/* p[0..n) = 0 where the model lives. */
+static void zero(const wrn_model *m, float *p, size_t n) { LPROF("zero", m->ops->zero(p, n)); }
+
 /* Logits for x (B, 1, 28, 28) in m->logits. */
 static void forward(wrn_model *m, const float *x, int B, int train)
 {
@@ -64,50 +63,30 @@ static void forward(wrn_model *m, const float *x, int B, int train)
         const int g = b / m->per_group;
         if (b % m->per_group == m->per_group - 1 && g < 2) {
             const pool_dims pd = group_dims(m, g, B);
-            LPROF("maxpool fwd",
-                  WRN_DISPATCH(m->gpu, maxpool2_forward_cuda(m->pool[g], m->block_out[b], &pd),
-                               (m->blocked ? maxpool2_forward_c16 : maxpool2_forward)(
-                                   m->pool[g], m->block_out[b], &pd)));
+            LPROF("maxpool fwd", m->ops->maxpool_forward(m->pool[g], m->block_out[b], &pd));
         }
     }
     const pool_dims gd = group_dims(m, 2, B);
-    LPROF("avgpool fwd",
-          WRN_DISPATCH(m->gpu, gap_forward_cuda(m->feat, m->block_out[m->nblocks - 1], &gd),
-                       (m->blocked ? gap_forward_c16 : gap_forward)(
-                           m->feat, m->block_out[m->nblocks - 1], &gd)));
+    LPROF("avgpool fwd", m->ops->gap_forward(m->feat, m->block_out[m->nblocks - 1], &gd));
     m->fc.n = B;
-    LPROF("dense fwd",
-          WRN_DISPATCH(m->gpu, dense_forward_cuda(m->logits, m->feat, m->fc_w, m->fc_b, &m->fc),
-                       dense_forward(m->logits, m->feat, m->fc_w, m->fc_b, &m->fc)));
+    LPROF("dense fwd", m->ops->dense_forward(m->logits, m->feat, m->fc_w, m->fc_b, &m->fc));
 }
 
 /* Gradients of the mean loss into m->ps.grads (after forward(train = 1) and xent_forward). */
 static void backward(wrn_model *m, const float *x, const int *y, int B)
 {
     const int c3 = m->fc.in;
-    if (m->gpu) {
-        WRN_ZERO(1, m->dlogits, (size_t)B * WRN_CLASSES);
-        WRN_DISPATCH(1, xent_backward_cuda(m->dlogits, m->probs, y, B, WRN_CLASSES, 1.0f), (void)0);
-        WRN_ZERO(1, m->dfeat, (size_t)B * c3);
-    } else {
-        memset(m->dlogits, 0, (size_t)B * WRN_CLASSES * sizeof(float));
-        xent_backward(m->dlogits, m->probs, y, B, WRN_CLASSES, 1.0f);
-        memset(m->dfeat, 0, (size_t)B * c3 * sizeof(float));
-    }
-    LPROF("dense bwd",
-          WRN_DISPATCH(m->gpu,
-                       dense_backward_cuda(m->dfeat, m->fc_dw, m->fc_db, m->dlogits, m->feat,
-                                           m->fc_w, &m->fc),
-                       dense_backward(m->dfeat, m->fc_dw, m->fc_db, m->dlogits, m->feat, m->fc_w,
-                                      &m->fc)));
+    zero(m, m->dlogits, (size_t)B * WRN_CLASSES);
+    m->ops->xent_backward(m->dlogits, m->probs, y, B, WRN_CLASSES, 1.0f);
+    zero(m, m->dfeat, (size_t)B * c3);
+    LPROF("dense bwd", m->ops->dense_backward(m->dfeat, m->fc_dw, m->fc_db, m->dlogits, m->feat,
+                                              m->fc_w, &m->fc));
 
     /* cur: gradient of the tensor being walked back through; nxt: the one before it. */
     int cur = 0, nxt = 1;
     const pool_dims gd = group_dims(m, 2, B);
-    WRN_ZERO(m->gpu, m->g[cur], (size_t)B * c3 * gd.h * gd.w);
-    LPROF("avgpool bwd", WRN_DISPATCH(m->gpu, gap_backward_cuda(m->g[cur], m->dfeat, &gd),
-                                      (m->blocked ? gap_backward_c16 : gap_backward)(
-                                          m->g[cur], m->dfeat, &gd)));
+    zero(m, m->g[cur], (size_t)B * c3 * gd.h * gd.w);
+    LPROF("avgpool bwd", m->ops->gap_backward(m->g[cur], m->dfeat, &gd));
     for (int b = m->nblocks - 1; b >= 0; b--) {
         wrn_block *blk = &m->blocks[b];
         const float *in = block_input(m, b);
@@ -118,14 +97,9 @@ static void backward(wrn_model *m, const float *x, const int *y, int B)
         if (b > 0 && b % m->per_group == 0) { /* in is a pool output: back through the pool */
             const int g = b / m->per_group - 1;
             const pool_dims pd = group_dims(m, g, B);
-            WRN_ZERO(m->gpu, m->g[nxt], (size_t)B * pd.c * pd.h * pd.w);
-            LPROF("maxpool bwd",
-                  WRN_DISPATCH(m->gpu,
-                               maxpool2_backward_cuda(m->g[nxt], m->g[cur], m->block_out[b - 1],
-                                                      m->pool[g], &pd),
-                               (m->blocked ? maxpool2_backward_c16 : maxpool2_backward)(
-                                   m->g[nxt], m->g[cur], m->block_out[b - 1], m->pool[g],
-                                   &pd)));
+            zero(m, m->g[nxt], (size_t)B * pd.c * pd.h * pd.w);
+            LPROF("maxpool bwd", m->ops->maxpool_backward(m->g[nxt], m->g[cur],
+                                                          m->block_out[b - 1], m->pool[g], &pd));
             cur = nxt;
             nxt = 1 - nxt;
         }
@@ -145,39 +119,23 @@ static void check_batch(const wrn_model *m, size_t B, const char *fn)
 /* The mean cross-entropy of m->logits against y (probabilities kept for backward). */
 static double loss_of(wrn_model *m, const int *y, int B)
 {
-    double loss = 0.0;
-    WRN_DISPATCH(m->gpu, loss = xent_forward_cuda(m->probs, m->logits, y, B, WRN_CLASSES),
-                 loss = xent_forward(m->probs, m->logits, y, B, WRN_CLASSES));
-    return loss;
+    return m->ops->xent_forward(m->probs, m->logits, y, B, WRN_CLASSES);
 }
 
 static int correct_of(wrn_model *m, const int *y, int B)
 {
-    int c = 0;
-    WRN_DISPATCH(m->gpu, c = xent_correct_cuda(m->logits, y, B, WRN_CLASSES),
-                 c = xent_correct(m->logits, y, B, WRN_CLASSES));
-    return c;
+    return m->ops->xent_correct(m->logits, y, B, WRN_CLASSES);
 }
 
-/* GPU: x and y as the device has them (the batch's upload enqueued); CPU: as given. */
-static void batch_on_device(wrn_model *m, const float **x, const int **y, size_t B)
-{
-#ifdef HVDLAB_CUDA
-    if (m->gpu && B > 0)
-        wrn_input_upload(m->input, *x, *y, B, x, y);
-#else
-    (void)m, (void)x, (void)y, (void)B;
-#endif
-}
 
 wrn_result wrn_train_batch(wrn_model *m, const float *x, const int *y, size_t B, float wd)
 {
     wrn_result r = {0.0, 0, B};
     check_batch(m, B, "wrn_train_batch");
-    WRN_ZERO(m->gpu, m->ps.grads, m->ps.n);
+    zero(m, m->ps.grads, m->ps.n);
     if (B == 0)
         return r;
-    batch_on_device(m, &x, &y, B);
+    m->ops->batch_in(m->input, &x, &y, B);
     forward(m, x, (int)B, 1);
     LPROF("softmax xent", r.loss = loss_of(m, y, (int)B));
     r.correct = correct_of(m, y, (int)B);
@@ -199,7 +157,7 @@ wrn_result wrn_eval_batch(wrn_model *m, const float *x, const int *y, size_t B, 
     check_batch(m, B, "wrn_eval_batch");
     if (B == 0)
         return r;
-    batch_on_device(m, &x, &y, B);
+    m->ops->batch_in(m->input, &x, &y, B);
     forward(m, x, (int)B, 0);
     r.loss = loss_of(m, y, (int)B);
     r.correct = correct_of(m, y, (int)B);

@@ -12,24 +12,19 @@
  * Per-layer times go to layer_prof.h when it is on (bench/train_speed --profile); on a GPU
  * they time the enqueueing, not the kernels.
  *
- * Device dispatch: on a GPU model every layer here calls its CUDA twin (WRN_DISPATCH, wrn_gpu.h),
- * once per layer call; nothing inside a layer asks again.
+ * Where a layer runs: each calls its implementation once, through the table its struct holds
+ * (ops, wrn_ops.h: the CPU's NCHW or nChw16c layers, or the CUDA/cuDNN twins), chosen when the
+ * model was built (wrn_place_mark); nothing here asks where it runs.
  *
  * Bias folding (a GPU model, unless HVDLAB_BIAS_IN_BN=0; wrn_place.c): a convolution followed by a
  * fused batch norm leaves its bias out of its output and of its backward, and the batch norm adds
  * the bias to every element it reads and returns its gradient (nn/bn.h, bn_relu_*_pre_cuda), so
  * neither the bias add nor the bias gradient takes a pass over the tensor of its own. c1 and c2
- * are then the convolutions' outputs without the bias.
+ * are then the convolutions' outputs without the bias (wrn_ops_cuda.c).
  */
 #include "model/wrn_block.h"
 
-#include <string.h>
-
 #include "base/fatal.h"
-#include "base/threads.h"
-#include "model/wrn_gpu.h"
-#include "nn/act.h"
-#include "nn/blocked16.h"
 #include "nn/layer_prof.h"
 
 static void conv_prof(double t0, const wrn_conv *c, const char *dir)
@@ -39,19 +34,11 @@ static void conv_prof(double t0, const wrn_conv *c, const char *dir)
                     c->d.w, dir);
 }
 
-/* The bias the convolution adds itself, and its gradient: none when the batch norm after it
- * takes them (bias_in_bn). */
-static inline const float *own_bias(const wrn_conv *c) { return c->bias_in_bn ? NULL : c->b; }
-static inline float *own_bias_grad(const wrn_conv *c) { return c->bias_in_bn ? NULL : c->db; }
-
 void wrn_conv_forward(wrn_conv *c, float *out, const float *in, int B, float *work)
 {
     const double t0 = lprof_start();
     c->d.n = B;
-    WRN_DISPATCH(c->gpu,
-                 conv2d_cudnn_forward(out, in, c->w, own_bias(c), &c->d, wrn_gpu_work(c, work),
-                                      c->work_floats),
-                 conv2d_forward(out, in, c->w, c->b, &c->d, work));
+    c->ops->conv_forward(c, out, in, work);
     conv_prof(t0, c, "fwd");
 }
 
@@ -60,10 +47,7 @@ void wrn_conv_backward(wrn_conv *c, float *din, const float *dout, const float *
 {
     const double t0 = lprof_start();
     c->d.n = B;
-    WRN_DISPATCH(c->gpu,
-                 conv2d_cudnn_backward(din, c->dw, own_bias_grad(c), dout, in, c->w, &c->d,
-                                       wrn_gpu_work(c, work), c->work_floats),
-                 conv2d_backward(din, c->dw, c->db, dout, in, c->w, &c->d, work));
+    c->ops->conv_backward(c, din, dout, in, work);
     conv_prof(t0, c, "bwd");
 }
 
@@ -72,10 +56,7 @@ void wrn_conv_backward_set(wrn_conv *c, float *din, const float *dout, const flo
 {
     const double t0 = lprof_start();
     c->d.n = B;
-    WRN_DISPATCH(c->gpu,
-                 conv2d_cudnn_backward_set(din, c->dw, own_bias_grad(c), dout, in, c->w, &c->d,
-                                           wrn_gpu_work(c, work), c->work_floats),
-                 conv2d_backward_set(din, c->dw, c->db, dout, in, c->w, &c->d, work));
+    c->ops->conv_backward_set(c, din, dout, in, work);
     conv_prof(t0, c, "bwd");
 }
 
@@ -92,47 +73,14 @@ void wrn_bn_forward(wrn_bn *bn, float *out, const float *in, int B, int train)
 {
     nchw_only(bn, "wrn_bn_forward");
     bn->d.n = B;
-    if (train)
-        WRN_DISPATCH(bn->gpu,
-                     bn_forward_train_cuda(out, in, bn->gamma, bn->beta, bn->mean, bn->invstd,
-                                           bn->run_mean, bn->run_var, &bn->d),
-                     bn_forward_train(out, in, bn->gamma, bn->beta, bn->mean, bn->invstd,
-                                      bn->run_mean, bn->run_var, &bn->d));
-    else
-        WRN_DISPATCH(bn->gpu,
-                     bn_forward_infer_cuda(out, in, bn->gamma, bn->beta, bn->run_mean,
-                                           bn->run_var, &bn->d),
-                     bn_forward_infer(out, in, bn->gamma, bn->beta, bn->run_mean, bn->run_var,
-                                      &bn->d));
+    bn->ops->bn_forward(bn, out, in, train);
 }
 
 void wrn_bn_backward(wrn_bn *bn, float *din, const float *dout, const float *in, int B)
 {
     nchw_only(bn, "wrn_bn_backward");
     bn->d.n = B;
-    WRN_DISPATCH(bn->gpu,
-                 bn_backward_cuda(din, bn->dgamma, bn->dbeta, dout, in, bn->gamma, bn->mean,
-                                  bn->invstd, &bn->d),
-                 bn_backward(din, bn->dgamma, bn->dbeta, dout, in, bn->gamma, bn->mean,
-                             bn->invstd, &bn->d));
-}
-
-/* The CPU's fused forms in the layer's layout. */
-static void bn_relu_cpu(wrn_bn *bn, float *out, const float *in, const float *add, int train,
-                        float p, uint64_t key)
-{
-    if (train && bn->blocked)
-        bn_relu_forward_train_c16(out, in, add, p, key, bn->gamma, bn->beta, bn->mean,
-                                  bn->invstd, bn->run_mean, bn->run_var, &bn->d);
-    else if (train)
-        bn_relu_forward_train(out, in, add, p, key, bn->gamma, bn->beta, bn->mean, bn->invstd,
-                              bn->run_mean, bn->run_var, &bn->d);
-    else if (bn->blocked)
-        bn_relu_forward_infer_c16(out, in, add, bn->gamma, bn->beta, bn->run_mean, bn->run_var,
-                                  &bn->d);
-    else
-        bn_relu_forward_infer(out, in, add, bn->gamma, bn->beta, bn->run_mean, bn->run_var,
-                              &bn->d);
+    bn->ops->bn_backward(bn, din, dout, in);
 }
 
 /* Fused batch norm + ReLU (+ dropout) (+ add) of a block or the stem, training or inference. */
@@ -141,18 +89,10 @@ void wrn_bn_relu_forward(wrn_bn *bn, float *out, const float *in, const float *a
 {
     const double t0 = lprof_start();
     bn->d.n = B;
-    /* the GPU's _pre forms: with bn->pre NULL (no bias folded in) the plain fused forms */
     if (train)
-        WRN_DISPATCH(bn->gpu,
-                     bn_relu_forward_train_pre_cuda(out, in, bn->pre, add, p, key, bn->gamma,
-                                                    bn->beta, bn->mean, bn->invstd,
-                                                    bn->run_mean, bn->run_var, &bn->d),
-                     bn_relu_cpu(bn, out, in, add, 1, p, key));
+        bn->ops->bn_relu_forward(bn, out, in, add, 1, p, key);
     else
-        WRN_DISPATCH(bn->gpu,
-                     bn_relu_forward_infer_pre_cuda(out, in, bn->pre, add, bn->gamma, bn->beta,
-                                                    bn->run_mean, bn->run_var, &bn->d),
-                     bn_relu_cpu(bn, out, in, add, 0, 0.0f, 0));
+        bn->ops->bn_relu_forward(bn, out, in, add, 0, 0.0f, 0);
     lprof_stop(t0, add ? "bn+relu+add fwd" : p > 0.0f ? "bn+relu+dropout fwd" : "bn+relu fwd");
 }
 
@@ -179,13 +119,7 @@ void wrn_bn_relu_backward(wrn_bn *bn, float *din, const float *dout, const float
 {
     const double t0 = lprof_start();
     bn->d.n = B;
-    WRN_DISPATCH(bn->gpu,
-                 bn_relu_backward_pre_cuda(din, bn->dpre, bn->dgamma, bn->dbeta, dout, in, bn->pre,
-                                           relu_out, p, bn->gamma, bn->beta, bn->mean,
-                                           bn->invstd, &bn->d),
-                 (bn->blocked ? bn_relu_backward_c16 : bn_relu_backward)(
-                     din, bn->dgamma, bn->dbeta, dout, in, relu_out, p, bn->gamma, bn->beta,
-                     bn->mean, bn->invstd, &bn->d));
+    bn->ops->bn_relu_backward(bn, din, dout, in, relu_out, p);
     lprof_stop(t0, "bn+relu bwd");
 }
 
@@ -200,15 +134,8 @@ void wrn_block_backward(wrn_block *blk, float *din, const float *dout, const flo
     wrn_bn_relu_backward(&blk->bn1, t1, t2, blk->c1, blk->r1, blk->dropout, B); /* t1: ∂/∂c1 */
     wrn_conv_backward_set(&blk->conv1, din, t1, in, B, work);          /* din =, then += */
     /* shortcut branch */
-    if (blk->has_short) {
+    if (blk->has_short)
         wrn_conv_backward(&blk->shortcut, din, dout, in, B, work);
-    } else if (blk->gpu) {
-        WRN_DISPATCH(1, wrn_add_cuda(din, dout, n), (void)0);
-    } else {
-        const double t0 = lprof_start();
-#pragma omp parallel for simd schedule(static) num_threads(compute_threads())
-        for (size_t i = 0; i < n; i++)
-            din[i] += dout[i];
-        lprof_stop(t0, "shortcut add bwd");
-    }
+    else
+        LPROF("shortcut add bwd", blk->ops->add(din, dout, n));
 }

@@ -8,6 +8,8 @@
  * Activation layout: NCHW, or on a blocked CPU model (wrn_activation_layout, wrn.h) every
  * activation in nChw16c: the convs' d.blocked and the batch norms' blocked are then set, and the
  * same calls run the nChw16c kernels (nn/blocked16.h); the shortcut add is layout-free.
+ * Each layer calls its implementation through its ops table (wrn_ops.h), set when the model is
+ * built; a test that wires a block by hand sets them (WRN_OPS_CPU).
  *
  * Public: wrn_block_forward, wrn_block_backward (and the single layers at the end).
  */
@@ -16,36 +18,38 @@
 
 #include <stdint.h>
 
+#include "model/wrn_ops.h"
 #include "nn/bn.h"
 #include "nn/conv2d.h"
 
-typedef struct {
+struct wrn_conv {
     conv2d_dims d;      /* d.n is set per call */
     float *w, *b;       /* (Cout,Cin,k,k), (Cout) in the params buffer */
     float *dw, *db;     /* same shapes in the grads buffer */
-    int gpu;            /* 1: every pointer is device memory and the cuDNN twin runs */
+    const wrn_ops *ops; /* where it runs (wrn_ops.h): on WRN_OPS_GPU every pointer is device
+                           memory */
     int bias_in_bn;     /* GPU, unless HVDLAB_BIAS_IN_BN=0: its output leaves out b and its backward
                            db; the batch norm after it adds both (wrn_bn.pre, wrn_bn.dpre) */
     size_t work_floats; /* GPU: floats in the model's workspace (the work argument) */
-} wrn_conv;
+};
 
-typedef struct {
+struct wrn_bn {
     bn_dims d;                  /* d.n is set per call */
     float *gamma, *beta;        /* (C) params */
     float *dgamma, *dbeta;      /* (C) grads */
     float *run_mean, *run_var;  /* (C) non-trainable state */
     float *mean, *invstd;       /* (C) batch statistics saved by the training forward */
-    int gpu;                    /* 1: device pointers, the CUDA twins run */
+    const wrn_ops *ops;         /* where it runs, as the convolutions' */
     int blocked;                /* 1: its tensors are nChw16c (nn/blocked16.h; CPU only) */
     const float *pre;           /* NULL, or the bias of the conv before it, folded in: the fused
                                    forms normalise in + pre (bn.h, bn_relu_*_pre_cuda) */
     float *dpre;                /* with pre: that bias's gradient (+=) */
-} wrn_bn;
+};
 
 typedef struct {
     int cin, cout, h, w;
     int has_short;          /* 1: 1x1 conv shortcut (cin != cout) */
-    int gpu;                /* 1: on the GPU (its layers say so too) */
+    const wrn_ops *ops;     /* its identity shortcut's add (its layers have their own) */
     float dropout;          /* rate p, 0 <= p < 1 */
     wrn_conv conv1, conv2, shortcut;
     wrn_bn bn1, bn2;

@@ -21,6 +21,7 @@
 #include "model/wrn_gpu.h"
 #include "model/wrn_internal.h"
 #include "model/wrn_place.h"
+#include "nn/gpu_context.h"
 #include "nn/layer_math.h"
 
 /* ---- configuration ---------------------------------------------------------------------- */
@@ -440,6 +441,7 @@ wrn_model *wrn_create(const wrn_config *cfg, size_t max_batch, uint64_t seed, ch
         goto oom;
     cv = (carver){.base = m->arena};
     wire(m, &cv);
+    wrn_place_mark(m);
     init_weights(&m->ps, seed);
     return m;
 oom:

@@ -9,8 +9,8 @@
 #include "base/cuda_check.h"
 #include "nn/gpu_context.h"
 
-/* wrn_gpu.h declares these for C; it is not included here because it pulls the layers' C
- * headers, and the definitions below give the same extern "C" names. */
+/* wrn_gpu.h declares these for C, without extern "C"; the definitions below give the same
+ * extern "C" names. */
 struct wrn_input;
 
 #define WRN_PIXELS (28 * 28)

@@ -44,6 +44,7 @@ struct wrn_model {
     float *arena;          /* every buffer above that is not a parameter: one allocation */
 
     int gpu;               /* 1: everything above lives on the GPU (params.device too) */
+    const wrn_ops *ops;    /* the layers the model runs (wrn_ops.h), as each layer's ops */
     int blocked;           /* 1: CPU activations in nChw16c (wrn_activation_layout, wrn.h) */
     int nhwc;              /* 1: GPU activations in NHWC (the same) */
     size_t work_floats;    /* floats at work */

@@ -1,6 +1,7 @@
 /* wrn_place.c — where a model lives: the CPU, or the GPU hvd_pin_device chose
- * (base/compute_device.h). For a GPU model: cuDNN's workspace at the largest batch, the layers
- * told to run their twins, the message when the GPU is too small. Building itself is in
+ * (base/compute_device.h): the layer table every layer of the model calls (wrn_ops.h), chosen
+ * here once; for a GPU model cuDNN's workspace at the largest batch and the message when the
+ * GPU is too small. Building itself is in
  * wrn_build.c, which calls these.
  * Public (to model/): wrn_place_wanted, wrn_place_conv_work, wrn_place_mark, wrn_place_oom.
  */
@@ -9,10 +10,7 @@
 #include "base/compute_device.h"
 #include "base/env_switch.h"
 #include "base/errmsg.h"
-#include "model/wrn_gpu.h"
-#ifdef HVDLAB_CUDA
-#include "nn/gpu_context.h"
-#endif
+#include "nn/gpu_context.h" /* declares nothing in a CPU build */
 
 int wrn_place_wanted(void)
 {
@@ -70,18 +68,19 @@ static void fold_bias(wrn_conv *c, wrn_bn *bn)
 
 void wrn_place_mark(wrn_model *m)
 {
+    m->ops = m->gpu ? WRN_OPS_GPU : m->blocked ? &WRN_OPS_CPU_BLOCKED : &WRN_OPS_CPU;
     for (int i = 0; i < nconvs(m); i++) {
         wrn_conv *c = conv_at(m, i);
         if (c) {
-            c->gpu = m->gpu;
+            c->ops = m->ops;
             c->work_floats = m->work_floats;
         }
     }
-    m->stem_bn.gpu = m->gpu;
+    m->stem_bn.ops = m->ops;
     for (int b = 0; b < m->nblocks; b++) {
-        m->blocks[b].gpu = m->gpu;
-        m->blocks[b].bn1.gpu = m->gpu;
-        m->blocks[b].bn2.gpu = m->gpu;
+        m->blocks[b].ops = m->ops;
+        m->blocks[b].bn1.ops = m->ops;
+        m->blocks[b].bn2.ops = m->ops;
     }
     /* on by default: without it an NHWC step ran 0.53-0.82x as fast on an H200 (2026-11-27,
      * bench-train-gpu against tools/gpu_session.sh's switches stage; wrn_layout.c) */

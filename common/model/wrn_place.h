@@ -13,7 +13,8 @@ int wrn_place_wanted(void);
 /* GPU: the most workspace floats any of m's convolutions needs at m->max_batch (their cuDNN
  * plans are chosen now, once); 0 in a CPU build. Needs the layers' dims (wire's first pass). */
 size_t wrn_place_conv_work(wrn_model *m);
-/* Tells every layer whether it runs on the GPU (m->gpu) and the workspace size. */
+/* Picks the model's layer table (wrn_ops.h) from m->gpu and m->blocked, once, and gives it and
+ * the workspace size to every layer; on a GPU the bias folding (wrn_block.c). After wire. */
 void wrn_place_mark(wrn_model *m);
 /* The out-of-GPU-memory message in err (model, batch, bytes needed, bytes free, the cure); -1. */
 int wrn_place_oom(const wrn_model *m, const char *name, size_t bytes, char *err, size_t errlen);

@@ -99,13 +99,14 @@ static void check_block(int cin, int cout, float p)
         grad[i] = filled(sz[i], PREFILL);
     }
     wrn_block blk = {.cin = cin, .cout = cout, .h = H, .w = W, .has_short = cin != cout,
-                     .dropout = p};
+                     .dropout = p, .ops = &WRN_OPS_CPU};
     wrn_conv *convs[3] = {&blk.conv1, &blk.conv2, &blk.shortcut};
     const int conv_par[3] = {W1, W2, WS}, conv_cin[3] = {cin, cout, cin}, conv_k[3] = {3, 3, 1};
     size_t work_n = 1;
     for (int i = 0; i < 3; i++) {
         wrn_conv *cv = convs[i];
         cv->d = (conv2d_dims){.cin = conv_cin[i], .h = H, .w = W, .cout = cout, .k = conv_k[i]};
+        cv->ops = &WRN_OPS_CPU;
         cv->w = par[conv_par[i]], cv->b = par[conv_par[i] + 1];
         cv->dw = grad[conv_par[i]], cv->db = grad[conv_par[i] + 1];
         if (conv2d_work_floats(&cv->d) > work_n)
@@ -116,6 +117,7 @@ static void check_block(int cin, int cout, float p)
         wrn_bn *bn = bns[i];
         const int g = i ? G2 : G1;
         bn->d = (bn_dims){.c = cout, .hw = HW, .eps = BN_EPS, .momentum = BN_MOMENTUM};
+        bn->ops = &WRN_OPS_CPU;
         bn->gamma = par[g], bn->beta = par[g + 1], bn->dgamma = grad[g], bn->dbeta = grad[g + 1];
         bn->run_mean = filled(cout, 0), bn->run_var = filled(cout, 1);
         bn->mean = filled(cout, 0), bn->invstd = filled(cout, 0);
