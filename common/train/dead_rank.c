@@ -46,10 +46,10 @@ static void say(char *out, size_t len)
         snprintf(out, len, "; no checkpoint in %s yet: a run with --use-checkpointing starts "
                  "from scratch", log_dir);
     else if (ckpt_path_at(path, sizeof path, log_dir, ce, cb) == 0 && cb > 0)
-        snprintf(out, len, "; run again with --use-checkpointing to resume in epoch %d after "
+        snprintf(out, len, "; run the same command again to resume in epoch %d after "
                  "batch %d from %s, the newest valid checkpoint there", ce + 1, cb, path);
     else
-        snprintf(out, len, "; run again with --use-checkpointing to resume after epoch %d from "
+        snprintf(out, len, "; run the same command again to resume after epoch %d from "
                  "%s, the newest valid checkpoint there", ce, path);
 }
 

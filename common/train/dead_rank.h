@@ -1,8 +1,8 @@
 /* dead_rank.h — what a rank says when a peer dies (guard/watchdog.h names the dead rank and how
  * it died; this adds where the training was and where it goes on):
- *   "this rank was in epoch 2 after batch 17/128 (the ranks move in step); run again with
- *    --use-checkpointing to resume after epoch 1 from DIR/checkpoint-1.ckpt, the newest valid
- *    checkpoint there"
+ *   "this rank was in epoch 2 after batch 17/128 (the ranks move in step); run the same command
+ *    again to resume after epoch 1 from DIR/checkpoint-1.ckpt, the newest valid checkpoint
+ *    there" (the run has --use-checkpointing: the same command resumes)
  * or "... no checkpoint in DIR yet: a run with --use-checkpointing starts from scratch" (rank 0,
  * which writes them; another rank, whose disk may not be rank 0's, says "no checkpoint in DIR as
  * this rank sees it"), or "--use-checkpointing is off: nothing was saved". The newest valid checkpoint is looked up when the line is written

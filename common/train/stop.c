@@ -102,7 +102,7 @@ static void stop_now(int sig, int epoch, int done, int steps)
     else if (ckpt_save_target(epoch, done, path, sizeof path, err, sizeof err) != 0)
         fprintf(stderr, "%s: not saved: %s\n", head, err);
     else
-        fprintf(stderr, "%s: saved %s; run again with --use-checkpointing to go on from there\n",
+        fprintf(stderr, "%s: saved %s; run the same command again to go on from there\n",
                 head, path);
     fflush(stderr);
     fflush(stdout);

@@ -15,7 +15,7 @@
  *
  * Lines (stderr, one per rank; E 1-based as printed, B batches of its S done):
  *   hvdlab: stopped by SIGTERM in epoch E after batch B/S: saved DIR/checkpoint-{E-1}.B.ckpt;
- *           run again with --use-checkpointing to go on from there        (rank 0, one line)
+ *           run the same command again to go on from there           (rank 0, one line)
  *   hvdlab: stopped by SIGTERM in epoch E after batch B/S (rank 0 saves the checkpoint)
  *   hvdlab: stopped by SIGTERM in epoch E after batch B/S: nothing saved (<why>)
  *   hvdlab: second signal: exiting at once

@@ -243,7 +243,8 @@ f5() {
         last=$(grep -o 'hvdlab: .*' "$W/f5.out" | tail -n1)
         if echo "$last" | grep -q 'rank 1 (pid [0-9]* on .*) died: vanished without a word' &&
             echo "$last" | grep -q 'epoch 2 after batch' &&
-            echo "$last" | grep -q -- '--use-checkpointing to resume after epoch 1 from' && under_10s; then
+            echo "$last" | grep -q -- '; run the same command again to resume after epoch 1 from' &&
+            under_10s; then
             ok=1 does="$(echo "$last" | sed -E 's/^hvdlab: (error|warning): //' | sed "s#$W/##g" |
                 cut -c1-400 | sed 's/|/\\|/g')"
         else

@@ -59,7 +59,7 @@ for case in "TERM mpirun sgd" "USR1 mpirun novograd" "INT rank1 sgd" "TERM rank0
     lines=$(grep -c "^hvdlab: stopped by SIG$sig in epoch [0-9]* after batch" "$dir.out")
     mid=$(ls "$dir" | grep -E '^checkpoint-[0-9]+\.[0-9]+\.ckpt$' | head -1)
     if [ "$rc" -eq 0 ] || [ "$lines" -ne 2 ] || [ -z "$mid" ] ||
-       ! grep -q "saved $dir/$mid; run again with --use-checkpointing" "$dir.out"; then
+       ! grep -q "saved $dir/$mid; run the same command again to go on from there" "$dir.out"; then
         fail "SIG$sig to $to: exit $rc, $lines stop line(s), mid-epoch checkpoint '${mid:-none}':"
         grep hvdlab "$dir.out" | head -4 | sed 's/^/    /'
         continue
