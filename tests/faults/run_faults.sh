@@ -117,6 +117,14 @@ row() {
 "
     echo "run_faults: $1: $verdict ($6)" >&2
     [ "$3" = 1 ] && return
+    # why the run ended: the last lines of the row's run (its own name, else the last started)
+    out=$W/f$1.out
+    [ -f "$out" ] || out=$W/$name.out
+    if [ -f "$out" ]; then
+        echo "run_faults: $1: the last lines of ${out##*/} (exit status $RC):" >&2
+        tr '\r' '\n' <"$out" | grep -v '^[[:space:]]*$' | tail -n 8 | cut -c1-300 |
+            sed "s#$W/##g; s/^/    /" >&2
+    fi
     for r in $REQUIRE; do [ "$r" = "$1" ] && FAILED="$FAILED $1"; done
 }
 FAILED=""
