@@ -13,7 +13,10 @@
 #define TAG_ENTRY 0x5345
 #define TAG_VERDICT 0x5356
 
-enum { VERDICT_GO, VERDICT_WARNED, VERDICT_MISMATCH };
+/* ENTERED: rank 0 is in the call and waits for others; it will decide, so a waiting rank
+ * stops counting against rank 0 (sent once rank 0 has waited ENTERED_AFTER_S, not in step). */
+enum { VERDICT_GO, VERDICT_WARNED, VERDICT_MISMATCH, VERDICT_ENTERED };
+#define ENTERED_AFTER_S 1e-3
 
 void stall_init(stall_inspector *si, MPI_Comm comm, double warn_s, double shutdown_s, int check)
 {
@@ -99,7 +102,7 @@ static void shutdown_mismatch_exit(const stall_inspector *si, const coll_desc *m
 
 static void coordinate(stall_inspector *si, const coll_desc *mine)
 {
-    int pending = si->size - 1, mismatch = -1, ended = -1, warned = 0;
+    int pending = si->size - 1, mismatch = -1, ended = -1, warned = 0, told = 0;
     for (int r = 1; r < si->size; r++) {
         si->arrived[r] = 0;
         MPI_Irecv(&si->got[r], (int)sizeof *si->got, MPI_BYTE, r, TAG_ENTRY, si->comm,
@@ -145,6 +148,13 @@ static void coordinate(stall_inspector *si, const coll_desc *mine)
             fatal_error("stall: %s has waited %g s (HVD_STALL_SHUTDOWN_TIME_SECONDS): %s; "
                         "stopping every rank", call, si->shutdown_s, ranks);
         }
+        if (!told && !warned && waited >= ENTERED_AFTER_S) {
+            told = 1; /* the ranks here wait for rank 0's word, not for rank 0 */
+            int v = VERDICT_ENTERED;
+            for (int r = 1; r < si->size; r++)
+                if (si->arrived[r])
+                    MPI_Send(&v, 1, MPI_INT, r, TAG_VERDICT, si->comm);
+        }
         if (!warned && waited >= si->warn_s) {
             char call[200], ranks[1024];
             name_call(si, mine, call, sizeof call);
@@ -182,24 +192,23 @@ static void follow(stall_inspector *si, const coll_desc *mine)
                 MPI_Wait(&sreq, MPI_STATUS_IGNORE);
                 coll_mismatch_exit(si->comm, NULL, 0, NULL);
             }
-            heard = 1; /* rank 0 has warned: it is alive and the line is out */
+            heard = 1; /* rank 0 is in the call (it warned, or waits): it decides */
             MPI_Irecv(&verdict, 1, MPI_INT, 0, TAG_VERDICT, si->comm, &rreq);
         }
         double waited = timer_seconds() - t0;
-        /* Once rank 0 has warned it is alive and will stop the job itself: this is for a rank 0
-         * that never reached the call. */
-        if (!heard && si->shutdown_s > 0 && waited >= si->shutdown_s + si->warn_s) {
+        /* Once rank 0 is in the call (ENTERED or WARNED) it stops the job itself if need be:
+         * this is for a rank 0 that never reached the call, on the same clock as its own. */
+        if (!heard && si->shutdown_s > 0 && waited >= si->shutdown_s) {
             char call[200];
             coll_desc_format(mine, 0, call, sizeof call);
             fatal_error("stall: %s has waited %g s for rank 0, the coordinator, which has not "
-                        "reached it; stopping every rank", call, si->shutdown_s + si->warn_s);
+                        "reached it; stopping every rank", call, si->shutdown_s);
         }
-        if (!heard && !warned && waited >= 2 * si->warn_s) {
+        if (!heard && !warned && waited >= si->warn_s) {
             char call[200];
             coll_desc_format(mine, 0, call, sizeof call);
             fprintf(stderr, "hvdlab: warning: [rank %d] stall: %s has waited %g s for rank 0, "
-                    "the coordinator, which has not reached it\n", si->rank, call,
-                    2 * si->warn_s);
+                    "the coordinator, which has not reached it\n", si->rank, call, si->warn_s);
             fflush(stderr);
             warned = 1;
         }

@@ -7,9 +7,10 @@
  * - rank 0, after warn_s seconds: one warning line naming the call, the ranks that reached it
  *   and the missing ones (with the call a missing rank is making instead, when it is known);
  *   after shutdown_s (> 0) seconds: fatal_error, which takes every rank down.
- * - any other rank hears from rank 0 when rank 0 warns; without any word from rank 0 it warns
- *   after 2 * warn_s (rank 0 has not reached the call) and stops the job after
- *   shutdown_s + warn_s. The margins leave the line to rank 0 whenever rank 0 can write it.
+ * - any other rank hears from rank 0 once rank 0 is in the call and has waited a millisecond
+ *   (or warns); from then on rank 0 decides. Without any word from rank 0 (frozen, or busy
+ *   elsewhere) it warns after warn_s (rank 0 has not reached the call) and stops the job after
+ *   shutdown_s, the times the settings name, as rank 0 would.
  * With check set (HVD_CHECK_COLLECTIVES), a mismatch seen by rank 0 stops the job at once with
  * coll_check's line instead of waiting. A rank in shutdown() while another makes a different call
  * (rank 0 either of the two) stops the job at once, check or not: no call can follow shutdown().

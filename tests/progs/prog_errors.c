@@ -53,6 +53,12 @@ int main(int argc, char **argv)
         if (rank == 1)
             sleep(2); /* past HVD_STALL_CHECK_TIME_SECONDS=1, then it comes */
         hvd_allreduce(buf, 10, HVD_SUM, "grad");
+    } else if (strcmp(s, "slow-coordinator") == 0) {
+        /* rank 0 comes 2 s late and rank 2 4.5 s late: rank 1 waits 4.5 s in all, past
+         * HVD_STALL_SHUTDOWN_TIME_SECONDS=3, but never 3 s for one rank */
+        if (rank == 0 || rank == 2)
+            usleep(rank == 0 ? 2000000 : 4500000);
+        hvd_allreduce(buf, 10, HVD_SUM, "grad");
     } else if (strcmp(s, "mismatch-count") == 0) {
         hvd_allreduce(buf, rank == 0 ? 10 : 12, HVD_SUM, "grad");
     } else if (strcmp(s, "mismatch-name") == 0) {

@@ -114,12 +114,12 @@ END_TEST
 
 START_TEST(stopped_coordinator_named)
 {
-    /* Rank 0 cannot speak: rank 1 does, later (2x and shutdown + check time). */
+    /* Rank 0 cannot speak: rank 1 does, at the times the settings name (1 s, 3 s) */
     expect_stall("stop-rank 0", 2,
                  "hvdlab: warning: [rank 1] stall: allreduce(name=\"grad\", count=10) has waited "
-                 "2 s for rank 0, the coordinator, which has not reached it",
+                 "1 s for rank 0, the coordinator, which has not reached it",
                  "hvdlab: error: [rank 1] stall: allreduce(name=\"grad\", count=10) has waited "
-                 "4 s for rank 0, the coordinator, which has not reached it; stopping every rank");
+                 "3 s for rank 0, the coordinator, which has not reached it; stopping every rank");
 }
 END_TEST
 
@@ -300,6 +300,21 @@ START_TEST(slow_rank_warned_then_runs_on)
 }
 END_TEST
 
+START_TEST(late_coordinator_decides)
+{
+    /* Rank 0 comes 2 s after rank 1, then waits 2.5 s for rank 2: rank 1 warns that rank 0 has
+     * not reached the call, rank 0 that rank 2 has not, and nobody stops the job (rank 0, once
+     * in the call, keeps the clock). */
+    job j = run_job(STALL_ENV, 3, "slow-coordinator");
+    ck_assert_msg(j.status == 0 && json_count(j.out, "finished") == 3 &&
+                      !strstr(j.out, "hvdlab: error"), "status %d\n%s", j.status, j.out);
+    ck_assert_msg(has_line(j.out, "hvdlab: warning: [rank 1] stall: allreduce(name=\"grad\", "
+                                  "count=10) has waited 1 s for rank 0, the coordinator, which "
+                                  "has not reached it") &&
+                      strstr(j.out, "missing ranks: 2 (not arrived)"), "%s", j.out);
+}
+END_TEST
+
 START_TEST(disabled_says_nothing)
 {
     job j = run_job(STALL_ENV " HVD_STALL_CHECK_DISABLE=1", 2, "slow-rank");
@@ -317,6 +332,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, stopped_rank_named);
     tcase_add_test(tc, stopped_rank_named_hierarchical);
     tcase_add_test(tc, stopped_coordinator_named);
+    tcase_add_test(tc, late_coordinator_decides);
     tcase_add_test(tc, broadcast_against_allreduce_named);
     tcase_add_test(tc, different_counts_named);
     tcase_add_test(tc, skipped_call_named);
