@@ -17,11 +17,20 @@
 # starts it again with up to N ranks.
 # Slots: with S, the sum of the `host[:slots]` lines S prints (slots 1 when left out; S is
 # stopped after --discovery-timeout seconds, default 60, which counts as a failure); without,
-# NP (default N) minus one for each rank that died. Fewer than M: one line, exit 1.
+# NP (default N) minus the ranks that died. Fewer than M: one line, exit 1.
+# The ranks that died: every rank of the job less the survivors, each of which says so in its
+# line "hvdlab: error: [rank r] rank R (pid ...) died: ..." (common/coll/watchdog.h); mpirun's
+# own report names only the first death it saw, whatever else ended with it. A job where no rank
+# speaks lost every rank (the kit's ranks always do: their watchdog), unless the watchdog is off
+# (HVD_DEAD_RANK_CHECK_DISABLE=1): then mpirun's count is all there is.
 # Only a rank lost to a signal (killed, crashed) restarts the job; a program that fails with an
 # exit status (bad flags, bad data) would fail again, so its status is passed on. At most R
 # restarts after failures (default 3); restarts to grow are not counted.
 # SIGINT/SIGTERM: the ranks stop at the end of a step and save; exit 130/143, no restart.
+# kill -9 of this launcher (no handler runs) leaves nothing: ./hvdrun gets SIGTERM when it is
+# gone (its parent-death signal, util-linux's setpriv --pdeathsig; ./hvdrun then stops the job
+# as at any SIGTERM, HVDRUN_GRACE), and a guard process removes the temporary folder.
+# --help: this text.
 # Lines (stderr): "hvdrun: elastic: ..." for each decision. The program's own: elastic.h, resume.h.
 set -u -f # -f: no file names from a word (the discovery script's lines)
 me="hvdrun: elastic"
@@ -35,6 +44,7 @@ int() { case $2 in '' | *[!0-9]* | ???????*) die "$1 $2: expected a whole number
 while [ $# -gt 0 ]; do
     case $1 in
     --elastic) shift ;;
+    --help | -h) sed -n '2,/^set -u/{/^set -u/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
     --min-np) need "$@"; int "$1" "$2"; min=$2; shift 2 ;;
     --max-np) need "$@"; int "$1" "$2"; max=$2; shift 2 ;;
     -n | -np | --np) need "$@"; int "$1" "$2"; np=$2; shift 2 ;;
@@ -66,8 +76,19 @@ esac
 case $script in */* | '') ;; *) script=./$script ;; esac # a file here, not one on PATH
 
 tmp=$(mktemp -d /tmp/hvdrun-elastic-XXXXXX) || die "cannot create a temporary directory"
-pid='' teepid=''
-trap 'rm -rf "$tmp"' EXIT
+pid='' teepid='' guard=''
+# The parent-death signal (prctl PR_SET_PDEATHSIG) of what this launcher starts: SIGTERM when
+# the launcher is gone, even by kill -9. Without setpriv (not Linux): nothing.
+watch=
+command -v setpriv >/dev/null 2>&1 && watch="setpriv --pdeathsig TERM"
+# The guard: removes the temporary folder when this launcher is gone without its EXIT trap
+# (kill -9). A shell waiting on a sleep; its own end (the launcher's EXIT trap) takes the sleep.
+if [ -n "$watch" ]; then
+    $watch sh -c 'trap "kill \$s 2>/dev/null; rm -rf \"\$0\"; exit 0" TERM
+                  sleep 2147483647 & s=$!; wait $s' "$tmp" </dev/null >/dev/null 2>&1 &
+    guard=$!
+fi
+trap 'rm -rf "$tmp"; [ -z "$guard" ] || kill "$guard" 2>/dev/null' EXIT
 # SIGTERM/SIGINT: passed on to ./hvdrun as SIGTERM (it was started in the background, where
 # SIGINT is ignored), the ranks save (train/stop.h); no restart after that. One that comes
 # between two runs (during discovery, at a restart) stops the launcher before it starts one.
@@ -80,7 +101,7 @@ sigrc() { [ "$stopping" = INT ] && echo 130 || echo 143; }
 # discover: sets hosts (h1:s1,h2:s2) and slots (their sum); 1 when the script fails or hangs
 # (timeout(1) stops it and what it started: a child holding the output would keep $(...) open).
 discover() {
-    out=$(timeout -k 2 "$dtimeout" "$script" 2>"$tmp/discovery.err")
+    out=$($watch timeout -k 2 "$dtimeout" "$script" 2>"$tmp/discovery.err")
     drc=$?
     if [ "$drc" = 124 ] || [ "$drc" = 137 ]; then
         echo "$me: $script did not finish in --discovery-timeout $dtimeout s" >&2; return 1
@@ -141,7 +162,7 @@ while :; do
     # lock that a lost host's rank 0 still holds on a network file system (ckpt_lock.c)
     HVDLAB_ELASTIC=1 HVDLAB_ELASTIC_COMMIT_STEPS=$every HVDLAB_ELASTIC_NOTIFY=$tmp/notify \
         HVDLAB_ELASTIC_RUN="$(hostname)-${tmp##*/}" \
-        "$here/hvdrun" -x HVDLAB_ELASTIC -x HVDLAB_ELASTIC_COMMIT_STEPS -x HVDLAB_ELASTIC_NOTIFY \
+        $watch "$here/hvdrun" -x HVDLAB_ELASTIC -x HVDLAB_ELASTIC_COMMIT_STEPS -x HVDLAB_ELASTIC_NOTIFY \
         -x HVDLAB_ELASTIC_RUN \
         ${hosts:+--host "$hosts"} -n "$n" "$@" 2>"$tmp/err" &
     pid=$!
@@ -167,8 +188,15 @@ while :; do
     if [ "$rc" -eq 75 ]; then # ELASTIC_EXIT_RESIZE: stopped at a commit to grow
         continue
     fi
-    lost=$(grep -c "mpirun noticed that process rank [0-9]* with PID [0-9]* on node .* exited on signal" \
+    signalled=$(grep -c "mpirun noticed that process rank [0-9]* with PID [0-9]* on node .* exited on signal" \
            "$tmp/err.log")
+    # every rank less the survivors, who each say who died (see the top)
+    survivors=$(sed -n 's/^hvdlab: error: \[rank \([0-9]*\)\] rank [0-9]* (pid [0-9]* on .*) died: .*/\1/p' \
+                "$tmp/err.log" | sort -u | wc -l)
+    if [ "$signalled" -eq 0 ]; then lost=0
+    elif [ "$survivors" -gt 0 ]; then lost=$((n - survivors))
+    elif [ "${HVD_DEAD_RANK_CHECK_DISABLE:-0}" = 1 ]; then lost=$signalled
+    else lost=$n; fi
     if [ "$lost" -eq 0 ]; then
         echo "$me: the job failed with exit status $rc and no rank was lost to a signal:" \
              "not restarting (it would fail the same way)" >&2
@@ -180,5 +208,9 @@ while :; do
         exit "$rc"
     fi
     dead=$((dead + lost))
-    echo "$me: lost $lost rank(s) (mpirun exit $rc): restarting from the last commit" >&2
+    if [ -z "$script" ] && [ $((base - dead)) -lt "$min" ]; then
+        echo "$me: lost $lost rank(s) (mpirun exit $rc)" >&2 # the next line: too few left
+    else
+        echo "$me: lost $lost rank(s) (mpirun exit $rc): restarting from the last commit" >&2
+    fi
 done

@@ -6,7 +6,8 @@
 # Usage: sh tests/faults/run_faults.sh [--quick] [--write-doc] [--only "N ..."]
 #   --quick      only the rows marked quick (they end in seconds even where the kit still fails)
 #   --write-doc  also put the table into notebooks-md/appendix-faults.md between its markers
-#   --only       only these rows (numbers as in the table: 1 2 2b 3 4 5 5b 6 7a 7b 7c 8 8b 9 10 11)
+#   --only       only these rows (numbers as in the table: 1 2 2b 3 4 5 5b 6 7a 7b 7c 8 8b 9 10
+#                11 12 13 14)
 # Env: BUILD (build), MPIRUN (mpirun with its flags), FAULTS_REQUIRE (rows that must hold: the
 #      exit status is 1 when one of them that ran does not; default: all), FAULTS_KEEP=1 keeps
 #      the scratch directory.
@@ -19,7 +20,7 @@ if [ -z "${MPIRUN:-}" ]; then
     MPIRUN="mpirun --oversubscribe"
     [ "$(id -u)" = 0 ] && MPIRUN="$MPIRUN --allow-run-as-root"
 fi
-REQUIRE=${FAULTS_REQUIRE:-1 2 2b 3 4 5 5b 6 7a 7b 7c 8 8b 9 10 11}
+REQUIRE=${FAULTS_REQUIRE:-1 2 2b 3 4 5 5b 6 7a 7b 7c 8 8b 9 10 11 12 13 14}
 PROG=$(pwd)/$BUILD/solutions/step10
 OPS=$(pwd)/$BUILD/tests/progs/prog_fault_ops
 quick=0 write_doc=0 only=""
@@ -54,12 +55,18 @@ run() {
 }
 
 # start NAME SECONDS ARGS...: as run, in the background; wait_for NAME PATTERN then finish NAME.
+# start_cmd NAME SECONDS COMMAND...: the same for a command other than $MPIRUN (./hvdrun).
 start() {
+    name=$1 t=$2
+    shift 2
+    start_cmd "$name" "$t" $MPIRUN "$@"
+}
+start_cmd() {
     name=$1 t=$2
     shift 2
     rm -f "$W/$name.rc"
     (
-        timeout -k 3 "$t" $MPIRUN "$@" >"$W/$name.out" 2>&1 &
+        timeout -k 3 "$t" "$@" >"$W/$name.out" 2>&1 &
         echo $! >"$W/$name.job" # timeout's pid: a signal to it is passed on to mpirun
         wait $!
         echo $? >"$W/$name.rc"
@@ -488,7 +495,133 @@ f11() {
         "$does" "$took" "$lost"
 }
 
-for f in "1 1" "2 1" "2b 1" "3 0" "4 1" "5 1" "5b 1" "6 1" "7a 1" "7b 0" "7c 0" "8 0" "8b 1" "9 1" "10 1" "11 1"; do
+# The processes of a job still running (zombies have ended): PIDS... -> the live ones
+alive() { for p in "$@"; do [ -d "/proc/$p" ] && ! grep -q '^State:.*Z' "/proc/$p/status" 2>/dev/null && echo "$p"; done; }
+# wait_gone SECONDS PIDS...: until none of PIDS runs, at most SECONDS; 0 when none does
+wait_gone() {
+    n=$(($1 * 10))
+    shift
+    while [ $n -gt 0 ] && [ -n "$(alive "$@")" ]; do sleep 0.1; n=$((n - 1)); done
+    [ -z "$(alive "$@")" ]
+}
+
+# 12. One SIGTERM to ./hvdrun while rank 1 is frozen (SIGSTOP) in epoch 1, default stall
+# settings: no step ends, so the SIGUSR1 it passes on is never acted on; after HVDRUN_GRACE (3 s
+# here) it must end the job, exit 143, nothing of it left. The limit, 3 + 30 s, is ten times
+# what it takes on a loaded 2-core machine; the old ./hvdrun never ended (stopped by the timeout).
+f12() {
+    start_cmd f12 60 env HVDRUN_GRACE=3 ./hvdrun -n 1 "$PROG" $LONG : -n 1 $(rank1 f12) $LONG
+    does="did not reach epoch 1" ok=0 SECS="-" lost="the epoch in progress"
+    if wait_for f12 'Epoch 1/'; then
+        hvd=$(pgrep -P "$(cat "$W/f12.job")" | head -1)   # timeout's child: ./hvdrun
+        mpi=$(pgrep -P "$hvd" -x mpirun)
+        ranks=$(pgrep -P "$mpi" | tr '\n' ' ')
+        kill -STOP "$(cat "$W/f12.pid")"
+        sleep 0.5
+        t0=$(now)
+        kill -TERM "$hvd"
+        finish f12 "$t0"
+        left=$(alive $mpi $ranks | tr '\n' ' ')
+        if [ "$RC" = 143 ] && [ -z "$left" ] && awk -v s="${SECS% s}" 'BEGIN { exit !(s < 33) }' &&
+            grep -q 'hvdrun: the ranks did not stop within 3 s (HVDRUN_GRACE): mpirun ends the job' \
+                "$W/f12.out"; then
+            ok=1 does="ends the job after HVDRUN_GRACE, exit 143: $(grep -m1 -o 'hvdrun: the ranks did not stop.*' "$W/f12.out" | cut -c9-)"
+        else
+            does="$(status), $(tail -n 2 "$W/f12.out" | tr '\n' ' ' | cut -c1-160 | sed 's/|/\\|/g')${left:+; still running: $left}"
+        fi
+        kill -9 $left 2>/dev/null
+    else finish f12 "$(now)"; fi
+    row 12 1 $ok "one SIGTERM to \`./hvdrun\` while rank 1 is frozen (\`kill -STOP\`), \`HVDRUN_GRACE=3\`" \
+        "$does" "$SECS" "$lost"
+}
+
+# The elastic launcher's job: ELASTIC NAME MIN MAX starts ./hvdrun --elastic with commits every 5
+# batches in W/NAME; rank_pid NAME R: the pid of rank R of its job (0 when none), by the rank's
+# OMPI_COMM_WORLD_RANK among the children of its mpirun.
+elastic() {
+    mkdir -p "$W/$1"
+    start_cmd "$1" 60 ./hvdrun --elastic --min-np "$2" --max-np "$3" --commit-every 5 "$PROG" $LONG \
+        --use-checkpointing --log-dir "$W/$1"
+}
+descendants() { for c in $(pgrep -P "$1"); do echo "$c"; descendants "$c"; done; }
+job_pids() { # NAME: the launcher and every process under it (./hvdrun, mpirun, the ranks, ...)
+    l=$(pgrep -P "$(cat "$W/$1.job")" | head -1)
+    [ -z "$l" ] || { echo "$l"; descendants "$l"; }
+}
+rank_pid() {
+    for p in $(job_pids "$1"); do
+        tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2" &&
+            { echo "$p"; return; }
+    done
+    echo 0
+}
+
+# 13. Ranks 1 and 2 of 3 killed at once (kill -9) in epoch 1 under the elastic launcher with
+# --min-np 2: one slot is left, so it must stop with its line and exit 1. The old launcher read
+# mpirun's report, which names one of them, and started 2 ranks (stopped here at that start).
+f13() {
+    elastic f13 2 3
+    does="did not reach a commit" ok=0 SECS="-"
+    committed() { ls "$W/f13" | grep -q '^checkpoint-0\.[0-9]*\.ckpt$'; }
+    wait_for f13 'Epoch 1/' && while ! committed && [ ! -f "$W/f13.rc" ]; do sleep 0.1; done
+    if committed && [ ! -f "$W/f13.rc" ]; then
+        r1=$(rank_pid f13 1) r2=$(rank_pid f13 2)
+        t0=$(now)
+        kill -9 "$r1" "$r2"
+        # the end, or a restart (then the launcher is stopped: it would train for a minute)
+        while ! grep -q 'fewer than --min-np\|elastic: starting [0-9]* rank(s) (start 2' "$W/f13.out" &&
+            [ ! -f "$W/f13.rc" ]; do sleep 0.1; done
+        grep -q 'elastic: starting [0-9]* rank(s) (start 2' "$W/f13.out" &&
+            kill -TERM "$(pgrep -P "$(cat "$W/f13.job")" | head -1)"
+        finish f13 "$t0"
+        line=$(grep -m1 -o 'hvdrun: elastic: [0-9]* slot(s) left, fewer than --min-np 2.*' "$W/f13.out")
+        if [ "$RC" = 1 ] && echo "$line" | grep -q '^hvdrun: elastic: 1 slot(s) left' &&
+            grep -q 'hvdrun: elastic: lost 2 rank(s)' "$W/f13.out"; then
+            ok=1 does="stops: $(echo "$line" | cut -c9-200)"
+        else
+            does="$(grep -m1 -o 'hvdrun: elastic: lost .*' "$W/f13.out" | cut -c9-120), then $(grep -o 'hvdrun: elastic: starting [0-9]* rank(s) (start 2' "$W/f13.out" | cut -c18- || echo "no restart") ($(status))"
+        fi
+    else finish f13 "$(now)"; fi
+    row 13 1 $ok "ranks 1 and 2 of 3 killed at once (\`kill -9\`) under \`./hvdrun --elastic --min-np 2\`" \
+        "$does" "$SECS" "the batches since the last commit"
+}
+
+# 14. kill -9 of the elastic launcher itself in epoch 1 (2 ranks): no handler runs; within 60 s
+# nothing of its job may be left running (./hvdrun, mpirun, the ranks) nor its temporary folder.
+# (./hvdrun ends a job that does not stop HVDRUN_GRACE s after its SIGTERM, default 30, + 5 s;
+# the ranks stop at their next step's end, about 3 s here with other work beside them.)
+f14() {
+    elastic f14 1 2
+    does="did not reach epoch 1" ok=0 SECS="-"
+    if wait_for f14 'Epoch 1/'; then
+        pids=$(job_pids f14 | tr '\n' ' ')
+        r0=$(rank_pid f14 0)
+        tmp=$(tr '\0' '\n' <"/proc/$r0/environ" 2>/dev/null | sed -n 's/^HVDLAB_ELASTIC_NOTIFY=//p')
+        tmp=${tmp%/notify}
+        t0=$(now)
+        kill -9 "$(pgrep -P "$(cat "$W/f14.job")" | head -1)"
+        gone=0
+        wait_gone 60 $pids && gone=1
+        SECS=$(since "$t0")
+        left=$(alive $pids | tr '\n' ' ')
+        if [ $gone = 1 ] && [ -n "$tmp" ] && [ ! -e "$tmp" ]; then
+            ok=1 does="the job stops as at a SIGTERM ($(grep -m1 -o 'hvdlab: stopped by [A-Z0-9]*' "$W/f14.out" || echo 'ended')); the temporary folder is removed"
+        else
+            does="${left:+still running 60 s later: $(ps -o comm= -p $(echo $left | tr ' ' ,) | sort | uniq -c | awk '{ printf "%s%s x%s", s, $2, $1; s = ", " }')}${tmp:+; }$([ -e "$tmp" ] && echo "$tmp left")"
+            SECS="-"
+            kill -9 $left 2>/dev/null
+            rm -rf "$tmp"
+        fi
+    fi
+    took=$SECS
+    finish f14 "$(now)"
+    SECS=$took
+    row 14 1 $ok "\`kill -9\` of the elastic launcher (\`./hvdrun --elastic\`) in epoch 1" "$does" "$SECS" \
+        "the batches since the last commit"
+}
+
+for f in "1 1" "2 1" "2b 1" "3 0" "4 1" "5 1" "5b 1" "6 1" "7a 1" "7b 0" "7c 0" "8 0" "8b 1" "9 1" "10 1" "11 1" "12 1" \
+    "13 1" "14 1"; do
     set -- $f
     wanted "$1" "$2" && "f$1"
 done
