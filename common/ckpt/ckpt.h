@@ -51,9 +51,11 @@
  *                               ckpt_set_aside, ckpt_move_noclobber
  *   ckpt_dir.c (the log dir)    ckpt_set_restart, ckpt_prepare_dir, ckpt_expect_bytes
  *   ckpt_lock.c (one run a dir) ckpt_lock_dir
+ *   ckpt_drop.c (superseded)    ckpt_drop_mid_epoch
  * Public (ckpt_model.c, on a param_set and an optimizer):
  *   ckpt_data_of, ckpt_expect_of, ckpt_save_params, ckpt_load_params, ckpt_set_target,
- *   ckpt_has_target, ckpt_save_target, ckpt_target_iterations, ckpt_target_checksum,
+ *   ckpt_has_target, ckpt_target_dir, ckpt_save_target, ckpt_target_iterations,
+ *   ckpt_target_checksum,
  *   ckpt_set_world_size, ckpt_loaded_world_size, ckpt_set_batch_size, ckpt_loaded_batch_size,
  *   ckpt_set_early_stop_source, ckpt_loaded_early_stop_count, ckpt_check_loaded_place
  * Public (inline here, on a wrn_model): ckpt_save_model, ckpt_load_model, ckpt_latest_model
@@ -150,6 +152,14 @@ int ckpt_newest_valid(const char *dir, int *epoch, int *batch);
  * and sort between checkpoint-{epoch} and checkpoint-{epoch+1}; when the scan picks one,
  * ckpt_load (and so ckpt_load_model) of that epoch reads it. */
 int ckpt_found_batch(const char *dir, int epoch);
+
+/* Once checkpoint-{epoch}.ckpt is in dir, the mid-epoch files of the epochs before it
+ * (checkpoint-{e}.{b}.ckpt, e < epoch: the elastic launcher's commits, a signal's save) hold
+ * nothing a run would resume from: removes them (ckpt_drop.c). The number removed; 0 when that
+ * file is not there. */
+int ckpt_drop_mid_epoch(const char *dir, int epoch);
+/* The directory of the target (ckpt_set_target; "" none). */
+const char *ckpt_target_dir(void);
 
 /* Renames path to path.damaged, or the first of path.damaged.2, .3, ... no file holds (an
  * earlier damaged file is never overwritten); one warning line on stderr with why and the name

@@ -2,7 +2,7 @@
  * programs' ckpt_save_model / ckpt_load_model, which are inline in ckpt.h); the file format and
  * I/O are in ckpt_format.c, which works on plain buffers.
  * Public: ckpt_data_of, ckpt_expect_of, ckpt_save_params, ckpt_load_params, ckpt_set_target,
- * ckpt_has_target, ckpt_save_target, ckpt_set_world_size, ckpt_loaded_world_size,
+ * ckpt_has_target, ckpt_target_dir, ckpt_save_target, ckpt_set_world_size, ckpt_loaded_world_size,
  * ckpt_set_batch_size, ckpt_loaded_batch_size, ckpt_target_iterations, ckpt_target_checksum,
  * ckpt_set_early_stop_source, ckpt_loaded_early_stop_count, ckpt_check_loaded_place.
  */
@@ -171,6 +171,8 @@ void ckpt_set_target(const char *dir, const wrn_config *cfg, const param_set *ps
 }
 
 int ckpt_has_target(void) { return target.ps != NULL; }
+
+const char *ckpt_target_dir(void) { return target.dir; }
 
 long ckpt_target_iterations(void) { return target.opt ? target.opt->iterations : 0; }
 

@@ -1,5 +1,5 @@
 /* elastic.c — commits every K batches and the stop to grow at a commit (elastic.h).
- * Public: elastic_on, elastic_step.
+ * Public: elastic_on, elastic_step, elastic_epoch_end.
  */
 #include "train/elastic.h"
 
@@ -87,4 +87,13 @@ void elastic_step(int epoch, int done, int steps)
     stop_settle();  /* the stop vote started at this step: no request may outlive MPI */
     hvd_shutdown(); /* every rank is here, at the same batch */
     exit(ELASTIC_EXIT_RESIZE);
+}
+
+void elastic_epoch_end(int epochs_done)
+{
+    read_env();
+    if (!E.on || hvd_rank() != 0 || !ckpt_has_target())
+        return;
+    if (ckpt_drop_mid_epoch(ckpt_target_dir(), epochs_done) > 0)
+        E.last[0] = '\0'; /* removed with the others */
 }

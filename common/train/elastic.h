@@ -27,7 +27,7 @@
  * rename; E 0-based, I the optimizer steps applied, T the milliseconds the commit took, S the
  * params_checksum of the weights committed), "elastic_stop epoch=E batch=B" (every rank).
  *
- * Public: elastic_on, elastic_step, ELASTIC_EXIT_RESIZE.
+ * Public: elastic_on, elastic_step, elastic_epoch_end, ELASTIC_EXIT_RESIZE.
  */
 #ifndef HVDLAB_ELASTIC_H
 #define HVDLAB_ELASTIC_H
@@ -40,5 +40,9 @@ int elastic_on(void);
 /* After batch `done` (1-based) of `steps` of epoch `epoch` (0-based), on every rank, after
  * stop_step: commits every K batches, and stops at a commit when the launcher asked. */
 void elastic_step(int epoch, int done, int steps);
+/* After the program saved the end of epoch `epochs_done` (1-based), on every rank: under the
+ * launcher, rank 0 removes the commits that file supersedes (ckpt_drop_mid_epoch), which would
+ * otherwise stay in --log-dir after the run. */
+void elastic_epoch_end(int epochs_done);
 
 #endif

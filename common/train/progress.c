@@ -298,6 +298,7 @@ int progress_epoch_end(progress *p, double loss, double accuracy, double val_los
                        double val_accuracy)
 {
     int n_epoch = p->epoch + 1;
+    elastic_epoch_end(n_epoch); /* the step program saved the epoch before this call */
     trace_event("metrics", "when=epoch epoch=%d loss=%.9g accuracy=%.9g val_loss=%.9g "
                            "val_accuracy=%.9g", n_epoch, loss, accuracy, val_loss, val_accuracy);
     if (p->verbose) {

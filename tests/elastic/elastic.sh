@@ -9,6 +9,8 @@
 #      TOL of an uninterrupted 2-rank run.
 #   2. grow: the discovery script reports a third slot: the job stops at its next commit and
 #      goes on with 3 ranks from exactly that commit (no step lost, the committed weights).
+#      After both, no commit (checkpoint-E.B.ckpt) is left in --log-dir: the end-of-epoch files
+#      supersede them.
 #   3. below --min-np: a kill leaves fewer slots than --min-np: one line, exit 1.
 #   4. a program that fails with an exit status (a bad flag) is not restarted.
 #   5. bad launcher input stops with one line naming it, before any job starts.
@@ -106,6 +108,13 @@ else
     [ "$bad" -eq 0 ] && echo "elastic: kill: 3 ranks -> 2 from the commit at step $ci (batch $cb -> $rb), $((last3 - ci)) step(s) lost and redone, steps 1..$(iters "$t0" 2 | tail -1) each once; accuracy $got vs $base uninterrupted"
 fi
 
+# no_commit_left NAME DIR: a finished elastic run leaves no commit behind
+no_commit_left() {
+    left=$(ls "$2" | grep -E '^checkpoint-[0-9]+\.[0-9]+\.ckpt$' | tr '\n' ' ')
+    [ -z "$left" ] || fail "$1: the run ended (exit 0), but its commit(s) $left stay in --log-dir"
+}
+[ "$rc" -ne 0 ] || no_commit_left kill "$d/logs"
+
 # ---- 2. grow: a third slot appears after the first commit
 d=$work/grow
 mkdir -p "$d"
@@ -133,6 +142,8 @@ elif ! why=$(iters "$t0" 2 | contiguous 1) || [ "$(iters "$t0" 2 | tail -1)" != 
 else
     echo "elastic: grow: 2 ranks -> 3 at the commit at step $ci, no step lost or repeated"
 fi
+
+[ "$rc" -ne 0 ] || no_commit_left grow "$d/logs"
 
 # ---- 3. below --min-np: 3 ranks, one killed, --min-np 3
 d=$work/min
