@@ -15,8 +15,9 @@ enum { TRAIN_N, TEST_N, TRAIN_IMAGES, TRAIN_LABELS, TEST_IMAGES, TEST_LABELS, TR
        TEST_SUBSET, BATCH, VAL_BATCH, SEED, EPOCHS, MODEL, DROPOUT, OPTIMIZER, BASE_LR, MOMENTUM,
        WD, WARMUP, TARGET, PATIENCE, CHECKPOINTING, RESTART, NITEMS };
 
-/* How an item's value prints: a count, a fingerprint (hex), a double's bits, wrn-D-K. */
-enum { INT, HEX, REAL, NET, OPT };
+/* How an item's value prints: a count, a fingerprint (hex), a double's bits (REAL32: of a float
+ * widened, as --dropout, which is shown as the float it is), wrn-D-K. */
+enum { INT, HEX, REAL, REAL32, NET, OPT };
 
 /* How each item is named in the message. Sizes and files come first: a different file usually
  * also changes a size, and the size is the clearer thing to read. The flags after --seed do not
@@ -40,7 +41,7 @@ static const struct {
     [SEED] = {"--seed", INT, 0},
     [EPOCHS] = {"--epochs", INT, 0},
     [MODEL] = {"--model", NET, 0},
-    [DROPOUT] = {"--dropout", REAL, 0},
+    [DROPOUT] = {"--dropout", REAL32, 0},
     [OPTIMIZER] = {"--optimizer", OPT, 0},
     [BASE_LR] = {"--base-lr", REAL, 0},
     [MOMENTUM] = {"--momentum", REAL, 0},
@@ -118,11 +119,12 @@ static void value(char *buf, size_t len, const record *rec, int it)
     memcpy(&x, &v, sizeof x);
     switch (ITEMS[it].shown) {
     case HEX: errmsg_append(buf, len, "%016llx", v); break;
-    case REAL: { /* as typed (0.05), unless that would hide the difference */
+    case REAL:
+    case REAL32: { /* as typed (0.05), unless that would hide the difference */
         char g[40];
         snprintf(g, sizeof g, "%g", x);
-        if (strtod(g, NULL) != x)
-            snprintf(g, sizeof g, "%.17g", x);
+        if (ITEMS[it].shown == REAL32 ? (float)strtod(g, NULL) != (float)x : strtod(g, NULL) != x)
+            snprintf(g, sizeof g, ITEMS[it].shown == REAL32 ? "%.9g" : "%.17g", x);
         errmsg_append(buf, len, "%s", g);
         break;
     }

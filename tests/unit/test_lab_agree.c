@@ -161,6 +161,10 @@ START_TEST(another_model_or_epochs_is_named)
     j = run(1, a, "", 1, a, "--epochs 2 --momentum 0.5");
     expect_stop(j, "] the ranks disagree on how to train: --epochs is 3 on rank 0 but 2 on rank "
                    "1; every rank must be given the same --epochs\n");
+    /* --dropout is a float: shown as typed, not as the double it widens to (0.300000012) */
+    j = run(1, a, "--dropout 0.3", 1, a, "");
+    expect_stop(j, "] the ranks disagree on how to train: --dropout is 0.3 on rank 0 but 0.01 on "
+                   "rank 1; every rank must be given the same --dropout\n");
 }
 END_TEST
 
