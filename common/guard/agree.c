@@ -25,9 +25,10 @@ void agree_settings(MPI_Comm comm, const agree_setting *mine, int n)
             if (strcmp(a->value, b->value) == 0)
                 continue;
             if (rank == 0) {
-                fprintf(stderr, "hvdlab: error: setting mismatch: %s=%s on rank 0 but %s=%s on "
-                        "rank %d (every rank must have the same %s; mpirun -x %s passes it to "
-                        "all)\n", a->name, a->value, b->name, b->value, r, a->name, a->name);
+                /* only rank 0 speaks, and says so as fatal_error's lines do */
+                fprintf(stderr, "hvdlab: error: [rank 0] setting mismatch: %s=%s on rank 0 but "
+                        "%s=%s on rank %d (every rank must have the same %s; mpirun -x %s passes "
+                        "it to all)\n", a->name, a->value, b->name, b->value, r, a->name, a->name);
                 fflush(stderr);
             }
             free(all);

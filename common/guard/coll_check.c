@@ -117,8 +117,8 @@ void coll_mismatch_exit(MPI_Comm comm, const coll_desc *a, int bad, const coll_d
         coll_desc_format(a, detail, sa, sizeof sa);
         coll_desc_format(b, detail, sb, sizeof sb);
         fprintf(stderr,
-                "hvdlab: error: collective mismatch: rank 0 called %s but rank %d called %s "
-                "(every rank must make the same collective calls in the same order)\n",
+                "hvdlab: error: [rank 0] collective mismatch: rank 0 called %s but rank %d called "
+                "%s (every rank must make the same collective calls in the same order)\n",
                 sa, bad, sb);
         fflush(stderr);
     }

@@ -87,8 +87,9 @@ static void expect_failure_line(const char *scenario, const char *line)
 START_TEST(mismatched_ops_named)
 {
     expect_failure_line("mismatch-op",
-                        "hvdlab: error: collective mismatch: rank 0 called allreduce(name=\"a\", "
-                        "count=10) but rank 1 called broadcast(name=\"a\", count=10, root=0)");
+                        "hvdlab: error: [rank 0] collective mismatch: rank 0 called "
+                        "allreduce(name=\"a\", count=10) but rank 1 called "
+                        "broadcast(name=\"a\", count=10, root=0)");
 }
 END_TEST
 
@@ -125,8 +126,8 @@ END_TEST
 START_TEST(mismatched_reduce_ops_named)
 {
     expect_failure_line("mismatch-reduce",
-                        "hvdlab: error: collective mismatch: rank 0 called allreduce(name=\"grad\", "
-                        "count=10, op=sum, compression=none) but rank 1 called "
+                        "hvdlab: error: [rank 0] collective mismatch: rank 0 called "
+                        "allreduce(name=\"grad\", count=10, op=sum, compression=none) but rank 1 called "
                         "allreduce(name=\"grad\", count=10, op=average, compression=none) (every "
                         "rank must make the same collective calls in the same order)\n");
 }
@@ -150,7 +151,7 @@ START_TEST(settings_on_one_rank_named)
         const char *var, *line;
     } cases[] = {
         {0, "HVD_CHECK_COLLECTIVES=1",
-         "hvdlab: error: setting mismatch: HVD_CHECK_COLLECTIVES=1 on rank 0 but "
+         "hvdlab: error: [rank 0] setting mismatch: HVD_CHECK_COLLECTIVES=1 on rank 0 but "
          "HVD_CHECK_COLLECTIVES=0 on rank 1 (every rank must have the same "
          "HVD_CHECK_COLLECTIVES; mpirun -x HVD_CHECK_COLLECTIVES passes it to all)\n"},
         {1, "HVD_FUSION_THRESHOLD=0",
