@@ -21,4 +21,9 @@ int errmsg_set(char *err, size_t errlen, const char *prefix, const char *fmt, ..
 void errmsg_append(char *buf, size_t len, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* strerror(e), and for a process out of file descriptors (EMFILE) the limit it hit and where
+ * it comes from: "Too many open files (this process may have 21 open: ulimit -n)". A
+ * thread-local buffer: valid until the thread's next call. */
+const char *errmsg_strerror(int e);
+
 #endif

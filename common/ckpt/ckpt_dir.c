@@ -108,6 +108,10 @@ static int probe_writable(const char *dir, char *err, size_t errlen)
         struct stat st;
         /* A folder that exists on a file system that makes no files (the kernel's own, /proc)
          * answers ENOENT, which strerror words as if the folder were missing. */
+        /* Out of descriptors says nothing of the folder: the process's limit is the fault. */
+        if (e == EMFILE || e == ENFILE)
+            return errmsg_set(err, errlen, dir, "cannot create a file in the checkpoint "
+                              "directory: %s", errmsg_strerror(e));
         if (e == ENOENT && stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
             return errmsg_set(err, errlen, dir, "checkpoint directory is not writable: the "
                               "folder exists, but its file system lets no file be created in "

@@ -70,7 +70,8 @@ int ckpt_write_temp(const char *dir, const ckpt_data *d, char *tmp, size_t tmple
         return errmsg_set(err, errlen, dir, "checkpoint path too long");
     int fd = mkostemp(tmp, O_CLOEXEC);
     if (fd < 0)
-        return errmsg_set(err, errlen, tmp, "cannot create checkpoint: %s", strerror(errno));
+        return errmsg_set(err, errlen, tmp, "cannot create checkpoint: %s",
+                          errmsg_strerror(errno));
     int rc = ckpt_write_fd(fd, d, tmp, err, errlen);
     if (!rc && fchmod(fd, 0644) != 0)
         rc = errmsg_set(err, errlen, tmp, "cannot chmod checkpoint: %s", strerror(errno));

@@ -136,6 +136,9 @@ int ckpt_lock_dir(const char *dir, char *err, size_t errlen)
         fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0 && (errno == ENOENT || errno == EROFS))
         return 0; /* none there, none can be made: the probe that follows names the directory */
+    if (fd < 0 && (errno == EMFILE || errno == ENFILE)) /* the process's limit, not the file */
+        return errmsg_set(err, errlen, path, "cannot open this log dir's lock file: %s",
+                          errmsg_strerror(errno));
     if (fd < 0) /* a directory in its place, a file this user may not even read: unlocked, two
                  * runs could share the folder again */
         return errmsg_set(err, errlen, path, "cannot open this log dir's lock file: %s (remove "

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -622,6 +623,33 @@ START_TEST(a_lock_file_that_cannot_be_opened_stops_the_run)
 }
 END_TEST
 
+/* A process out of file descriptors (ulimit -n 21 on the ranks) was told "checkpoint directory
+ * is not writable: Too many open files": the limit is named instead. Every descriptor up to a
+ * lowered limit is taken, then one (the lock's) or none is given back. */
+START_TEST(out_of_descriptors_names_the_limit)
+{
+    char dir[512], want[1024];
+    snprintf(dir, sizeof dir, "%s", tmp_path("fds"));
+    struct rlimit rl = {64, 64};
+    ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0); /* this forked test's process only */
+    int fds[64], n = 0, fd;
+    while (n < 64 && (fd = open("/dev/null", O_RDONLY)) >= 0)
+        fds[n++] = fd;
+    ck_assert_int_eq(errno, EMFILE);
+    ck_assert_int_eq(ckpt_prepare_dir(dir, 0, err, sizeof err), -1);
+    snprintf(want, sizeof want, "%s/.hvdlab-lock: cannot open this log dir's lock file: Too many "
+             "open files (this process may have 64 open: ulimit -n)", dir);
+    ck_assert_str_eq(err, want);
+    close(fds[--n]); /* room for the lock, none for the probe */
+    ck_assert_int_eq(ckpt_prepare_dir(dir, 0, err, sizeof err), -1);
+    snprintf(want, sizeof want, "%s: cannot create a file in the checkpoint directory: Too many "
+             "open files (this process may have 64 open: ulimit -n)", dir);
+    ck_assert_str_eq(err, want);
+    while (n > 0)
+        close(fds[--n]);
+}
+END_TEST
+
 /* A folder that exists but whose file system makes no file in it (/proc: the kernel answers
  * ENOENT) was reported as "not writable: No such file or directory", as if it were missing. */
 START_TEST(a_folder_that_takes_no_file_is_named_so)
@@ -737,6 +765,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, elastic_starts_share_and_forked_children_let_go);
     tcase_add_test(tc, a_read_only_lock_file_still_locks);
     tcase_add_test(tc, a_folder_that_takes_no_file_is_named_so);
+    tcase_add_test(tc, out_of_descriptors_names_the_limit);
     tcase_add_test(tc, param_set_layer_and_trace);
     suite_add_tcase(s, tc);
     return s;
