@@ -68,7 +68,7 @@ start_cmd() {
     (
         timeout -k 3 "$t" "$@" >"$W/$name.out" 2>&1 &
         echo $! >"$W/$name.job" # timeout's pid: a signal to it is passed on to mpirun
-        wait $!
+        wait $! 2>/dev/null # no "Killed" from the shell where a row kills the launcher (14)
         echo $? >"$W/$name.rc"
     ) &
     while [ ! -s "$W/$name.job" ]; do sleep 0.05; done
