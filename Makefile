@@ -120,7 +120,7 @@ MPIRUN_FLAGS ?= --oversubscribe $(if $(filter 0,$(shell id -u)),--allow-run-as-r
 SETUP_PKGS := openmpi-bin libopenmpi-dev libopenblas-dev libdnnl-dev zlib1g-dev check pkg-config patch \
               dataset-fashion-mnist
 
-.PHONY: all help setup lib tools tests benches test unit-tests check-layers check-cuda-streams test-ckpt-faults test-hvdrun cuda-check check-build demo \
+.PHONY: all help setup lib tools tests benches test check unit-tests check-layers check-cuda-streams test-ckpt-faults test-hvdrun cuda-check check-build demo \
         progress-demo asan-test clean FORCE
 .DEFAULT_GOAL := all
 
@@ -203,6 +203,20 @@ test: setup  ## install if needed, build, check the CUDA build, the layers, unit
 	@$(MAKE) --no-print-directory test-watchdog
 	@$(MAKE) --no-print-directory test-elastic
 	@$(MAKE) --no-print-directory test-multinode
+
+# The quick tier: what a student runs after editing a step and a contributor before a commit
+# (docs/testing.md has its measured time). make test runs all of it and the rest.
+# Left to make test: test_wrn_rounding, the GPU suite's tolerances measured on the CPU (several
+# minutes of wrn-16-2 steps three ways; the rest of the unit suites take seconds each).
+CHECK_SKIP := $(BUILD)/tests/unit/test_wrn_rounding
+check: setup  ## the quick tier (docs/testing.md has its time): the library, the layer check, the unit suites at 1 and 2 ranks (but test_wrn_rounding), check-steps; STEP=NN adds that step's grader
+	@case "$(STEP)" in ''|0[1-9]|10) ;; *) echo "check: STEP=$(STEP): expected a step 01..10"; exit 2 ;; esac
+	@$(MAKE) --no-print-directory lib tests
+	@$(MAKE) --no-print-directory check-layers
+	@MPI_NPS="1 2" MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" sh tests/run_unit.sh \
+	  $(filter-out $(CHECK_SKIP),$(TEST_BIN))
+	@$(MAKE) --no-print-directory check-steps
+	@$(if $(STEP),$(MAKE) --no-print-directory grade$(STEP),true)
 
 # Real runs of solution 10 under mpirun (tests/resume/): log-dir faults; kill, signals, exact resume.
 test-ckpt-faults: solution10  ## log dirs a run must not or cannot use; kills and signals, resumed and compared byte for byte

@@ -1,12 +1,14 @@
 #!/bin/sh
 # Runs the unit test binaries given as arguments. Those built from tests/mpi/ (a path with /mpi/)
-# run under $MPIRUN -n 1, 2, 3 and 4; the others run once as a plain process. Every run is bounded
-# by a timeout so a hang fails instead of blocking CI. A run that exits 77 could not run here
-# (e.g. the CUDA suite without a GPU): it counts as skipped, neither passed nor failed. Ends with
-# one "runs: N passed, N failed, N skipped" line.
-# Env: MPIRUN (mpirun with its flags), TEST_TIMEOUT (s).
+# run under $MPIRUN -n 1, 2, 3 and 4 (MPI_NPS: another list, "1 2" for make check); the others
+# run once as a plain process. Every run is bounded by a timeout so a hang fails instead of
+# blocking CI. A run that exits 77 could not run here (e.g. the CUDA suite without a GPU): it
+# counts as skipped, neither passed nor failed. Ends with one "runs: N passed, N failed, N
+# skipped" line.
+# Env: MPIRUN (mpirun with its flags), TEST_TIMEOUT (s), MPI_NPS (the ranks of tests/mpi/ runs).
 set -u
 timeout_s=${TEST_TIMEOUT:-300}
+nps=${MPI_NPS:-1 2 3 4}
 pass=0
 fail=0
 skip=0
@@ -31,7 +33,7 @@ for bin in "$@"; do
     name=$(basename "$bin")
     case "$bin" in
     */mpi/*)
-        for n in 1 2 3 4; do run "$name -n $n" $MPIRUN -n "$n" "$bin"; done ;;
+        for n in $nps; do run "$name -n $n" $MPIRUN -n "$n" "$bin"; done ;;
     *)
         run "$name" "$bin" ;;
     esac
