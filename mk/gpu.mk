@@ -1,14 +1,14 @@
 # mk/gpu.mk — the checks that need a GPU: make gpu-check (one command, one summary) and
-# make bench-train-gpu. They build the CUDA flavour whatever this make's flavour is. On the GPU
-# test machine run them after `. .device/env.sh` (its Open MPI, OpenBLAS, Check, data).
+# make bench-train-gpu. They build the CUDA flavour whatever this make's flavour is. GPU_LOG=dir/name
+# puts the logs elsewhere (docs/gpu.md).
 
 .PHONY: gpu-check bench-train-gpu
 # WERROR=: another machine's compilers may warn where this one's do not; the summary counts the
-# warnings instead of losing the session to one (here every build has -Werror).
+# warnings instead of losing the whole check to one (elsewhere every build has -Werror).
 GPU_BUILD = $(MAKE) --no-print-directory CUDA=1 BUILD=build/cuda WERROR=
 GPU_LOG := build/cuda/gpu-check
 # Each stage under a time limit, so that a hang costs that stage and not the whole check (a GPU
-# session's command stops at 10 minutes); exit 124 in the summary means the stage timed out.
+# run may be given a fixed time); exit 124 in the summary means the stage timed out.
 # timeout -k 10 through tools/stage_timeout.sh, so that a cut of gpu-check itself (gpu_session.sh)
 # ends the stage in progress too.
 STAGE = sh tools/stage_timeout.sh
@@ -96,7 +96,7 @@ GPU_GRADE_JOBS ?= 5
 # Seconds since gpu-check started, for each stage's line: the whole must fit 8 minutes.
 GPU_AT = $$(( $$(date +%s) - $$(cat $(GPU_LOG).t0) ))
 gpu-check:  ## on a GPU machine: CUDA build, the CUDA suites, the graders on it, solution 10 for 2 epochs, bench-train-gpu, bench-allreduce-gpu; one summary
-	@mkdir -p build/cuda && : > $(GPU_LOG).summary && date +%s > $(GPU_LOG).t0
+	@mkdir -p build/cuda $(dir $(GPU_LOG)) && : > $(GPU_LOG).summary && date +%s > $(GPU_LOG).t0
 	@+$(GPU_BUILD) $(CUDA_BUILD_SET) >$(GPU_LOG).build 2>&1 && \
 	  echo "build CUDA=1: ok, $$(grep -v '^make' $(GPU_LOG).build | grep -c 'warning:') compiler warning(s) [at $(GPU_AT) s]" >> $(GPU_LOG).summary || \
 	  { echo "build CUDA=1: FAILED (tail $(GPU_LOG).build) [at $(GPU_AT) s]" >> $(GPU_LOG).summary; tail -20 $(GPU_LOG).build; }

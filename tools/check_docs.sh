@@ -1,6 +1,7 @@
 #!/bin/sh
 # check_docs.sh — `make check-docs`: every command and every quoted line of code in the lab text
-# (notebooks-md/*.md) must still work against this tree.
+# (notebooks-md/*.md), the reference pages (docs/*.md), README.md and DEVELOPERS.md must still work
+# against this tree.
 #
 #   ```sh blocks, one command per line (`a && b` and `a; b` are split, `\` continues a line,
 #   leading VAR=value assignments are skipped):
@@ -13,19 +14,22 @@
 #     anything else     (rm, ls, grep, salloc …) is counted as not checked; -v lists them.
 #   ```c blocks in chapter NN: every non-blank line must still be a line of steps/stepNN.c or
 #     solutions/stepNN.c (leading and trailing blanks ignored), so quoted code cannot drift.
-#   Links to local files (](x.md), ](images/y.svg)) must exist; no @@…@@ placeholder may be left.
-#   README.md: every on/off switch of common/base/env_switch.c's table has its row in the table of
-#     variables saying its default, and is in the list of switches under it.
+#   Links to local files (](x.md), ](images/y.svg)), relative to the file, must exist; no @@…@@
+#     placeholder may be left.
+#   docs/api.md: every on/off switch of common/base/env_switch.c's table has its row in the table
+#     of variables saying its default, and is in the list of switches under it.
 #
 # Usage: sh tools/check_docs.sh [-v]   (from anywhere; needs the lab built: make lab)
-# Env: BUILD (default build), MAKE (default make), DOCS (default notebooks-md). Exit 0 when everything passes.
+# Env: BUILD (default build), MAKE (default make), DOCS (the files, default notebooks-md/*.md
+# docs/*.md README.md DEVELOPERS.md; the quoted-code check reads the chapters NN-*.md among
+# them). Exit 0 when everything passes.
 set -u
 cd "$(dirname "$0")/.." || exit 2
 BUILD=${BUILD:-build}
 MAKE=${MAKE:-make}
 verbose=0
 [ "${1:-}" = "-v" ] && verbose=1
-docs=${DOCS:-notebooks-md}
+docs=${DOCS:-$(echo notebooks-md/*.md docs/*.md README.md DEVELOPERS.md)}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
@@ -33,7 +37,7 @@ fail() { fails=$((fails + 1)); echo "check-docs: FAIL: $*"; }
 say() { [ $verbose = 1 ] && echo "check-docs: $*"; return 0; }
 
 # 1. Commands of ```sh blocks: "file:line<TAB>command", one per command.
-for f in "$docs"/*.md; do
+for f in $docs; do
     awk -v F="$f" '
         /^```/ { if (insh) { insh = 0; next } if ($0 ~ /^```sh[ \t]*$/) { insh = 1; start = 0 } next }
         !insh { next }
@@ -157,7 +161,8 @@ set +f
 
 # Quoted code: ```c lines of chapter NN must be lines of steps/stepNN.c or solutions/stepNN.c.
 ncode=0
-for f in "$docs"/[0-9][0-9]-*.md; do
+for f in $docs; do
+    case $(basename "$f") in [0-9][0-9]-*.md) ;; *) continue ;; esac
     nn=$(basename "$f" | cut -c1-2)
     [ "$nn" = 00 ] && continue
     [ -e "steps/step$nn.c" ] || continue # a chapter past the ten steps quotes no step's code
@@ -174,35 +179,36 @@ done
 
 # Local links and leftover placeholders.
 nlinks=0
-for f in "$docs"/*.md; do
+for f in $docs; do
     for target in $(grep -o '](\([^)#:]*\)[)#]' "$f" | sed 's/^](//; s/[)#]$//'); do
         nlinks=$((nlinks + 1))
-        [ -e "$docs/$target" ] || fail "$f: link to $target, which does not exist"
+        [ -e "$(dirname "$f")/$target" ] || fail "$f: link to $target, which does not exist"
     done
     if grep -n '@@[A-Z]*:' "$f" >"$tmp/ph"; then
         while read -r l; do fail "$f:${l%%:*}: placeholder left: ${l#*:}"; done <"$tmp/ph"
     fi
 done
 
-# The kit's on/off switches: each one of base/env_switch.c's table has its row in README.md's
+# The kit's on/off switches: each one of base/env_switch.c's table has its row in docs/api.md's
 # table of variables with the table's default ("`1` (default)") and is named in the paragraph
-# under it, so the README cannot drift from the one place that sets a default.
+# under it, so the docs cannot drift from the one place that sets a default.
 nswitch=0
 sed -n 's/^ *\[SWITCH_[A-Z0-9_]*\] = {"\(HVDLAB_[A-Z0-9_]*\)", \([01]\)},$/\1 \2/p' \
     common/base/env_switch.c >"$tmp/switches"
 [ -s "$tmp/switches" ] || fail "common/base/env_switch.c: no switch table found"
-tr '\n' ' ' <README.md | sed 's/  */ /g' >"$tmp/readme1"
+api=docs/api.md
+tr '\n' ' ' <$api | sed 's/  */ /g' >"$tmp/api1"
 while read -r name dflt; do
     nswitch=$((nswitch + 1))
-    row=$(grep -m1 "^| \`$name\` *|" README.md)
+    row=$(grep -m1 "^| \`$name\` *|" $api)
     if [ -z "$row" ]; then
-        fail "README.md: no row for the switch $name in the table of variables"
+        fail "$api: no row for the switch $name in the table of variables"
     elif ! printf '%s\n' "$row" | grep -q "\`$dflt\` (default)"; then
-        fail "README.md: the row of $name does not say \`$dflt\` (default)" \
+        fail "$api: the row of $name does not say \`$dflt\` (default)" \
              "(common/base/env_switch.c)"
     fi
-    grep -q "The kit's on/off switches ([^)]*\`$name\`" "$tmp/readme1" ||
-        fail "README.md: $name is missing from the list of the kit's on/off switches"
+    grep -q "The kit's on/off switches ([^)]*\`$name\`" "$tmp/api1" ||
+        fail "$api: $name is missing from the list of the kit's on/off switches"
 done <"$tmp/switches"
 
 echo "check-docs: $nmake make commands ($(sort -u -k2 "$tmp/maketargets" | wc -l) targets run with make -n)," \

@@ -1,35 +1,37 @@
 #!/bin/bash
-# tools/gpu_session.sh — one GPU session in one device `run` call (DEVELOPERS.md): the machine's
-# facts, make gpu-check, then, while time is left, each failed CUDA suite again with synchronous
-# launches, the GPU code under compute-sanitizer's memcheck (gpu-memcheck), the graders on the
-# planted answers (gpu-planted), the model's suite each other way and solution 10 two of them,
-# solution 10 on two ranks sharing the GPU with the staged gradients added as by default, by the
-# CPU, by the GPUs and by the GPUs through CUDA IPC (and grade10 with the GPUs), NCHW against NHWC
-# (bench-conv-layout-gpu), the other ways over the whole step (NCHW, batch norm's batched loads,
-# the bias in the convolutions with its gradient by cuBLAS), what limits a training step under
-# Nsight Systems (bench-train-gpu-nsys), and PyTorch through torch.compile.
-# Everything stops by BUDGET seconds (default 560) after the start, so that the call ends inside
-# its limit and the logs come back: all of them as one archive, $OUT/gpu-logs.tgz (a call
-# returns at most 8 files from $OUT; gpu-check writes more).
-# A stage that ends leaves build/cuda/gpu-check.done.<stage>, and a later call on the same warm
-# machine skips it: the same command, with a smaller BUDGET, goes on where the last call stopped
-# (a stage its time limit or the budget cut part-way runs again; gpu-check never does).
+# tools/gpu_session.sh — the GPU checks in one command, on any machine with an NVIDIA GPU
+# (docs/gpu.md): the machine's facts, make gpu-check, then, while time is left, each failed CUDA
+# suite again with synchronous launches, the GPU code under compute-sanitizer's memcheck
+# (gpu-memcheck), the graders on the planted answers (gpu-planted), the model's suite each other
+# way and solution 10 two of them, solution 10 on two ranks sharing the GPU with the staged
+# gradients added as by default, by the CPU, by the GPUs and by the GPUs through CUDA IPC (and
+# grade10 with the GPUs), NCHW against NHWC (bench-conv-layout-gpu), the other ways over the whole
+# step (NCHW, batch norm's batched loads, the bias in the convolutions with its gradient by
+# cuBLAS), what limits a training step under Nsight Systems (bench-train-gpu-nsys), and PyTorch
+# through torch.compile.
+# Everything stops by BUDGET seconds (default 560) after the start; the logs end up as one
+# archive, ${OUT:-build/cuda}/gpu-logs.tgz. A machine whose Open MPI, OpenBLAS, Check or data are
+# not on the default paths puts the settings that find them in .device/env.sh, sourced when
+# present.
+# A stage that ends leaves build/cuda/gpu-check.done.<stage>, and a later run in the same tree
+# skips it: the same command, with a smaller BUDGET, goes on where the last run stopped (a stage
+# its time limit or the budget cut part-way runs again; gpu-check never does).
 #
-#   run, carry [".device"], timeout_s 590:
-#       set -o pipefail; bash tools/gpu_session.sh 2>&1 | tee $OUT/session.log
-#   again within 30 s (the machine still warm), timeout_s = BUDGET + 30:
-#       set -o pipefail; BUDGET=200 bash tools/gpu_session.sh 2>&1 | tee $OUT/session2.log
+#   set -o pipefail; bash tools/gpu_session.sh 2>&1 | tee gpu-session.log
+#   BUDGET=200 bash tools/gpu_session.sh      # again: goes on where the last run stopped
 T0=$(date +%s)
 DEADLINE=$((T0 + ${BUDGET:-560}))
 left() { echo $((DEADLINE - $(date +%s))); }
 at() { echo "$(( $(date +%s) - T0 )) s"; }
-LOG=build/cuda/gpu-check # not L: .device/env.sh sets and leaves an L of its own
+LOG=build/cuda/gpu-check # not L: a .device/env.sh may set and leave an L of its own
 
 echo "== facts"
 nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv,noheader
 ldd --version | head -1; gcc --version | head -1; nvcc --version | tail -1; nproc
 python3 -c "import torch; print('torch', torch.__version__, 'cudnn', torch.backends.cudnn.version(), 'nccl', torch.cuda.nccl.version())"
-. .device/env.sh || { echo "gpu_session: .device/env.sh failed (run ../shared/tools/device/pack here, carry .device)"; exit 1; }
+if [ -e .device/env.sh ]; then
+    . .device/env.sh || { echo "gpu_session: .device/env.sh failed"; exit 1; }
+fi
 echo "env.sh done at $(at): $(command -v mpicc)"
 
 mkdir -p build/cuda
