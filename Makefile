@@ -120,7 +120,7 @@ MPIRUN_FLAGS ?= --oversubscribe $(if $(filter 0,$(shell id -u)),--allow-run-as-r
 SETUP_PKGS := openmpi-bin libopenmpi-dev libopenblas-dev libdnnl-dev zlib1g-dev check pkg-config patch \
               dataset-fashion-mnist
 
-.PHONY: all help setup lib tools tests benches test check unit-tests check-layers check-cuda-streams test-ckpt-faults test-hvdrun cuda-check check-build demo \
+.PHONY: all help setup lib tools tests benches test check unit-tests check-layers check-env-vars check-cuda-streams test-ckpt-faults test-hvdrun cuda-check check-build demo \
         progress-demo asan-test clean FORCE
 .DEFAULT_GOAL := all
 
@@ -183,9 +183,10 @@ benches: $(BENCH_BIN)  ## build the benchmarks without running them
 $(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB)
 	$(CC) $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
 
-test: setup  ## install if needed, build, check the CUDA build, the layers, unit tests, the GPU kernels, collectives and training emulated, the lab's graders, the lab text's commands, the quick faults, across 2 hosts
+test: setup  ## install if needed, build, check the CUDA build, the layers, the environment variables, unit tests, the GPU kernels, collectives and training emulated, the lab's graders, the lab text's commands, the quick faults, across 2 hosts
 	@$(MAKE) --no-print-directory cuda-check
 	@$(MAKE) --no-print-directory check-layers
+	@$(MAKE) --no-print-directory check-env-vars
 	@$(MAKE) --no-print-directory check-cuda-streams
 	@$(MAKE) --no-print-directory test-build-flags
 	@$(MAKE) --no-print-directory unit-tests
@@ -209,10 +210,11 @@ test: setup  ## install if needed, build, check the CUDA build, the layers, unit
 # Left to make test: test_wrn_rounding, the GPU suite's tolerances measured on the CPU (several
 # minutes of wrn-16-2 steps three ways; the rest of the unit suites take seconds each).
 CHECK_SKIP := $(BUILD)/tests/unit/test_wrn_rounding
-check: setup  ## the quick tier (docs/testing.md has its time): the library, the layer check, the unit suites at 1 and 2 ranks (but test_wrn_rounding), check-steps; STEP=NN adds that step's grader
+check: setup  ## the quick tier (docs/testing.md has its time): the library, the layer and environment-variable checks, the unit suites at 1 and 2 ranks (but test_wrn_rounding), check-steps; STEP=NN adds that step's grader
 	@case "$(STEP)" in ''|0[1-9]|10) ;; *) echo "check: STEP=$(STEP): expected a step 01..10"; exit 2 ;; esac
 	@$(MAKE) --no-print-directory lib tests
 	@$(MAKE) --no-print-directory check-layers
+	@$(MAKE) --no-print-directory check-env-vars
 	@MPI_NPS="1 2" MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" sh tests/run_unit.sh \
 	  $(filter-out $(CHECK_SKIP),$(TEST_BIN))
 	@$(MAKE) --no-print-directory check-steps
@@ -231,6 +233,10 @@ test-hvdrun:  ## ./hvdrun: oversubscribes past the cores; --help; stdin; one sig
 
 check-layers: lib  ## check that includes point down the layers of common/ and no files call each other round a circle
 	@BUILD=$(BUILD) sh tools/check_layers.sh
+
+check-env-vars:  ## check that docs/api.md's table of environment variables and the variables the code reads match, both ways
+	@sh tools/check_env_vars.sh
+	@sh tests/build/env_vars_planted.sh
 
 check-cuda-streams:  ## check that the runtime's GPU work names its stream (no synchronous copy, no launch on the default stream, no unbounded wait in the collectives)
 	@sh tools/check_cuda_streams.sh

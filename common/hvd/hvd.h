@@ -9,28 +9,10 @@
  * Before hvd_init() every call behaves as a world of size 1 (rank 0, collectives are
  * identities), which is what the untouched serial step 1 relies on.
  *
- * Environment (read at hvd_init):
- *   HVD_FUSION_THRESHOLD   bytes fused per allreduce (default 64 MiB, 0 = fusion off)
- *   HVD_COMPRESSION        "none" (default) or "fp16": gradients travel as IEEE half
- *   HVD_CHECK_COLLECTIVES  1: ranks compare every collective call first and stop on a mismatch
- *   HVD_TIMELINE           path: rank 0 writes a Chrome-trace JSON of every collective
- *   HVD_STALL_CHECK_DISABLE          1: no stall inspector (on by default)
- *   HVD_STALL_CHECK_TIME_SECONDS     warn after this long waiting for other ranks (default 60)
- *   HVD_STALL_SHUTDOWN_TIME_SECONDS  stop every rank after this long (default 0: never)
- *   HVD_GPU_OPERATIONS     CUDA build: nccl or mpi (host-staged) for device tensors; unset: NCCL
- *                          when every rank has a GPU of its own (gpu_ops.h)
- *   HVD_PROFILE            1: at hvd_shutdown rank 0 prints where the communication time went
- *                          (profile.h), and writes it as CSV beside the timeline
- *   HVD_HIERARCHICAL_ALLREDUCE  1: on several hosts, allreduce within each host through shared
- *                          memory, ring across one leader per host, broadcast back (allreduce.h)
- *   HVD_HOST_GROUP_SIZE    tests only: ranks r / N form one "host", to try the hierarchy on one
- *                          machine (hier.h)
- *   HVD_AUTOTUNE           1: search the fusion threshold on the first steps (autotune.h)
- *   HVDLAB_STAGED_REDUCE, HVDLAB_STAGED_HOST  CUDA build: how staged device tensors are
- *                          summed, and in which host memory (gpu_ops.h)
- *   HVD_DEAD_RANK_CHECK_DISABLE  1 on any rank: no survivor names a dead rank (watchdog.h)
- * Every rank must have the same values of all but HVD_TIMELINE and HVD_DEAD_RANK_CHECK_DISABLE:
- * hvd_init compares them.
+ * Environment: hvd_init reads the HVD_* variables and HVDLAB_STAGED_*; docs/api.md, "Environment
+ * variables", is the one table of every variable the kit reads (make check-env-vars keeps it and
+ * the code in step). Every rank must have the same values of all but HVD_TIMELINE,
+ * HVD_AUTOTUNE_LOG and HVD_DEAD_RANK_CHECK_DISABLE: hvd_init compares them.
  *
  * Device tensors (CUDA build): hvd_allreduce*, hvd_broadcast* and hvd_allgather take device
  * pointers too (found with cudaPointerGetAttributes) and return with the result in place, on
