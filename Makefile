@@ -126,11 +126,8 @@ SETUP_PKGS := openmpi-bin libopenmpi-dev libopenblas-dev libdnnl-dev zlib1g-dev 
 
 all: lib tools  ## build the runtime (build/libhvdlab.a) and hvdlab-info
 
-help:  ## list every target with one line each
-	@grep -hE '^[a-zA-Z0-9_%-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([^:]+):.*## (.*)/\1\t\2/' | \
-	  awk -F'\t' '{printf "  %-16s %s\n", $$1, $$2}'
-	@echo "  per lab step NN = 01..10: stepNN (build ./stepNN), solutionNN, diffNN, gradeNN"
-	@echo "  variables: CUDA=1 (GPU build), SANITIZE=1 (ASan+UBSan build), HVD_* env vars: see README.md"
+help:  ## list every target with one line each, grouped: the student's first
+	@sh tools/make_help.sh $(MAKEFILE_LIST)
 
 setup:  ## install the Debian packages hvdlab needs (quick no-op when present)
 	@sh tools/setup.sh $(SETUP_PKGS)
