@@ -117,7 +117,7 @@ DEMO_FLAGS ?=
 MPIRUN ?= mpirun
 MPIRUN_FLAGS ?= --oversubscribe $(if $(filter 0,$(shell id -u)),--allow-run-as-root)
 
-SETUP_PKGS := openmpi-bin libopenmpi-dev libopenblas-dev libdnnl-dev zlib1g-dev check pkg-config patch \
+SETUP_PKGS := openmpi-bin libopenmpi-dev libopenblas-dev libdnnl-dev zlib1g-dev check pkg-config patch time \
               dataset-fashion-mnist
 
 .PHONY: all help setup lib tools tests benches test check unit-tests check-layers check-env-vars check-cuda-streams test-ckpt-faults test-hvdrun cuda-check check-build demo \

@@ -48,7 +48,7 @@ int main(int argc, char **argv)
                     a.val_batch_size, hvd_size());
 
     /* The model, with this process's own random initial weights. */
-    size_t max_batch = (size_t)(a.batch_size > a.val_batch_size ? a.batch_size : a.val_batch_size);
+    size_t max_batch = lab_max_batch(&train, &val, &test); /* what one batch can really hold */
     wrn_model *model = wrn_create(&a.model, max_batch, args_init_seed(&a, hvd_rank()), err,
                                   sizeof err);
     if (!model)

@@ -1,13 +1,15 @@
 /* memory.c — huge-page backed, pre-faulted buffers. See memory.h.
- * Public: memory_alloc, memory_free, memory_huge_pages, memory_on_huge_pages. */
+ * Public: memory_alloc, memory_available, memory_free, memory_huge_pages, memory_on_huge_pages. */
 #include "base/memory.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #define HUGE_PAGE ((size_t)2 << 20)
 
@@ -34,9 +36,71 @@ static int thp_enabled(void)
     return strstr(line, "[always]") != NULL || strstr(line, "[madvise]") != NULL;
 }
 
+/* The first number in a file (a cgroup's memory.max holds "max" when unlimited: 0 then). */
+static unsigned long long read_number(const char *path)
+{
+    unsigned long long v = 0;
+    FILE *f = fopen(path, "r");
+    if (f) {
+        if (fscanf(f, "%llu", &v) != 1)
+            v = 0;
+        fclose(f);
+    }
+    return v;
+}
+
+size_t memory_available(void)
+{
+    unsigned long long avail = 0, kb;
+    char line[256];
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (f) {
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
+                avail = kb * 1024;
+                break;
+            }
+        fclose(f);
+    }
+    /* this process's cgroup, as a container or a batch job's limit sets it: v2 ("0::/path",
+     * memory.max) or v1 ("N:memory:/path", memory.limit_in_bytes); a path the mount does not
+     * show (a container's own view) is read at the mount's root */
+    f = fopen("/proc/self/cgroup", "r");
+    while (f && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        const char *v1 = strstr(line, ":memory:");
+        const char *rel = !strncmp(line, "0::", 3) ? line + 3 : v1 ? v1 + 8 : NULL;
+        if (!rel)
+            continue;
+        const char *root = v1 ? "/sys/fs/cgroup/memory" : "/sys/fs/cgroup";
+        const char *lim = v1 ? "memory.limit_in_bytes" : "memory.max";
+        const char *use = v1 ? "memory.usage_in_bytes" : "memory.current";
+        char p[700], q[700];
+        snprintf(p, sizeof p, "%s%s/%s", root, rel, lim);
+        if (access(p, R_OK) != 0)
+            rel = "";
+        snprintf(p, sizeof p, "%s%s/%s", root, rel, lim);
+        snprintf(q, sizeof q, "%s%s/%s", root, rel, use);
+        unsigned long long max = read_number(p), cur = read_number(q);
+        if (max) {
+            unsigned long long left = max > cur ? max - cur : 0;
+            if (!avail || left < avail)
+                avail = left;
+        }
+    }
+    if (f)
+        fclose(f);
+    return (size_t)avail;
+}
+
 void *memory_alloc(size_t bytes)
 {
     size_t len = bytes ? (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE : HUGE_PAGE;
+    size_t avail = len > ((size_t)64 << 20) ? memory_available() : 0; /* small ones: no look */
+    if (avail && len > avail) {
+        errno = ENOMEM;
+        return NULL;
+    }
     void *p = NULL;
     if (posix_memalign(&p, HUGE_PAGE, len) != 0)
         return NULL;

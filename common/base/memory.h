@@ -11,8 +11,15 @@
 
 #include <stddef.h>
 
-/* NULL when out of memory. Release with memory_free. */
+/* NULL when out of memory. Release with memory_free. A buffer larger than the memory available
+ * (memory_available) is refused at once: faulting it in would wake the out-of-memory killer,
+ * which ends the process without a word, instead of returning NULL. */
 void *memory_alloc(size_t bytes);
+
+/* Bytes this process could still take: the kernel's MemAvailable (/proc/meminfo), or less where
+ * the process's cgroup (v2) has a lower limit left (memory.max - memory.current); 0 if neither
+ * can be read (then nothing is refused). */
+size_t memory_available(void);
 void memory_free(void *p);
 
 /* Whether the kernel backs memory_alloc's buffers with huge pages (transparent huge pages

@@ -437,8 +437,15 @@ wrn_model *wrn_create(const wrn_config *cfg, size_t max_batch, uint64_t seed, ch
     carver cv = {0};
     wire(m, &cv); /* measure */
     m->arena = memory_alloc(cv.used * sizeof(float));
-    if (!m->arena)
-        goto oom;
+    if (!m->arena) { /* the activations grow with the batch: say by how much */
+        const double need = (double)cv.used * sizeof(float), have = (double)memory_available();
+        errmsg_set(err, errlen, "wrn_create", "'%s' for batches of %zu images: its activations "
+                   "take %.1f GB, %s %.1f GB this process may still take (use smaller batches)",
+                   name, max_batch, need / 1e9, need > have ? "more than the" : "and out of "
+                   "memory with", have / 1e9);
+        wrn_free(m);
+        return NULL;
+    }
     cv = (carver){.base = m->arena};
     wire(m, &cv);
     wrn_place_mark(m);

@@ -1,6 +1,6 @@
 /* lab.c — the step programs' unchanging plumbing: their loaders, evaluation, batch buffers and
- * banner. Public: lab_train_loader, lab_val_loader, lab_test_loader, lab_evaluate,
- * lab_batch_images, lab_batch_labels, lab_print_banner.
+ * banner. Public: lab_train_loader, lab_val_loader, lab_test_loader, lab_max_batch,
+ * lab_evaluate, lab_batch_images, lab_batch_labels, lab_print_banner.
  */
 #include "train/lab.h"
 
@@ -71,6 +71,24 @@ loader lab_test_loader(const args *a, const dataset *ds)
     o.batch_size = (size_t)a->val_batch_size;
     o.subset = a->test_subset;
     return make_loader(&ds->test, &o, "test");
+}
+
+/* A loader's batches hold at most its batch size, and never more than its shard: loader_next
+ * stops at the shard's end. */
+static size_t fills(const loader *L)
+{
+    size_t shard = loader_epoch_samples(L);
+    return L->opt.batch_size < shard ? L->opt.batch_size : shard;
+}
+
+size_t lab_max_batch(const loader *train, const loader *val, const loader *test)
+{
+    size_t m = fills(train);
+    if (fills(val) > m)
+        m = fills(val);
+    if (fills(test) > m)
+        m = fills(test);
+    return m ? m : 1;
 }
 
 metrics lab_evaluate(wrn_model *model, loader *L, int steps, float *x, int *y)

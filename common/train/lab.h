@@ -17,8 +17,8 @@
  * Once hvd_init has run with more than one rank, lab_train_loader first checks that every rank
  * has the same data and flags for the epoch (lab_agree.h) and stops every rank if not.
  *
- * Public: lab_shard, lab_train_loader, lab_val_loader, lab_test_loader, lab_evaluate,
- *         lab_batch_images, lab_batch_labels, lab_print_banner.
+ * Public: lab_shard, lab_train_loader, lab_val_loader, lab_test_loader, lab_max_batch,
+ *         lab_evaluate, lab_batch_images, lab_batch_labels, lab_print_banner.
  */
 #ifndef HVDLAB_LAB_H
 #define HVDLAB_LAB_H
@@ -46,6 +46,11 @@ loader lab_val_loader(const args *a, const dataset *ds, lab_shard me);
 /* The test images (--test-subset) for the final score: every image on every rank, in file order,
  * batches of --val-batch-size, not augmented. */
 loader lab_test_loader(const args *a, const dataset *ds);
+
+/* The most images one batch of these loaders can hold: each one's batch size, but no more than
+ * the images it draws in an epoch on this rank (its shard). The model and the batch buffers are
+ * sized by it, so a --val-batch-size far above the test set costs nothing. */
+size_t lab_max_batch(const loader *train, const loader *val, const loader *test);
 
 /* Mean loss and accuracy of the model over `steps` batches of L in inference mode, drawn with
  * loader_next_cyclic (so `steps` may exceed one pass). x and y hold one batch of L. */

@@ -169,6 +169,34 @@ START_TEST(loaders_from_args)
 }
 END_TEST
 
+/* The model and batch buffers are sized by what a batch can hold: the batch size, but no more
+ * than a loader's shard. A --val-batch-size far past the test set (issue: 32768 for 256 images
+ * took 21.6 GB on one rank) costs only the test set. */
+START_TEST(max_batch_is_what_a_batch_can_hold)
+{
+    dataset ds = fake_dataset(50, 40);
+    args a = small_args(); /* batches of 4 and 6; 30 training, 20 test images */
+    lab_shard me = {1, 3};
+    loader train = lab_train_loader(&a, &ds, me), val = lab_val_loader(&a, &ds, me);
+    loader test = lab_test_loader(&a, &ds);
+    ck_assert_uint_eq(lab_max_batch(&train, &val, &test), 6); /* the flags: all fit */
+    loader_free(&val);
+    loader_free(&test);
+    a.val_batch_size = 32768; /* the test loader holds 20, the validation shard 7 */
+    val = lab_val_loader(&a, &ds, me);
+    test = lab_test_loader(&a, &ds);
+    ck_assert_uint_eq(lab_max_batch(&train, &val, &test), 20);
+    loader_free(&train);
+    a.batch_size = 1000; /* this rank's training shard: 10 */
+    train = lab_train_loader(&a, &ds, me);
+    ck_assert_uint_eq(lab_max_batch(&train, &val, &test), 20);
+    loader_free(&train);
+    loader_free(&val);
+    loader_free(&test);
+    free_fake_dataset(&ds);
+}
+END_TEST
+
 /* lab_evaluate over more batches than one pass equals the metrics summed batch by batch on a
  * twin loader that starts its next epoch by hand. */
 START_TEST(evaluate_matches_hand_sums)
@@ -250,6 +278,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, next_cyclic_wraps_to_next_epoch);
     tcase_add_test(tc, next_cyclic_empty_shard_returns_zero);
     tcase_add_test(tc, loaders_from_args);
+    tcase_add_test(tc, max_batch_is_what_a_batch_can_hold);
     tcase_add_test(tc, evaluate_matches_hand_sums);
     tcase_add_test(tc, banner_line);
     suite_add_tcase(s, tc);

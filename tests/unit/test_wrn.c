@@ -520,6 +520,22 @@ START_TEST(batch_size_dropout_and_modes)
 END_TEST
 
 /* A few SGD steps on one batch drive its loss down (the model can learn). */
+/* A batch whose activations cannot fit is refused with one line saying how much they take and
+ * how much this process may take: a buffer that large faulted in would wake the out-of-memory
+ * killer, which ends the process without a word. */
+START_TEST(too_large_a_batch_is_named)
+{
+    wrn_config c = {28, 10, 0.0f};
+    char e[1024];
+    ck_assert_ptr_null(wrn_create(&c, WRN_MAX_BATCH, 1, e, sizeof e));
+    ck_assert_msg(strstr(e, "wrn_create: 'wrn-28-10' for batches of 1048576 images: its "
+                            "activations take ") &&
+                      strstr(e, " GB, more than the ") &&
+                      strstr(e, " GB this process may still take (use smaller batches)"),
+                  "%s", e);
+}
+END_TEST
+
 START_TEST(learns_a_batch)
 {
     int *y;
@@ -553,6 +569,7 @@ static Suite *suite(void)
     tcase_add_test(t, initial_weights);
     tcase_add_test(t, batch_size_dropout_and_modes);
     tcase_add_test(t, learns_a_batch);
+    tcase_add_test(t, too_large_a_batch_is_named);
     suite_add_tcase(s, t);
     return s;
 }
