@@ -7,6 +7,9 @@
  * The validation loader runs on across epochs (lab_evaluate draws with loader_next_cyclic), so
  * resume_validation puts it where the uninterrupted run's would be.
  *
+ * The whole resume, from finding the file to the first batch, is told in order at the top of
+ * resume.c, with the ckpt/ and optim/ calls each step makes.
+ *
  * Public: resume_batch, resume_validation.
  */
 #ifndef HVDLAB_RESUME_H
