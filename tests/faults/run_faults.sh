@@ -7,7 +7,7 @@
 #   --quick      only the rows marked quick (they end in seconds even where the kit still fails)
 #   --write-doc  also put the table into notebooks-md/appendix-faults.md between its markers
 #   --only       only these rows (numbers as in the table: 1 2 2b 3 4 5 5b 6 7a 7b 7c 8 8b 9 10
-#                11 12 13 14)
+#                11 12 13 14 15)
 # Env: BUILD (build), MPIRUN (mpirun with its flags), FAULTS_REQUIRE (rows that must hold: the
 #      exit status is 1 when one of them that ran does not; default: all), FAULTS_KEEP=1 keeps
 #      the scratch directory.
@@ -20,7 +20,7 @@ if [ -z "${MPIRUN:-}" ]; then
     MPIRUN="mpirun --oversubscribe"
     [ "$(id -u)" = 0 ] && MPIRUN="$MPIRUN --allow-run-as-root"
 fi
-REQUIRE=${FAULTS_REQUIRE:-1 2 2b 3 4 5 5b 6 7a 7b 7c 8 8b 9 10 11 12 13 14}
+REQUIRE=${FAULTS_REQUIRE:-1 2 2b 3 4 5 5b 6 7a 7b 7c 8 8b 9 10 11 12 13 14 15}
 PROG=$(pwd)/$BUILD/solutions/step10
 OPS=$(pwd)/$BUILD/tests/progs/prog_fault_ops
 quick=0 write_doc=0 only=""
@@ -620,33 +620,33 @@ f14() {
         "the batches since the last commit"
 }
 
-# 12. Memory sized by the data, not the flags: --val-batch-size 32768 with 256 test images on
+# 15. Memory sized by the data, not the flags: --val-batch-size 32768 with 256 test images on
 # wrn-10-1 (sized by the flags it took 21.6 GB a rank); then batches whose activations cannot
 # fit anywhere (wrn-28-10, 30000 images a rank), which must stop with one line, not meet the
 # out-of-memory killer. Each rank's peak memory from /usr/bin/time (make setup installs it).
-f12() {
-    run f12 60 -n 2 /usr/bin/time -f 'run_faults: peak %M kB' "$PROG" --model wrn-10-1 \
+f15() {
+    run f15 60 -n 2 /usr/bin/time -f 'run_faults: peak %M kB' "$PROG" --model wrn-10-1 \
         --train-subset 512 --test-subset 256 --val-batch-size 32768 --epochs 1
-    took=$SECS rc12=$RC
-    peaks=$(sed -n 's/^run_faults: peak \([0-9]*\) kB$/\1/p' "$W/f12.out" | sort -n)
+    took=$SECS rc15=$RC
+    peaks=$(sed -n 's/^run_faults: peak \([0-9]*\) kB$/\1/p' "$W/f15.out" | sort -n)
     top=$(echo "$peaks" | tail -n1)
-    run f12b 60 -n 2 "$PROG" --model wrn-28-10 --train-subset 60000 --batch-size 30000 --epochs 1
+    run f15b 60 -n 2 "$PROG" --model wrn-28-10 --train-subset 60000 --batch-size 30000 --epochs 1
     took="$took, $SECS"
     ok=0
     mb=$(echo $peaks | awk '{ for (i = 1; i <= NF; i++) printf "%s%d MB", (i > 1 ? " and " : ""), $i / 1024 }')
-    does="exit $rc12, peak memory ${mb:-not measured} a rank"
-    if [ "$rc12" = 0 ] && [ "$(echo "$peaks" | grep -c .)" = 2 ] && [ "$top" -lt 1048576 ] &&
-        stopped_with_line f12b && grep -q 'its activations take .* GB, more than the' "$W/f12b.out"; then
-        ok=1 does="$does; the batches that cannot fit stop: $(err_line f12b)"
-    else does="$does; the batches that cannot fit: $(status) $(err_line f12b)"; fi
+    does="exit $rc15, peak memory ${mb:-not measured} a rank"
+    if [ "$rc15" = 0 ] && [ "$(echo "$peaks" | grep -c .)" = 2 ] && [ "$top" -lt 1048576 ] &&
+        stopped_with_line f15b && grep -q 'its activations take .* GB, more than the' "$W/f15b.out"; then
+        ok=1 does="$does; the batches that cannot fit stop: $(err_line f15b)"
+    else does="$does; the batches that cannot fit: $(status) $(err_line f15b)"; fi
     lost="nothing"
     [ $ok = 1 ] || lost="the run (or the host's memory)"
-    row 12 1 $ok "\`--val-batch-size 32768\` with 256 test images; then 30000 images a batch on \`wrn-28-10\`" \
+    row 15 1 $ok "\`--val-batch-size 32768\` with 256 test images; then 30000 images a batch on \`wrn-28-10\`" \
         "$does" "$took" "$lost"
 }
 
 for f in "1 1" "2 1" "2b 1" "3 0" "4 1" "5 1" "5b 1" "6 1" "7a 1" "7b 0" "7c 0" "8 0" "8b 1" "9 1" "10 1" "11 1" "12 1" \
-    "13 1" "14 1"; do
+    "13 1" "14 1" "15 1"; do
     set -- $f
     wanted "$1" "$2" && "f$1"
 done
