@@ -9,5 +9,5 @@
 .PHONY: test-elastic
 
 test-elastic: solution10  ## elastic kill-and-continue, grow at a commit, --min-np; autotune converges
-	@MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" timeout 300 sh tests/elastic/elastic.sh ./solution10
-	@MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" timeout 180 sh tests/elastic/autotune.sh ./solution10
+	@MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" $(TIMEOUT) 300 sh tests/elastic/elastic.sh ./solution10
+	@MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" $(TIMEOUT) 180 sh tests/elastic/autotune.sh ./solution10

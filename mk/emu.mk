@@ -49,14 +49,14 @@ emu_run = $(if $(filter 1,$(CUDA)),\
 
 .PHONY: test-emu test-emu-model test-emu-coll test-emu-train
 test-emu:  ## the GPU kernels of bn, act, pool and xent emulated on the CPU against the CPU layers (no GPU needed)
-	@$(call emu_run,$(EMU)/test_twins_emu,timeout 600 $(EMU)/test_twins_emu)
+	@$(call emu_run,$(EMU)/test_twins_emu,$(TIMEOUT) 600 $(EMU)/test_twins_emu)
 
 test-emu-model:  ## the whole GPU model emulated on the CPU against the CPU model, four ways (~10 min; no GPU needed)
 	@$(call emu_run,$(EMU)/test_wrn_emu,TEST_TIMEOUT=900 sh tests/emu/run_emu.sh $(EMU)/test_wrn_emu)
 
 test-emu-coll:  ## the collectives on emulated device buffers (NCCL of one rank; staged, 2 and 3 ranks) against the CPU runtime (~150 s; no GPU needed)
 	@$(call emu_run,$(EMU_COLL),echo "$(EMU_COLL_SAYS)" && \
-	  MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" timeout 900 $(EMU)/tests/unit/test_gpu_collectives)
+	  MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" $(TIMEOUT) 900 $(EMU)/tests/unit/test_gpu_collectives)
 
 test-emu-train:  ## solution 10, 2 ranks sharing the emulated GPU, a few steps: ranks agree at every step, losses the CPU build's (~45 s; no GPU needed)
 	@$(call emu_run,$(EMU_SOL) $(BUILD)/solutions/step10,MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" \

@@ -16,5 +16,5 @@ grade-class: $(LIB) $(GRADER_BIN) $(SOLUTION_BIN)  ## grade a class: SUBMISSIONS
 # 2 loaded cores.
 test-grade-class: $(LIB) $(GRADER_BIN) $(SOLUTION_BIN)  ## hostile submissions: contained, failed or flagged; each sandbox piece shown to matter
 	@sh tools/setup.sh bubblewrap >/dev/null
-	@BUILD=$(BUILD) timeout 120 sh tests/grade/class_input_test.sh
-	@BUILD=$(BUILD) timeout 600 sh tests/grade/hostile_test.sh
+	@BUILD=$(BUILD) $(TIMEOUT) 120 sh tests/grade/class_input_test.sh
+	@BUILD=$(BUILD) $(TIMEOUT) 600 sh tests/grade/hostile_test.sh

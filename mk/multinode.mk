@@ -10,4 +10,4 @@ MULTINODE_BIN := $(BUILD)/tests/progs/prog_errors $(BUILD)/tests/mpi/test_collec
 
 test-multinode: solution10 $(MULTINODE_BIN)  ## run the kit across 2 hosts made of network namespaces (skipped without root)
 	@sh tests/multinode/cleanup_test.sh; rc=$$?; [ $$rc = 77 ] && exit 0; [ $$rc = 0 ] || exit $$rc; \
-	  timeout 300 sh tests/multinode/hosts.sh -n 2 -s 2 run sh tests/multinode/suite.sh $(BUILD)
+	  $(TIMEOUT) 300 sh tests/multinode/hosts.sh -n 2 -s 2 run sh tests/multinode/suite.sh $(BUILD)
