@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/fatal.h"
 #include "base/timer.h"
@@ -27,6 +28,15 @@ void stall_init(stall_inspector *si, MPI_Comm comm, double warn_s, double shutdo
     si->warn_s = warn_s;
     si->shutdown_s = shutdown_s;
     si->check = check;
+    MPI_Comm node;
+    int local = 1;
+    if (MPI_Comm_split_type(si->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) ==
+        MPI_SUCCESS) {
+        MPI_Comm_size(node, &local);
+        MPI_Comm_free(&node);
+    }
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    si->shared_cores = cores > 0 && local > cores;
     if (si->rank == 0) {
         si->got = calloc((size_t)si->size, sizeof *si->got);
         si->reqs = calloc((size_t)si->size, sizeof *si->reqs);
@@ -48,10 +58,11 @@ void stall_free(stall_inspector *si)
 }
 
 /* Spin while the wait is short (calls in step arrive within microseconds); past a millisecond
- * give the core away in small naps, so a long wait does not starve an oversubscribed node. */
-static void relax(double waited)
+ * give the core away in small naps, so a long wait does not starve an oversubscribed node. With
+ * more ranks on the host than cores the rank waited for may need this very core: nap at once. */
+static void relax(const stall_inspector *si, double waited)
 {
-    if (waited < 1e-3)
+    if (waited < 1e-3 && !si->shared_cores)
         return;
     struct timespec ts = {0, 50 * 1000};
     nanosleep(&ts, NULL);
@@ -168,7 +179,7 @@ static void coordinate(stall_inspector *si, const coll_desc *mine)
                 if (si->arrived[r])
                     MPI_Send(&v, 1, MPI_INT, r, TAG_VERDICT, si->comm);
         }
-        relax(waited);
+        relax(si, waited);
     }
     int v = VERDICT_GO;
     for (int r = 1; r < si->size; r++)
@@ -212,7 +223,7 @@ static void follow(stall_inspector *si, const coll_desc *mine)
             fflush(stderr);
             warned = 1;
         }
-        relax(waited);
+        relax(si, waited);
     }
     MPI_Wait(&sreq, MPI_STATUS_IGNORE);
 }

@@ -31,6 +31,7 @@ typedef struct {
     int rank, size;
     double warn_s, shutdown_s; /* shutdown_s 0: never */
     int check;
+    int shared_cores; /* more ranks on this host than cores: a waiting rank naps at once */
     coll_desc *got;     /* rank 0: descriptors received, (size,) */
     MPI_Request *reqs;  /* rank 0: their receives, (size,) */
     int *arrived;       /* rank 0: 1 once rank r's descriptor is in */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "base/fatal.h"
@@ -59,6 +60,18 @@ int main(int argc, char **argv)
         if (rank == 0 || rank == 2)
             usleep(rank == 0 ? 2000000 : 4500000);
         hvd_allreduce(buf, 10, HVD_SUM, "grad");
+    } else if (strcmp(s, "lagging-rank") == 0) {
+        /* the last rank 5 ms late at each of 200 calls: what the others' waits cost in CPU */
+        for (int i = 0; i < 200; i++) {
+            if (rank == hvd_size() - 1)
+                usleep(5000);
+            hvd_allreduce(buf, 10, HVD_SUM, "grad");
+        }
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        printf("prog_errors: rank %d cpu %.0f ms\n", rank,
+               (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+                   (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3);
     } else if (strcmp(s, "mismatch-count") == 0) {
         hvd_allreduce(buf, rank == 0 ? 10 : 12, HVD_SUM, "grad");
     } else if (strcmp(s, "mismatch-name") == 0) {
