@@ -108,7 +108,8 @@ BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 TOOLS := hvdlab-info
 # make demo's recipe: all 60,000 images, 1 warmup epoch instead of the lab's 5 (with 5 the LR is
 # still ramping when 0.85 is reachable) to base LR 0.02 (x2 ranks), stop at the first epoch above
-# the lab's 0.85, at most 4. Why these: README.md, "make demo". DEMO_FLAGS adds (later flags win).
+# the lab's 0.85, at most 4. Why these: docs/testing.md, "make demo". DEMO_FLAGS adds (later
+# flags win).
 DEMO_RECIPE := --train-subset 0 --test-subset 0 --warmup-epochs 1 --base-lr 0.02 --epochs 4 \
                --patience 1
 DEMO_FLAGS ?=

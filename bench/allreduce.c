@@ -88,7 +88,7 @@ static stat2 stats(double *v, int n)
 /* Minor page faults per call of the last timed() block, the most of any rank's. MPI_Allreduce
  * takes fresh pages on every call at sizes where its temporary buffer is above glibc's mmap
  * threshold (32 MiB at most: from 64 MiB up with 2 ranks); what a fault costs differs from VM to
- * VM, and so does MPI's time there (see README, "Allreduce"). */
+ * VM, and so does MPI's time there (see docs/benchmarks.md, "Allreduce"). */
 static long last_faults;
 
 static long minor_faults(void)

@@ -65,7 +65,7 @@ static const link LINKS[] = {{"nvlink-v100", 130, 5e-6}, {"ib-200g", 23, 5e-6},
 #define NLINKS (int)(sizeof LINKS / sizeof LINKS[0])
 
 /* The kit's models: gradient bytes (4 * parameters, wrn_param_count) and one step of batch 128
- * on this VM's 2 threads (README, bench-train: 838.2, 80.8, 13.6 images/s). */
+ * on this VM's 2 threads (docs/benchmarks.md, bench-train: 838.2, 80.8, 13.6 images/s). */
 static const struct {
     const char *name;
     double bytes, step_s;

@@ -7,7 +7,7 @@
  * cudaHostRegister in every rank, and each rank takes the others' pieces up and adds them on
  * its GPU (fusion_cuda_sum_ranks). No CPU adds a byte: the host's reduction is what held the
  * CPU's way (HVDLAB_STAGED_REDUCE=host) to 12-16 % of its copy ceiling on an H200 and an H100,
- * where this way reached 38-40 % (README). Only host memory is handed
+ * where this way reached 38-40 % (docs/benchmarks.md). Only host memory is handed
  * to MPI (the window; its barrier is the host's shm barrier). CUDA builds only.
  *
  * With HVDLAB_STAGED_REDUCE=ipc the window is in GPU memory instead (ipc_window.h): each rank's

@@ -4,8 +4,8 @@
  *
  * Why: oneDNN's AVX-512 convolutions read and write nChw16c; with NCHW activations every conv
  * call reorders its input and output (and their gradients) in and out of it (conv2d_dnnl.c),
- * about 12 ms of a 110 ms wrn-16-1 step (README, "Where a wrn-16-1 step goes"). Blocked, only
- * the weights are reordered.
+ * about 12 ms of a 110 ms wrn-16-1 step (docs/benchmarks.md, "Where a wrn-16-1 step goes").
+ * Blocked, only the weights are reordered.
  *
  * HVDLAB_ACTIVATION_LAYOUT: auto (default): nChw16c where it saves every activation reorder —
  * the dnnl backend and oneDNN preferring nChw16c for every conv of the model (its AVX-512

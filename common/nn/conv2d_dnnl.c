@@ -319,7 +319,7 @@ static plan *build(const conv2d_dims *d, int bias, int algo)
 
 /* HVDLAB_CONV_ALGO=direct|auto or conv2d_dnnl_set_algo() (conv2d_dnnl.h). Default auto: with the
  * activations blocked (wrn_layout.c) it takes a wrn-16-1 step from about 89 to 85 ms, and three
- * seeds learned as much per epoch as under direct (README, "Winograd"). */
+ * seeds learned as much per epoch as under direct (docs/benchmarks.md, "Winograd"). */
 static int algo_setting = -1; /* -1: not read yet */
 
 static int algo_of(const char *name)
