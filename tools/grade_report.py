@@ -236,7 +236,7 @@ STYLE = """body{font-family:sans-serif;margin:1em}table{border-collapse:collapse
 td,th{border:1px solid #999;padding:2px 6px;text-align:center}th.id,td.id{text-align:left}
 td.pass{background:#cfc}td.fail,td.timeout,td.no-compile{background:#fcc}
 td.not-submitted,td.not-graded{background:#eee}td.flagged{outline:3px solid #e90}
-td.hints{text-align:left;vertical-align:top;font-size:small}"""
+td.hints{text-align:left;vertical-align:top;font-size:small;min-width:12em;max-width:18em}"""
 
 
 def index_html(students, steps, titles, meta0):
@@ -251,7 +251,7 @@ def index_html(students, steps, titles, meta0):
         for n in steps:
             v = by.get(n)
             if not v:
-                cells.append('<td class="not-graded" data-state="none">-</td>')
+                cells.append(f'<td class="not-graded" data-step="{n}" data-state="none">-</td>')
                 continue
             passes[n] += v["state"] == "pass"
             if v["state"] != "pass":
@@ -261,7 +261,7 @@ def index_html(students, steps, titles, meta0):
                 title += "\nflagged: " + "; ".join(v["flags"])
             cls = v["state"] + (" flagged" if v["flags"] else "")
             log = urllib.parse.quote(f"{sid}/step{n}.log")
-            cells.append(f'<td class="{cls}" data-state="{v["state"]}" data-points="{v["points"]}" '
+            cells.append(f'<td class="{cls}" data-step="{n}" data-state="{v["state"]}" data-points="{v["points"]}" '
                          f'title="{e(title)}"><a href="{log}">{e(MARK[v["state"]])} '
                          f'{v["points"]}</a>{" &#9873;" if v["flags"] else ""}</td>')
         cells.append(f'<td class="total">{total}/{most}</td>')

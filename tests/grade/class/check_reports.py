@@ -14,7 +14,9 @@ with the expected verdicts.
 
 Each verdict's message must come back from results.json exactly (the hostile student's text
 quotes markup, quotes, control characters).
-Usage: check_reports.py OUT EXPECTED [--page DOM]   (--page: only the grid, of DOM; EXPECTED: id<TAB>step<TAB>state<TAB>points<TAB>flag|-)
+Usage: check_reports.py OUT EXPECTED [--page DOM]   (--page: only the grid, of DOM; EXPECTED:
+id<TAB>step<TAB>state<TAB>points<TAB>flags, flags "-" or texts joined by "|", each a flag the
+step must carry, or with a leading "!" one it must not)
 Prints one line per problem and "reports: N checks, N failed"; exit 1 when any failed.
 """
 import csv
@@ -55,7 +57,7 @@ def read_expected(path):
             if line.startswith("#") or not line.strip():
                 continue
             sid, step, state, points, flag = line.rstrip("\n").split("\t")
-            want.setdefault(sid, {})[step] = (state, int(points), None if flag == "-" else flag)
+            want.setdefault(sid, {})[step] = (state, int(points), [] if flag == "-" else flag.split("|"))
     return want
 
 
@@ -69,8 +71,9 @@ def check_csv(out, want):
             check(r.get(f"step{n}_state") == state and r.get(f"step{n}_points") == str(points),
                   f"gradebook.csv {r['id']} step {n}: {r.get(f'step{n}_state')} "
                   f"{r.get(f'step{n}_points')}, expected {state} {points}")
-            if flag:
-                check(flag in r["flags"], f"gradebook.csv {r['id']}: no flag {flag!r} in {r['flags']!r}")
+            for f in flag:
+                check((f[1:] not in r["flags"]) if f.startswith("!") else (f in r["flags"]),
+                      f"gradebook.csv {r['id']} step {n}: flag {f!r} vs {r['flags']!r}")
         total = sum(p for _, p, _ in steps.values())
         check(r["total"] == str(total) and r["max"] == str(10 * len(steps)),
               f"gradebook.csv {r['id']}: total {r['total']}/{r['max']}, expected {total}/{10 * len(steps)}")
@@ -107,8 +110,9 @@ def check_json(out, sid, steps, verdicts):
               f"{where} test {n}: {t.get('score')}/{t.get('max_score')}, expected {points}/10")
         msg = verdicts[n]["message"]
         check(msg in t.get("output", ""), f"{where} test {n}: the grader's message is not in output")
-        if flag:
-            check(flag in t.get("output", ""), f"{where} test {n}: flag {flag!r} not in output")
+        for f in flag:
+            out = t.get("output", "")
+            check((f[1:] not in out) if f.startswith("!") else (f in out), f"{where} test {n}: flag {f!r}")
 
 
 def check_junit(out, sid, steps, verdicts):
@@ -138,7 +142,6 @@ class Page(html.parser.HTMLParser):
         self.bad = []
         self.cells = {}  # (id, step) -> (state, points)
         self.row = None
-        self.col = 0
         self.titles = {}
 
     def handle_starttag(self, tag, attrs):
@@ -149,11 +152,10 @@ class Page(html.parser.HTMLParser):
             if k.startswith("on") or (k in ("href", "src") and (v or "").strip().lower().startswith(("javascript:", "http", "/", ".."))):
                 self.bad.append(f"{tag} {k}={v!r}")
         if tag == "tr":
-            self.row, self.col = a.get("data-id"), 0
+            self.row = a.get("data-id")
         if tag == "td" and self.row is not None and "data-state" in a:
-            self.col += 1
-            self.cells[(self.row, f"{self.col:02d}")] = (a["data-state"], a.get("data-points"))
-            self.titles[(self.row, f"{self.col:02d}")] = a.get("title")
+            self.cells[(self.row, a.get("data-step"))] = (a["data-state"], a.get("data-points"))
+            self.titles[(self.row, a.get("data-step"))] = a.get("title")
 
 
 def check_html(out, want, page):
@@ -173,8 +175,9 @@ def check_html(out, want, page):
             title = p.titles.get((sid, n)) or ""
             hint = grade_report.hint_of(verdicts[n]) if state != "pass" else "pass"
             check(title.startswith(hint), f"{where} {sid} step {n}: title {title[:60]!r}, expected the hint {hint[:60]!r}")
-            if flag:
-                check(flag in title, f"{where} {sid} step {n}: flag {flag!r} not in the title")
+            for f in flag:
+                check((f[1:] not in title) if f.startswith("!") else (f in title),
+                      f"{where} {sid} step {n}: flag {f!r} vs the title {title[:80]!r}")
 
 
 def main():
