@@ -35,6 +35,9 @@ static const grade_event *train_shard(const grade_proc *p, const char *n, const 
 static int compare_rank(grade_proc *ref, grade_proc *got, int k, char *msg, size_t len)
 {
     int nref = grade_count(ref, "step"), ngot = got ? grade_count(got, "step") : 0;
+    if (!got) /* no rank-R.log: the process never reported this rank (no hvd_init) */
+        return differ(msg, len, "no process reported itself as rank %d (rank-%d.log); the "
+                      "reference run's rank %d made %d optimizer steps", k, k, k, nref);
     if (nref > 0 && ngot == 0)
         return differ(msg, len, "rank %d made no optimizer step; the reference run made %d",
                         k, nref);
