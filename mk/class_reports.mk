@@ -14,3 +14,8 @@ test-grade-screen: lib  ## class mode's forgery screen: includes, denied calls (
 .PHONY: test-grade-reference
 test-grade-reference: $(BUILD)/tests/grade/grade_step01 $(BUILD)/solutions/step01  ## class mode's graded sizes from SEED and the reference run: the solution agrees, the forged step 01 is flagged
 	@$(GRADE_ENV) BUILD=$(BUILD) sh tests/grade/class/reference_test.sh
+
+.PHONY: test-grade-class-fixture
+test-grade-class-fixture:  ## a fixture class of five (solutions, exercises, planted, hostile, missing steps) through make grade-class, its reports compared with the expected verdicts
+	@sh tools/setup.sh python3 libxml2-utils chromium >/dev/null
+	@MAKE="$(MAKE)" sh tests/grade/class/class_test.sh

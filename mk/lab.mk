@@ -88,7 +88,7 @@ planted-programs: $(PLANTED) $(GRADER_BIN)
 lab-test: lab-planted  ## graders: pass on every solution, fail on every exercise, judge the planted answers right
 	@sh tools/setup.sh python3-matplotlib >/dev/null
 	@$(GRADE_ENV) BUILD=$(BUILD) sh tests/grade/timeline_plot_test.sh
-	@$(MAKE) --no-print-directory test-grade-reports test-grade-screen test-grade-reference
+	@$(MAKE) --no-print-directory test-grade-reports test-grade-screen test-grade-reference test-grade-class-fixture
 
 # Timelines as images (tools/timeline_plot.py, matplotlib): for a terminal with no browser.
 TIMELINE ?= timeline.json
