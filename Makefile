@@ -124,7 +124,7 @@ MPIRUN_FLAGS ?= --oversubscribe $(if $(filter 0,$(shell id -u)),--allow-run-as-r
 SETUP_PKGS := openmpi-bin libopenmpi-dev libopenblas-dev libdnnl-dev zlib1g-dev check pkg-config patch time \
               dataset-fashion-mnist
 
-.PHONY: all help setup lib tools tests benches test check unit-tests check-layers check-env-vars check-cuda-streams test-ckpt-faults test-hvdrun cuda-check check-build demo \
+.PHONY: all help setup lib tools tests benches test check unit-tests check-layers check-env-vars test-make-help check-cuda-streams test-ckpt-faults test-hvdrun cuda-check check-build demo \
         progress-demo asan-test clean FORCE
 .DEFAULT_GOAL := all
 
@@ -188,6 +188,7 @@ test: setup  ## install if needed, build, check the CUDA build, the layers, the 
 	@$(MAKE) --no-print-directory cuda-check
 	@$(MAKE) --no-print-directory check-layers
 	@$(MAKE) --no-print-directory check-env-vars
+	@$(MAKE) --no-print-directory test-make-help
 	@$(MAKE) --no-print-directory check-cuda-streams
 	@$(MAKE) --no-print-directory test-build-flags
 	@$(MAKE) --no-print-directory unit-tests
@@ -216,6 +217,7 @@ check: setup  ## the quick tier (docs/testing.md has its time): the library, the
 	@$(MAKE) --no-print-directory lib tests
 	@$(MAKE) --no-print-directory check-layers
 	@$(MAKE) --no-print-directory check-env-vars
+	@$(MAKE) --no-print-directory test-make-help
 	@MPI_NPS="1 2" MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" sh tests/run_unit.sh \
 	  $(filter-out $(CHECK_SKIP),$(TEST_BIN))
 	@$(MAKE) --no-print-directory check-steps
@@ -238,6 +240,9 @@ check-layers: lib  ## check that includes point down the layers of common/ and n
 check-env-vars:  ## check that docs/api.md's table of environment variables and the variables the code reads match, both ways
 	@sh tools/check_env_vars.sh
 	@sh tests/build/env_vars_planted.sh
+
+test-make-help:  ## check that make help lists every target that has a help comment once, the student's group first
+	@sh tests/build/make_help_test.sh
 
 check-cuda-streams:  ## check that the runtime's GPU work names its stream (no synchronous copy, no launch on the default stream, no unbounded wait in the collectives)
 	@sh tools/check_cuda_streams.sh
