@@ -515,8 +515,9 @@ wait_gone() {
 
 # 12. One SIGTERM to ./hvdrun while rank 1 is frozen (SIGSTOP) in epoch 1, default stall
 # settings: no step ends, so the SIGUSR1 it passes on is never acted on; after HVDRUN_GRACE (3 s
-# here) it must end the job, exit 143, nothing of it left. The limit, 3 + 30 s, is ten times
-# what it takes on a loaded 2-core machine; the old ./hvdrun never ended (stopped by the timeout).
+# here) it must end the job, exit 143, nothing of it left. The limit, 3 + 30 s (the 30 x SCALE),
+# is ten times what it takes on a loaded 2-core machine; the old ./hvdrun never ended (stopped by
+# the timeout).
 f12() {
     start_cmd f12 60 env HVDRUN_GRACE=3 ./hvdrun -n 1 "$PROG" $LONG : -n 1 $(rank1 f12) $LONG
     does="did not reach epoch 1" ok=0 SECS="-" lost="the epoch in progress"
@@ -530,7 +531,7 @@ f12() {
         kill -TERM "$hvd"
         finish f12 "$t0"
         left=$(alive $mpi $ranks | tr '\n' ' ')
-        if [ "$RC" = 143 ] && [ -z "$left" ] && awk -v s="${SECS% s}" 'BEGIN { exit !(s < 33) }' &&
+        if [ "$RC" = 143 ] && [ -z "$left" ] && awk -v s="${SECS% s}" -v k="$SCALE" 'BEGIN { exit !(s < 3 + 30 * k) }' &&
             grep -q 'hvdrun: the ranks did not stop within 3 s (HVDRUN_GRACE): mpirun ends the job' \
                 "$W/f12.out"; then
             ok=1 does="ends the job after HVDRUN_GRACE, exit 143: $(grep -m1 -o 'hvdrun: the ranks did not stop.*' "$W/f12.out" | cut -c9-)"
@@ -595,7 +596,8 @@ f13() {
 }
 
 # 14. kill -9 of the elastic launcher itself in epoch 1 (2 ranks): no handler runs; within 60 s
-# nothing of its job may be left running (./hvdrun, mpirun, the ranks) nor its temporary folder.
+# (x SCALE) nothing of its job may be left running (./hvdrun, mpirun, the ranks) nor its
+# temporary folder.
 # (./hvdrun ends a job that does not stop HVDRUN_GRACE s after its SIGTERM, default 30, + 5 s;
 # the ranks stop at their next step's end, about 3 s here with other work beside them.)
 f14() {
@@ -609,13 +611,13 @@ f14() {
         t0=$(now)
         kill -9 "$(pgrep -P "$(cat "$W/f14.job")" | head -1)"
         gone=0
-        wait_gone 60 $pids && gone=1
+        wait_gone $((60 * SCALE)) $pids && gone=1
         SECS=$(since "$t0")
         left=$(alive $pids | tr '\n' ' ')
         if [ $gone = 1 ] && [ -n "$tmp" ] && [ ! -e "$tmp" ]; then
             ok=1 does="the job stops as at a SIGTERM ($(grep -m1 -o 'hvdlab: stopped by [A-Z0-9]*' "$W/f14.out" || echo 'ended')); the temporary folder is removed"
         else
-            does="${left:+still running 60 s later: $(ps -o comm= -p $(echo $left | tr ' ' ,) | sort | uniq -c | awk '{ printf "%s%s x%s", s, $2, $1; s = ", " }')}${tmp:+; }$([ -e "$tmp" ] && echo "$tmp left")"
+            does="${left:+still running $((60 * SCALE)) s later: $(ps -o comm= -p $(echo $left | tr ' ' ,) | sort | uniq -c | awk '{ printf "%s%s x%s", s, $2, $1; s = ", " }')}${tmp:+; }$([ -e "$tmp" ] && echo "$tmp left")"
             SECS="-"
             kill -9 $left 2>/dev/null
             rm -rf "$tmp"
