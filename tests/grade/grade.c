@@ -1,6 +1,7 @@
 /* grade.c — run a lab program under mpirun with tracing on and parse its trace files.
- * Public: grade_run_launch, grade_run_prog, grade_read_trace_dir, grade_stopped, grade_run_free, grade_get, grade_num, grade_is, grade_rank,
- *         grade_count, grade_nth, grade_find, grade_tail.
+ * Public: grade_run_launch, grade_run_prog, grade_read_trace_dir, grade_stopped, grade_run_free,
+ *         grade_get, grade_num, grade_is, grade_rank, grade_count, grade_nth, grade_find,
+ *         grade_tail.
  */
 #include "grade/grade.h"
 

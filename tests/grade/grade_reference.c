@@ -11,7 +11,8 @@
 
 static int same(const char *a, const char *b) { return a && b && strcmp(a, b) == 0; }
 
-static int differ(char *msg, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int differ(char *msg, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static int differ(char *msg, size_t len, const char *fmt, ...)
 {
     va_list ap;
@@ -35,6 +36,10 @@ static const grade_event *train_shard(const grade_proc *p, const char *n, const 
 static int compare_rank(grade_proc *ref, grade_proc *got, int k, char *msg, size_t len)
 {
     int nref = grade_count(ref, "step"), ngot = got ? grade_count(got, "step") : 0;
+    /* The weights are compared bit for bit on the CPU only, where two runs of one program agree
+     * to the bit (checked); cuDNN may pick algorithms whose sums vary from run to run. */
+    const grade_event *pin = grade_nth(ref, "pin", 0);
+    int exact = !pin || !same(grade_get(pin, "device"), "cuda");
     if (!got) /* no rank-R.log: the process never reported this rank (no hvd_init) */
         return differ(msg, len, "no process reported itself as rank %d (rank-%d.log); the "
                       "reference run's rank %d made %d optimizer steps", k, k, k, nref);
@@ -47,7 +52,8 @@ static int compare_rank(grade_proc *ref, grade_proc *got, int k, char *msg, size
         if (!(fabs(la - lb) <= 1e-6 * fabs(la)))
             return differ(msg, len, "rank %d's step %d used learning rate %g, the reference "
                             "run's %g", k, i + 1, lb, la);
-        if (i < GRADE_REF_STEPS && !same(grade_get(a, "param_sum"), grade_get(b, "param_sum")))
+        if (i < GRADE_REF_STEPS && exact &&
+            !same(grade_get(a, "param_sum"), grade_get(b, "param_sum")))
             return differ(msg, len, "rank %d's weights after step %d differ from the reference "
                             "run's (digest %s, the reference's %s)", k, i + 1,
                             grade_get(b, "param_sum") ? grade_get(b, "param_sum") : "none",
