@@ -85,7 +85,7 @@ bench-train-gpu-compile:  ## on a GPU, after bench-train-gpu: PyTorch through to
 	    m, b, k == "" ? "-" : k, c == "" ? "n/a" : c, (k > 0 && c > 0) ? sprintf("%.2f", k / c) : "-"}'; done; done
 
 # Each stage appends one line to $(GPU_LOG).summary; the summary is printed at the end whatever
-# failed. Time budget: 8 minutes on one H100 (issue 12's limit). On an H200 (2026-11-26) it took
+# failed. Target: 8 minutes on one H100 (issue 12). On an H200 (2026-11-26) it took
 # 313 s with its build broken part-way; apart, the CUDA suites took 46 s and the graders 107 s.
 # On an H100 (2026-11-26) the whole took 247 s: build 4 s, suites 58 s, graders 53 s, solution 10 11 s,
 # bench-allreduce-gpu 35 s, bench-train-gpu 86 s.

@@ -9,7 +9,7 @@
 # bench keeps deciding (an H200 made both defaults, 2026-11-27; HVDLAB_CUDNN_DETERMINISTIC=0 and
 # HVDLAB_BN_BATCH=1 were ways here until a GPU timed them no faster); then the peer; then its
 # "bench-train-gpu: <model> batch <b>: ..." line at once, so that a run cut short (gpu-check's
-# stage limit, a GPU session's end) keeps the rows it finished. Then, per row and way, where the
+# stage limit, gpu_session.sh's TIME_LIMIT) keeps the rows it finished. Then, per row and way, where the
 # GPU time goes (the kit's --profile lines); two verdict lines, the default's images/s over each
 # other way's per row and whether the default is faster at every row; issue 12's two targets
 # against PyTorch, met or not; and a last line naming any row without both figures, with the

@@ -43,7 +43,7 @@ echo "gpu-memcheck: $SANITIZER"
 rc=0 n=0 run=
 # timeout(1) puts each run in a process group of its own, which a signal to this script's group
 # (gpu_session.sh's time limit on the make stage) does not reach: pass it on, so that the run
-# under memcheck does not go on for up to LIMIT s beside the session's next stages.
+# under memcheck does not go on for up to LIMIT s beside gpu_session.sh's next stages.
 trap '[ -n "$run" ] && kill -TERM "$run" 2>/dev/null; exit 143' TERM INT HUP
 # memcheck WHAT VAR=value... -- PROGRAM ARGS...: one run and its line.
 memcheck() {

@@ -9,39 +9,39 @@
 # step (NCHW, batch norm's batched loads, the bias in the convolutions with its gradient by
 # cuBLAS), what limits a training step under Nsight Systems (bench-train-gpu-nsys), and PyTorch
 # through torch.compile.
-# Everything stops by BUDGET seconds (default 560) after the start; the logs end up as one
+# Everything stops by TIME_LIMIT seconds (default 560) after the start; the logs end up as one
 # archive, ${OUT:-build/cuda}/gpu-logs.tgz. A machine whose Open MPI, OpenBLAS, Check or data are
-# not on the default paths puts the settings that find them in .device/env.sh, sourced when
-# present.
+# not on the default paths puts the settings that find them in gpu-env.sh (in the tree's root),
+# sourced when present.
 # A stage that ends leaves build/cuda/gpu-check.done.<stage>, and a later run in the same tree
-# skips it: the same command, with a smaller BUDGET, goes on where the last run stopped (a stage
-# its time limit or the budget cut part-way runs again; gpu-check never does).
+# skips it: the same command, with a smaller TIME_LIMIT, goes on where the last run stopped (a stage
+# its own time limit or TIME_LIMIT cut part-way runs again; gpu-check never does).
 #
 #   set -o pipefail; bash tools/gpu_session.sh 2>&1 | tee gpu-session.log
-#   BUDGET=200 bash tools/gpu_session.sh      # again: goes on where the last run stopped
+#   TIME_LIMIT=200 bash tools/gpu_session.sh      # again: goes on where the last run stopped
 T0=$(date +%s)
-DEADLINE=$((T0 + ${BUDGET:-560}))
+DEADLINE=$((T0 + ${TIME_LIMIT:-560}))
 left() { echo $((DEADLINE - $(date +%s))); }
 at() { echo "$(( $(date +%s) - T0 )) s"; }
-LOG=build/cuda/gpu-check # not L: a .device/env.sh may set and leave an L of its own
+LOG=build/cuda/gpu-check # not L: a gpu-env.sh may set and leave an L of its own
 
 echo "== facts"
 nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv,noheader
 ldd --version | head -1; gcc --version | head -1; nvcc --version | tail -1; nproc
 python3 -c "import torch; print('torch', torch.__version__, 'cudnn', torch.backends.cudnn.version(), 'nccl', torch.cuda.nccl.version())"
-if [ -e .device/env.sh ]; then
-    . .device/env.sh || { echo "gpu_session: .device/env.sh failed"; exit 1; }
+if [ -e gpu-env.sh ]; then
+    . ./gpu-env.sh || { echo "gpu_session: gpu-env.sh failed"; exit 1; }
 fi
 echo "env.sh done at $(at): $(command -v mpicc)"
 
 mkdir -p build/cuda
 todo() { [ ! -e "$LOG.done.$1" ]; } # not finished by an earlier call on this machine
 done_stage() { : >"$LOG.done.$1"; }
-# A stage of several runs: done, unless the budget cut it part-way ($cut set): a later call on
+# A stage of several runs: done, unless TIME_LIMIT cut it part-way ($cut set): a later call on
 # this machine runs it again, whole.
 cut_or_done() {
     if [ -n "$cut" ]; then
-        echo "($1: cut by the budget at $(at); a later call runs it again)"
+        echo "($1: cut by TIME_LIMIT at $(at); a later call runs it again)"
     else
         done_stage "$1"
     fi

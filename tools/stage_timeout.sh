@@ -3,7 +3,7 @@
 # (mk/gpu.mk), ended too by a signal to make's process group. timeout(1) runs its command in a
 # process group of its own, which such a signal does not reach: when gpu_session.sh's time limit
 # cut gpu-check, the stage in progress (a bench holding the GPU) went on for up to its own limit,
-# beside the session's next stages or into its next call. This script stays in make's group and
+# beside the script's next stages or into its next call. This script stays in make's group and
 # passes TERM, INT or HUP on to timeout, which passes it on to its command's group.
 # Usage: sh tools/stage_timeout.sh SECONDS COMMAND [ARGS...]. Exit status: timeout's (124: cut
 # at SECONDS; 128 + N: ended by signal N).

@@ -3,9 +3,9 @@
 # (make, mpirun, nvidia-smi, python3, the CUDA build's programs) and for the clock (date +%s reads
 # a file the stand-ins move on, so that a stage can run out of time without waiting for it): the
 # archive holds every log a stage writes (gpu-memcheck's memcheck_<n>.log too), gpu-memcheck gets
-# LIMIT=90, a later call skips what an earlier one finished, a stage that the budget cut part-way
+# LIMIT=90, a later call skips what an earlier one finished, a stage that TIME_LIMIT cut part-way
 # is left for a later call instead of being marked done, and no suite starts that could end past
-# the budget. Runs without a GPU: it checks the script, not the kit.
+# TIME_LIMIT. Runs without a GPU: it checks the script, not the kit.
 set -u
 SCRIPT=${1:-tools/gpu_session.sh}
 SCRIPT=$(cd "$(dirname "$SCRIPT")" && pwd)/$(basename "$SCRIPT")
@@ -13,8 +13,8 @@ TEST=gpu_session_stages
 # shellcheck source=tests/bench/check.sh
 . "$(dirname "$0")/check.sh"
 
-mkdir -p "$d/bin" "$d/root/.device" "$d/outdir"
-: >"$d/root/.device/env.sh"
+mkdir -p "$d/bin" "$d/root" "$d/outdir"
+: >"$d/root/gpu-env.sh"
 CLOCK=$d/clock CALLS=$d/calls
 export CLOCK CALLS
 # Sourced by a stand-in with name set: records the call and moves the clock on by $ADV_<name>
@@ -64,13 +64,13 @@ chmod +x "$d"/bin/* "$d"/root/build/cuda/*/* "$d"/root/build/cuda/tests/*/*
 PATH=$d/bin:$PATH
 export PATH
 
-session() { # BUDGET: the whole call, on the stand-ins' clock
+whole_call() { # TIME_LIMIT: the whole call, on the stand-ins' clock
     (cd "$d/root" && OUT="$d/outdir" bash "$SCRIPT") >"$d/out" 2>&1
 }
 
 echo 1000 >"$CLOCK"
 : >"$CALLS"
-session
+whole_call
 check "a whole call: exit 0" $?
 grep -q '^== done at' "$d/out"
 check "a whole call: to its end" $?
@@ -89,30 +89,30 @@ done
 check "every stage marked done" $?
 
 : >"$CALLS"
-session
+whole_call
 [ $? -eq 0 ] && grep -q '^== gpu-check: done by an earlier call' "$d/out" &&
     ! grep -qv '^nvidia-smi \|^python3 ' "$CALLS"
 check "a later call: nothing run again" $?
 
-# Only the two-ranks stage left, 150 s of budget: two runs of 40 s each, then 70 s left is not
+# Only the two-ranks stage left, TIME_LIMIT=150: two runs of 40 s each, then 70 s left is not
 # more than the 70 s a run needs; the stage is cut and a later call runs it again.
 rm -f "$d/root/build/cuda/gpu-check.done.two"
 : >"$CALLS"
-(cd "$d/root" && BUDGET=150 ADV_mpirun=40 OUT="$d/outdir" bash "$SCRIPT") >"$d/out" 2>&1
+(cd "$d/root" && TIME_LIMIT=150 ADV_mpirun=40 OUT="$d/outdir" bash "$SCRIPT") >"$d/out" 2>&1
 [ "$(grep -c '^mpirun ' "$CALLS")" -eq 2 ] && [ ! -e "$d/root/build/cuda/gpu-check.done.two" ]
-check "a stage the budget cut part-way: not marked done" $?
+check "a stage TIME_LIMIT cut part-way: not marked done" $?
 : >"$CALLS"
-(cd "$d/root" && BUDGET=400 OUT="$d/outdir" bash "$SCRIPT") >"$d/out" 2>&1
+(cd "$d/root" && TIME_LIMIT=400 OUT="$d/outdir" bash "$SCRIPT") >"$d/out" 2>&1
 [ "$(grep -c '^mpirun ' "$CALLS")" -eq 4 ] && [ -e "$d/root/build/cuda/gpu-check.done.two" ]
-check "a stage the budget cut part-way: the next call runs it whole" $?
+check "a stage TIME_LIMIT cut part-way: the next call runs it whole" $?
 
 # The other ways' model suites (up to 95 s each): none starts with 100 s or less left, so the
-# call ends inside its budget (the device tool's timeout is 30 s above it).
+# call ends inside TIME_LIMIT and a caller's own limit a little above it never cuts the archive.
 rm -f "$d/root/build/cuda/gpu-check.done.batch"
 : >"$CALLS"
-(cd "$d/root" && BUDGET=160 ADV_test_wrn_cuda=50 OUT="$d/outdir" bash "$SCRIPT") >"$d/out" 2>&1
+(cd "$d/root" && TIME_LIMIT=160 ADV_test_wrn_cuda=50 OUT="$d/outdir" bash "$SCRIPT") >"$d/out" 2>&1
 [ "$(grep -c '^test_wrn_cuda ' "$CALLS")" -eq 2 ] &&
     [ ! -e "$d/root/build/cuda/gpu-check.done.batch" ]
-check "the model's suite each other way: none started past the budget" $?
+check "the model's suite each other way: none started past TIME_LIMIT" $?
 
 finish
