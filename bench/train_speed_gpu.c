@@ -18,7 +18,9 @@
  * stops the run, where PyTorch computes on with NaN. The kernels run are the same at any rate.
  *
  * Usage: train_speed_gpu [--models wrn-16-4,wrn-16-10] [--batches 128,512] [--iters 30]
- *                        [--profile 3]
+ *                        [--profile 3] [--precision fp32|bf16|fp16]
+ * --precision: the format the model trains in (nn/precision.h); one the build does not train in
+ * stops with one line naming it, exit 2 (tools/bench_train_gpu_mixed.sh shows that row as "-").
  * A CPU build, or no GPU: one line saying so, exit 77.
  */
 #include <stdio.h>
@@ -36,6 +38,7 @@
 #include "nn/gpu_context.h"
 #include "nn/gpu_marks.h"
 #include "nn/layer_prof.h"
+#include "nn/precision.h"
 
 static size_t used_bytes(void)
 {
@@ -163,8 +166,17 @@ int main(int argc, char **argv)
 {
     const char *models = "wrn-16-4,wrn-16-10", *batches = "128,512";
     int iters = 30, prof_steps = 3;
+    precision prec = PRECISION_FP32;
+    char err[256];
     for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--models")) models = argv[i + 1];
+        if (!strcmp(argv[i], "--precision")) {
+            if (precision_parse(argv[i + 1], &prec, err, sizeof err) < 0 ||
+                precision_check(prec, err, sizeof err) < 0) {
+                printf("train_speed_gpu: error: --precision %s\n", err);
+                return 2;
+            }
+        }
+        else if (!strcmp(argv[i], "--models")) models = argv[i + 1];
         else if (!strcmp(argv[i], "--batches")) batches = argv[i + 1];
         else if (!strcmp(argv[i], "--iters")) iters = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--profile")) prof_steps = atoi(argv[i + 1]);

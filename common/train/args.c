@@ -55,6 +55,7 @@ struct flag {
 
 static int set_model(args *a, const char *val, const char *name, char *err, size_t errlen);
 static int set_optimizer(args *a, const char *val, const char *name, char *err, size_t errlen);
+static int set_precision(args *a, const char *val, const char *name, char *err, size_t errlen);
 
 #define AT(field) offsetof(args, field)
 #define BILLION 1000000000ull
@@ -106,6 +107,9 @@ static const flag FLAGS[] = {
     {"patience", "N", F_INT, AT(patience), .min = 1, .max = BILLION, .noun = "a positive integer",
      .cap = "", .help = "epochs in a row above --target-accuracy before stopping (default 2)"},
     {"optimizer", "NAME", F_CALL, AT(optimizer), .call = set_optimizer}, /* help: help_of */
+    {"precision", "NAME", F_CALL, AT(precision), .call = set_precision,
+     .help = "fp32, or mixed bf16 or fp16 (fp32 master weights); the builds train in fp32 only "
+             "so far (default fp32)"},
     {"help", NULL, F_HELP, 0, .help = "print this help and exit"},
 };
 #define NFLAGS (sizeof FLAGS / sizeof FLAGS[0])
@@ -140,6 +144,7 @@ void args_defaults(args *a)
     a->target_accuracy = 0.85;
     a->patience = 2;
     a->optimizer = OPT_SGD;
+    a->precision = PRECISION_FP32;
 }
 
 /* The help of an entry whose text is not in the table (help NULL): written from another table. */
@@ -222,6 +227,18 @@ static int set_optimizer(args *a, const char *val, const char *name, char *err, 
     if (!k)
         return errmsg_set(err, errlen, name, "%s", why);
     a->optimizer = (opt_kind)k->code;
+    return 0;
+}
+
+/* A name, then whether this build trains in it: the refusal is the parse's one line, so every
+ * rank stops at the start alike. */
+static int set_precision(args *a, const char *val, const char *name, char *err, size_t errlen)
+{
+    char why[200];
+    precision p;
+    if (precision_parse(val, &p, why, sizeof why) != 0 || precision_check(p, why, sizeof why) != 0)
+        return errmsg_set(err, errlen, name, "%s", why);
+    a->precision = p;
     return 0;
 }
 

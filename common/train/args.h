@@ -10,7 +10,7 @@
  *   --epochs N  --batch-size N  --val-batch-size N  --base-lr X  --momentum X  --wd X
  *   --warmup-epochs N  --model wrn-D-K  --dropout X  --data-dir DIR  --train-subset N
  *   --test-subset N  --use-checkpointing  --log-dir DIR  --restart  --seed N  --target-accuracy X
- *   --patience N  --optimizer sgd|novograd  --help
+ *   --patience N  --optimizer sgd|novograd  --precision fp32|bf16|fp16  --help
  * `--flag=value` and `--flag value` both work. Positional arguments are an error.
  * One table in args.c (FLAGS: name, kind, bounds, field offset, messages, help) drives
  * getopt_long, the checks and the usage text: a new flag is a field here and a row there.
@@ -29,6 +29,7 @@
 #include <stdio.h>
 
 #include "model/wrn.h"   /* wrn_config */
+#include "nn/precision.h" /* precision */
 #include "optim/optim.h" /* opt_kind */
 
 #define ARGS_PATH_LEN 1024
@@ -53,6 +54,8 @@ typedef struct {
     double target_accuracy; /* --target-accuracy, in [0, 1] (0.85) */
     int patience;           /* --patience, >= 1 (2) */
     opt_kind optimizer;     /* --optimizer sgd|novograd (sgd) */
+    precision precision;    /* --precision fp32|bf16|fp16 (fp32); one this build does not train
+                               in is refused at parse time, one line (nn/precision.h) */
 } args;
 
 void args_defaults(args *a);
