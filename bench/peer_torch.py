@@ -12,7 +12,7 @@ on a fixed random batch (N, 1, 28, 28), after warm-up steps.
 
 Usage: peer_torch.py [--model wrn-16-1[,wrn-16-4...]] [--threads 2[,1...]] [--batch 128]
                      [--warmup 3] [--iters 20] [--min-seconds 0] [--dropout 0.01]
-                     [--device cpu|cuda] [--compile]
+                     [--device cpu|cuda] [--compile] [--amp bf16] [--flops]
 Prints `name value unit` lines, for each model and thread count:
   torch.<model>.t<T>.images_per_s   <v> images/s   (steps·batch / wall time of the timed steps)
   torch.<model>.t<T>.step_ms        <v> ms
@@ -20,6 +20,12 @@ Prints `name value unit` lines, for each model and thread count:
   (with --compile the network runs through torch.compile: compiled_images_per_s, compiled_step_ms,
   compiled_peak_gpu, and compile_s, the warm-up steps' time, which includes the compilation;
   "compiled n/a" where the torch has no torch.compile, such as Debian's 1.13)
+  (with --amp bf16 the forward pass and the loss run under torch.autocast(bfloat16): weights,
+  optimizer state and gradients stay fp32, as PyTorch's mixed precision does; names get bf16_,
+  before compiled_ when both)
+  --flops: no training; torch.<model>.train_gflop_per_image, the nominal convolution and dense
+  FLOPs of one 28x28 image's forward pass x3 (forward, backward data, backward weights), for a
+  fraction of the GPU's dense tensor rate
 and once at the end (whole process; run one configuration per process for per-config peaks):
   torch.peak_rss <v> MiB  (VmHWM from /proc/self/status)
 """
@@ -106,17 +112,19 @@ def run(model_name, threads, a):
     x = torch.randn(a.batch, 1, 28, 28, device=dev)
     y = torch.randint(0, 10, (a.batch,), device=dev)
     tag = f"torch.{model_name}.t{threads}"
-    fwd, pre = net, ""
+    fwd, pre = net, "bf16_" if a.amp == "bf16" else ""
     if a.compile:  # the network through torch.compile (PyTorch 2); its first steps compile it
         if not hasattr(torch, "compile"):
             print(f"{tag}.compiled n/a (torch {torch.__version__} has no torch.compile)")
             sys.stdout.flush()
             return
-        fwd, pre = torch.compile(net), "compiled_"
+        fwd, pre = torch.compile(net), pre + "compiled_"
+    amp = torch.autocast(dev.type, dtype=torch.bfloat16, enabled=a.amp == "bf16")
 
     def step():
         opt.zero_grad(set_to_none=False)
-        loss = F.cross_entropy(fwd(x), y)
+        with amp:
+            loss = F.cross_entropy(fwd(x), y)
         loss.backward()
         opt.step()
         return loss
@@ -148,6 +156,27 @@ def run(model_name, threads, a):
     sys.stdout.flush()
 
 
+def train_gflop_per_image(model_name, dropout):
+    """2 x multiply-adds of every Conv2d and Linear for one image, forward only, x3."""
+    depth, k = parse_model(model_name)
+    net = WRN(depth, k, dropout).eval()
+    total = [0]
+
+    def count(m, inp, out):
+        if isinstance(m, nn.Conv2d):
+            total[0] += 2 * out.numel() * m.in_channels // m.groups * m.kernel_size[0] * \
+                m.kernel_size[1]
+        elif isinstance(m, nn.Linear):
+            total[0] += 2 * m.in_features * m.out_features
+    hooks = [m.register_forward_hook(count) for m in net.modules()
+             if isinstance(m, (nn.Conv2d, nn.Linear))]
+    with torch.no_grad():
+        net(torch.zeros(1, 1, 28, 28))
+    for h in hooks:
+        h.remove()
+    return 3 * total[0] / 1e9
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--model", default="wrn-16-1")
@@ -160,7 +189,16 @@ def main():
     p.add_argument("--device", default="cpu", help="cpu or cuda")
     p.add_argument("--compile", action="store_true",
                    help="run the network through torch.compile (names get compiled_)")
+    p.add_argument("--amp", choices=["none", "bf16"], default="none",
+                   help="bf16: forward and loss under torch.autocast(bfloat16) (names get bf16_)")
+    p.add_argument("--flops", action="store_true",
+                   help="print each model's nominal training GFLOP per image and exit")
     a = p.parse_args()
+    if a.flops:
+        for m in a.model.split(","):
+            print(f"torch.{m}.train_gflop_per_image {train_gflop_per_image(m, a.dropout):.4f} "
+                  "GFLOP")
+        return
     for m in a.model.split(","):
         for t in a.threads.split(","):
             run(m, int(t), a)

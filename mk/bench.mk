@@ -41,6 +41,7 @@ test-bench-tools:  ## the GPU benches' verdict scripts (and gpu-memcheck's) on r
 	@sh tests/bench/allreduce_gpu_compare.sh
 	@sh tests/bench/allreduce_gpu_ways.sh
 	@sh tests/bench/bench_train_gpu_rows.sh
+	@sh tests/bench/bench_train_gpu_mixed_rows.sh
 	@sh tests/bench/bench_train_gpu_nsys.sh
 	@sh tests/bench/gpu_memcheck_lines.sh
 	@sh tests/bench/gpu_session_stages.sh

@@ -16,9 +16,12 @@ STAGE = sh tools/stage_timeout.sh
 # tools/bench_train_gpu.sh: each row three ways (as the kit trains by default: NHWC, the bias
 # folded into batch norm; in NCHW; with HVDLAB_BIAS_IN_BN=0), then the peer, then its line at
 # once.
-bench-train-gpu:  ## kit vs PyTorch (--device cuda) on the GPU: wrn-16-4/10 at batch 128/512, images/s, ratio, peak GPU memory
+# Then tools/bench_train_gpu_mixed.sh: the kit in bf16 and PyTorch eager under autocast bf16 per
+# row, each with the fraction of the GPU's dense tensor rate (TF32 or bf16); the exit status is
+# the fp32 rows' (a build without the bf16 path shows its rows as "-" and quotes its one line).
+bench-train-gpu:  ## kit vs PyTorch (--device cuda) on the GPU: wrn-16-4/10 at batch 128/512, images/s, ratio, peak GPU memory; fp32 and bf16 (autocast)
 	@+$(GPU_BUILD) build/cuda/bench/train_speed_gpu >/dev/null
-	@sh tools/bench_train_gpu.sh
+	@sh tools/bench_train_gpu.sh; rc=$$?; sh tools/bench_train_gpu_mixed.sh; exit $$rc
 
 # NCHW or NHWC (issue 12: "whichever measures faster"): cuDNN's Find times every algorithm of
 # every convolution of one training step in both layouts (bench/conv_layout_gpu.c); the kit
@@ -83,6 +86,12 @@ bench-train-gpu-compile:  ## on a GPU, after bench-train-gpu: PyTorch through to
 	  awk -v m=$$m -v b=$$b -v k="$$k" -v c="$$c" 'BEGIN{ \
 	    printf "bench-train-gpu-compile: %-9s batch %3d: kit %8s images/s, torch.compile %8s, ratio %s\n", \
 	    m, b, k == "" ? "-" : k, c == "" ? "n/a" : c, (k > 0 && c > 0) ? sprintf("%.2f", k / c) : "-"}'; done; done
+
+# torch.compile with autocast bf16 (issue 48), the same rows, its compile time apart, against the
+# kit's bf16 and fp32 figures of the last bench-train-gpu: apart from gpu-check for the compiling.
+.PHONY: bench-train-gpu-compile-bf16
+bench-train-gpu-compile-bf16:  ## on a GPU, after bench-train-gpu: torch.compile + autocast bf16, the same rows, against the kit's last figures
+	@COMPILE=1 sh tools/bench_train_gpu_mixed.sh
 
 # Each stage appends one line to $(GPU_LOG).summary; the summary is printed at the end whatever
 # failed. Target: 8 minutes on one H100 (issue 12). On an H200 (2026-11-26) it took
