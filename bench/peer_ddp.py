@@ -27,6 +27,11 @@ The recipe, as solutions/step10.c trains it (defaults of ./solution10 --help):
             so that both programs do the same validation work; --val-oversample 1 is one pass
   stop      after --epochs, or once val_accuracy > --target-accuracy for --patience epochs
 
+Device: --device cpu (default) or cuda: every rank on GPU 0, as the kit's ranks share one GPU
+(make bench-tta-gpu), still with gloo (NCCL takes no two ranks on one GPU); TF32 convolutions as
+PyTorch's default. --amp bf16: the forward passes and the loss under torch.autocast(bfloat16),
+weights, gradients and optimizer state fp32 (PyTorch's mixed precision).
+
 It prints one line per epoch (stdout, rank 0):
   epoch E loss L accuracy A val_loss VL val_accuracy VA
 and at the end "Test accuracy: X"; tools/tta.sh stamps each line with the wall time since launch.
@@ -129,13 +134,19 @@ def val_batches(n, a, rank, size, epoch):
     return batches[:steps]
 
 
-def evaluate(net, x, y, a, rank, size, epoch):
+def autocast(a, dev):
+    return torch.autocast(dev.type, dtype=torch.bfloat16, enabled=a.amp == "bf16")
+
+
+def evaluate(net, x, y, a, rank, size, epoch, dev):
     net.eval()
     loss_sum, correct, count = 0.0, 0, 0
     with torch.no_grad():
         for b in val_batches(len(x), a, rank, size, epoch):
-            out = net(x[b])
-            loss_sum += F.cross_entropy(out, y[b], reduction="sum").item()
+            b = torch.from_numpy(b).to(dev)
+            with autocast(a, dev):
+                out = net(x[b])
+                loss_sum += F.cross_entropy(out.float(), y[b], reduction="sum").item()
             correct += (out.argmax(1) == y[b]).sum().item()
             count += len(b)
     t = torch.tensor([loss_sum, correct, count], dtype=torch.float64)
@@ -147,6 +158,9 @@ def evaluate(net, x, y, a, rank, size, epoch):
 def worker(rank, a):
     size = a.np
     torch.set_num_threads(a.threads)
+    dev = torch.device(a.device)
+    if dev.type == "cuda":
+        torch.cuda.set_device(0)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{a.port}", rank=rank,
                             world_size=size)
     xtr, ytr = load(a.data_dir, "train", 0)
@@ -155,14 +169,16 @@ def worker(rank, a):
         xtr, ytr = xtr[:a.train_subset], ytr[:a.train_subset]
     xte, yte = load(a.data_dir, "t10k", a.test_subset)
     lut = ((np.arange(256) - mean) / (std + STD_EPS)).astype(np.float32)
-    xte_t = torch.from_numpy(lut[xte]).unsqueeze(1)
-    yte_t = torch.from_numpy(yte)
+    xte_t = torch.from_numpy(lut[xte]).unsqueeze(1).to(dev)
+    yte_t = torch.from_numpy(yte).to(dev)
 
     depth, k = parse_model(a.model)
     torch.manual_seed(a.seed + rank)
     net = WRN(depth, k, a.dropout)
     keras_init(net)
-    ddp = nn.parallel.DistributedDataParallel(net)  # broadcasts rank 0's weights at the start
+    net = net.to(dev)
+    # broadcasts rank 0's weights at the start
+    ddp = nn.parallel.DistributedDataParallel(net, device_ids=[0] if dev.type == "cuda" else None)
     kernels = [m.weight for m in net.modules() if isinstance(m, (nn.Conv2d, nn.Linear))]
     opt = torch.optim.SGD(net.parameters(), lr=a.base_lr, momentum=a.momentum)
 
@@ -177,13 +193,14 @@ def worker(rank, a):
         loss_sum, correct, count = 0.0, 0, 0
         for b in range(spe):
             idx = shard[b * a.batch_size:(b + 1) * a.batch_size]
-            xb = torch.from_numpy(lut[augment(xtr[idx], rng)]).unsqueeze(1)
-            yb = torch.from_numpy(ytr[idx])
+            xb = torch.from_numpy(lut[augment(xtr[idx], rng)]).unsqueeze(1).to(dev)
+            yb = torch.from_numpy(ytr[idx]).to(dev)
             for g in opt.param_groups:
                 g["lr"] = lr_at(a, size, epoch, b, spe)
             opt.zero_grad(set_to_none=False)
-            out = ddp(xb)
-            loss = F.cross_entropy(out, yb)
+            with autocast(a, dev):
+                out = ddp(xb)
+                loss = F.cross_entropy(out.float(), yb)
             if a.wd > 0:  # Keras L2 on the kernels: wd·sum(w²) joins the loss before averaging
                 loss = loss + a.wd * sum((w * w).sum() for w in kernels)
             loss.backward()
@@ -193,7 +210,7 @@ def worker(rank, a):
             count += len(idx)
         t = torch.tensor([loss_sum, correct, count], dtype=torch.float64)
         dist.all_reduce(t)
-        vl, va = evaluate(net, xte_t, yte_t, a, rank, size, epoch)
+        vl, va = evaluate(net, xte_t, yte_t, a, rank, size, epoch, dev)
         if rank == 0:
             print(f"epoch {epoch + 1} loss {t[0] / t[2]:.4f} accuracy {t[1] / t[2]:.4f} "
                   f"val_loss {vl:.4f} val_accuracy {va:.4f}", flush=True)
@@ -227,6 +244,10 @@ def main():
     p.add_argument("--patience", type=int, default=2)
     p.add_argument("--data-dir", default=None)
     p.add_argument("--port", type=int, default=29500 + os.getpid() % 1000)
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                   help="cuda: every rank on GPU 0 (gloo between them)")
+    p.add_argument("--amp", choices=["none", "bf16"], default="none",
+                   help="bf16: forward and loss under torch.autocast(bfloat16)")
     a = p.parse_args()
     if a.np < 1 or a.threads < 1 or a.epochs < 1 or a.batch_size < 1 or a.val_oversample < 1:
         sys.exit("peer_ddp.py: error: --np, --threads, --epochs, --batch-size, --val-oversample "

@@ -1,8 +1,11 @@
 #!/bin/bash
 # tools/gpu_session.sh — the GPU checks in one command, on any machine with an NVIDIA GPU
 # (docs/gpu.md): the machine's facts, make gpu-check, then, while time is left, each failed CUDA
-# suite again with synchronous launches, the GPU code under compute-sanitizer's memcheck
-# (gpu-memcheck), the graders on the planted answers (gpu-planted), the model's suite each other
+# suite again with synchronous launches, time to accuracy on the GPU against PyTorch DDP in bf16
+# (bench-tta-gpu) and torch.compile with autocast bf16 (bench-train-gpu-compile-bf16; gpu-check's
+# bench-train-gpu has the kit in bf16 and PyTorch eager autocast beside fp32), the GPU code under
+# compute-sanitizer's memcheck (gpu-memcheck), the graders on the planted answers
+# (gpu-planted), the model's suite each other
 # way and solution 10 two of them, solution 10 on two ranks sharing the GPU with the staged
 # gradients added as by default, by the CPU, by the GPUs and by the GPUs through CUDA IPC (and
 # grade10 with the GPUs), NCHW against NHWC (bench-conv-layout-gpu), the other ways over the whole
@@ -81,6 +84,13 @@ for t in test_twins_cuda test_wrn_cuda; do
     echo "exit $?"; grep -E 'FAIL|rror|^[0-9]+%' $LOG.sync.$t | head -20
     done_stage "sync.$t"
 done
+# Mixed precision and time to accuracy (issue 48): make bench-tta-gpu (1 and 2 ranks, 3 seeds, the
+# kit and PyTorch DDP under autocast bf16; 12 runs, each cut at 90 s), then torch.compile with
+# autocast bf16 on bench-train-gpu's rows (a minute or so of compiling a row).
+make_stage tta 150 "time to accuracy on the GPU: kit vs PyTorch DDP (autocast bf16)" bench-tta-gpu \
+    '^bench-tta-gpu: [12] rank\(s\): ([0-9]+ +\||epoch|  seed|tta\.|time to)'
+make_stage compilebf16 150 "torch.compile + autocast bf16 peer" bench-train-gpu-compile-bf16 \
+    '^bench-train-gpu-compile:'
 # The GPU code under compute-sanitizer's memcheck (make gpu-memcheck: training steps both ways,
 # the kit's kernels' suite), each run cut at 90 s here.
 LIMIT=90 make_stage memcheck 120 "compute-sanitizer memcheck" gpu-memcheck '^gpu-memcheck'
@@ -182,5 +192,6 @@ make_stage nsys 90 "what limits a training step: Nsight Systems" bench-train-gpu
 # torch.compile: the H200 gave its figures already; on another GPU, last.
 make_stage compile 120 "torch.compile peer" bench-train-gpu-compile '^bench-train-gpu-compile:'
 tar czf "${OUT:-build/cuda}/gpu-logs.tgz" $LOG.* build/cuda/bench_gpu.* build/cuda/ar_gpu.* \
-    build/cuda/conv_layout.txt build/cuda/nsys_*.log build/cuda/memcheck_*.log 2>/dev/null
+    build/cuda/conv_layout.txt build/cuda/nsys_*.log build/cuda/memcheck_*.log \
+    build/cuda/tta.np* 2>/dev/null
 echo "== done at $(at)"

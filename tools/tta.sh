@@ -12,6 +12,10 @@
 # then per seed the time at which val_accuracy first exceeded TTA_TARGET (default 0.85), and the
 # mean of those times over the seeds where both programs reached it.
 # Logs: $TTA_DIR (default build/tta).
+# The GPU's (make bench-tta-gpu): TTA_KIT (default ./solution10: the program the kit runs),
+# TTA_KIT_FLAGS (flags for it alone), TTA_PY (default /usr/bin/python3: a python3 whose torch has
+# CUDA there), TTA_PEER_FLAGS (flags for peer_ddp.py alone: --device cuda --amp bf16) and
+# TTA_RUN_TIMEOUT (seconds a run may take, 0 = no limit: a run cut short keeps its epochs so far).
 set -u
 SEEDS="1 2 3" EPOCHS=4 NP=2
 i=0
@@ -24,9 +28,13 @@ done
 MPIRUN=${MPIRUN:-mpirun}
 TARGET=${TTA_TARGET:-0.85}
 DIR=${TTA_DIR:-build/tta}
-PY=/usr/bin/python3
+PY=${TTA_PY:-/usr/bin/python3}
+KIT=${TTA_KIT:-./solution10}
+KIT_FLAGS=${TTA_KIT_FLAGS:-}
+PEER_FLAGS=${TTA_PEER_FLAGS:-}
+LIMIT=${TTA_RUN_TIMEOUT:-0}
 mkdir -p "$DIR" || exit 1
-[ -x ./solution10 ] || { echo "tta: ./solution10 missing (make solution10)"; exit 1; }
+[ -x "$KIT" ] || { echo "tta: $KIT missing (make solution10)"; exit 1; }
 "$PY" -c "import torch" 2>/dev/null || { echo "tta: no PyTorch at $PY (make setup: python3-torch)"; exit 1; }
 
 COMMON="--train-subset 0 --test-subset 0 --patience 99 --epochs $EPOCHS"
@@ -47,10 +55,11 @@ stamp() {
 : >"$DIR/rows"
 for s in $SEEDS; do
     # shellcheck disable=SC2086  # flags are words
-    $MPIRUN -n "$NP" ./solution10 $COMMON --seed "$s" "$@" 2>"$DIR/kit.$s.err" |
-        tee "$DIR/kit.$s.log" | stamp "kit.$s" | tee -a "$DIR/rows"
-    "$PY" bench/peer_ddp.py --np "$NP" --threads 1 $COMMON --seed "$s" "$@" \
-        2>"$DIR/torch.$s.err" | tee "$DIR/torch.$s.log" | stamp "torch.$s" | tee -a "$DIR/rows"
+    timeout -k 5 "$LIMIT" $MPIRUN -n "$NP" "$KIT" $COMMON --seed "$s" $KIT_FLAGS "$@" \
+        2>"$DIR/kit.$s.err" | tee "$DIR/kit.$s.log" | stamp "kit.$s" | tee -a "$DIR/rows"
+    timeout -k 5 "$LIMIT" "$PY" bench/peer_ddp.py --np "$NP" --threads 1 $COMMON --seed "$s" \
+        $PEER_FLAGS "$@" 2>"$DIR/torch.$s.err" | tee "$DIR/torch.$s.log" | stamp "torch.$s" |
+        tee -a "$DIR/rows"
 done
 
 awk -v target="$TARGET" '

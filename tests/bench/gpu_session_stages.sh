@@ -82,7 +82,7 @@ grep -qx 'build/cuda/memcheck_1.log' "$d/list"
 check "the archive: gpu-memcheck's own logs (its lines point to them)" $?
 grep -q '^make .*gpu-memcheck | LIMIT=90 ' "$CALLS"
 check "gpu-memcheck: LIMIT=90" $?
-for s in gpu-check memcheck planted batch two layout switches nsys compile; do
+for s in gpu-check tta compilebf16 memcheck planted batch two layout switches nsys compile; do
     [ -e "$d/root/build/cuda/gpu-check.done.$s" ] || echo "no done marker: $s" >>"$d/out"
 done
 ! grep -q 'no done marker' "$d/out"
