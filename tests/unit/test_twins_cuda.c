@@ -1,5 +1,6 @@
 /* test_twins_cuda.c — every GPU twin of nn/ (conv2d_cudnn, bn_cuda, act_cuda, pool_cuda,
- * dense_cuda, xent_cuda) against its CPU original on the same random data.
+ * dense_cuda, xent_cuda) against its CPU original on the same random data; and the loss
+ * scaler's unscale (optim_cuda) against optim/loss_scale.c's.
  *
  * Needs a CUDA build and a visible GPU. Without a GPU — cudaGetDeviceCount finds none, or there is
  * no NVIDIA driver and no /dev/nvidia* device node (the toolkit alone on a CPU machine) — it
@@ -72,6 +73,8 @@
 #include "nn/layer_math.h"
 #include "nn/pool.h"
 #include "nn/xent.h"
+#include "optim/loss_scale.h"
+#include "optim/optim_cuda.h"
 
 static uint64_t rng = 20240917;
 
@@ -959,6 +962,32 @@ START_TEST(xent_matches_cpu)
 }
 END_TEST
 
+/* The loss scaler's unscale on a GPU model (optim.c: optim_scale_cuda, then
+ * optim_non_finite_cuda) against loss_scale_unscale: the same bits (a multiply by 1/S, exact for
+ * a power of two), the same count of NaN and Inf, the first one's index; beyond one grid. */
+START_TEST(loss_scale_unscale_same_bits)
+{
+    const size_t n = 3000017;
+    loss_scale ls = loss_scale_defaults();
+    float *g = randf(n, -3e4f, 3e4f);
+    g[2500001] = INFINITY; /* past the first grid-stride round */
+    g[2999999] = NAN;
+    g[1048577] = 1e-42f * ls.scale; /* a subnormal once unscaled */
+    float *d_g = up(g, n);
+    const size_t bad = loss_scale_unscale(&ls, g, n);
+    size_t first = 0;
+    optim_scale_cuda(d_g, n, 1.0f / ls.scale);
+    const size_t gbad = optim_non_finite_cuda(d_g, n, &first);
+    expect("loss-scale unscale", d_g, g, n, EXACT);
+    CK_EXPECT(gbad == bad && bad == 2, "non-finite after unscaling: GPU %zu, CPU %zu, want 2",
+              gbad, bad);
+    CK_EXPECT(first == 2500001, "first non-finite at %zu on the GPU, want 2500001", first);
+    free(g);
+    gpu_context_free(d_g);
+    CK_AGREE();
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("twins_cuda");
@@ -971,6 +1000,7 @@ static Suite *suite(void)
     tcase_add_test(tc, pool_same_bits);
     tcase_add_test(tc, xent_matches_cpu);
     tcase_add_test(tc, bn_matches_cpu);
+    tcase_add_test(tc, loss_scale_unscale_same_bits);
     suite_add_tcase(s, tc);
 #ifndef HVDLAB_CUDA_EMU /* cuDNN and cuBLAS: not in the CPU emulator */
     TCase *libs = tcase_create("libraries");
