@@ -224,11 +224,12 @@ check: setup  ## the quick tier (docs/testing.md has its time): the library, the
 	@$(if $(STEP),$(MAKE) --no-print-directory grade$(STEP),true)
 
 # Real runs of solution 10 under mpirun (tests/resume/): log-dir faults; kill, signals, exact resume.
-test-ckpt-faults: solution10  ## log dirs a run must not or cannot use; kills and signals, resumed and compared byte for byte
+test-ckpt-faults: solution10  ## log dirs a run must not or cannot use; kills and signals, resumed and compared byte for byte; bf16 <-> fp32 resumes
 	@MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" $(TIMEOUT) 120 sh tests/resume/ckpt_faults.sh ./solution10
 	@MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" $(TIMEOUT) 300 sh tests/resume/exact_resume.sh ./solution10
 	@MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" $(TIMEOUT) 300 sh tests/resume/signals.sh ./solution10
 	@MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" $(TIMEOUT) 120 sh tests/resume/batch_size_resume.sh ./solution10
+	@MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" $(TIMEOUT) 240 sh tests/resume/precision_resume.sh ./solution10
 
 test-hvdrun:  ## ./hvdrun: oversubscribes past the cores; --help; stdin; one signal ends a stuck job; kill -9 leaves nothing
 	@$(TIMEOUT) 300 sh tests/launch/hvdrun_np.sh

@@ -23,6 +23,11 @@
  * Usage: train_speed [--models wrn-16-1,wrn-16-4,wrn-16-10] [--threads 2,1] [--batch 128]
  *                    [--rounds R] [--iters I] [--no-torch] [--peer bench/peer_torch.py]
  *        train_speed --child --model wrn-16-4 --threads 2 [--iters 3 --warmup 1 --profile 1]
+ *                    [--precision fp32|bf16]
+ * A child with --precision trains in that format (model/precision.h; one the build does not train
+ * in: its one line, exit 2) and also prints kit.step_cpu_ms, the process's CPU time a timed step
+ * (all threads): on a machine shared with other work, where the wall time of a step is not its
+ * own, the figure to compare fp32 and bf16 by.
  * Default rounds/iterations per model keep a full run near 4-5 minutes on 2 cores: wrn-16-1
  * 3 rounds × 10 steps, wrn-16-4 2 rounds × 2 steps, wrn-16-10 1 round × 1 step (a step takes
  * 7-25 s there, so one step is already a long average; min = median then).
@@ -32,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -46,6 +52,7 @@
 #include "nn/conv2d_dnnl.h"
 #endif
 #include "nn/layer_prof.h"
+#include "model/precision.h"
 #include "optim/optim.h"
 
 /* The oneDNN convolution algorithm in use (HVDLAB_CONV_ALGO), "none" in a build without oneDNN. */
@@ -89,7 +96,15 @@ static double train_flops_per_image(int depth, int k)
 typedef struct {
     const char *model;
     int threads, batch, iters, warmup, profile;
+    const char *precision; /* NULL: fp32, and no kit.step_cpu_ms line */
 } child_opts;
+
+static double cpu_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 static int child(const child_opts *o)
 {
@@ -100,6 +115,15 @@ static int child(const child_opts *o)
         return 2;
     }
     compute_set_threads(o->threads);
+    if (o->precision) {
+        precision p;
+        if (precision_parse(o->precision, &p, err, sizeof err) != 0 ||
+            precision_check(p, err, sizeof err) != 0) {
+            fprintf(stderr, "train_speed: --precision %s\n", err);
+            return 2;
+        }
+        precision_apply(p);
+    }
     wrn_model *m = wrn_create(&cfg, (size_t)o->batch, 42, err, sizeof err);
     if (!m) {
         fprintf(stderr, "train_speed: %s\n", err);
@@ -121,12 +145,15 @@ static int child(const child_opts *o)
         loss = wrn_train_batch(m, x, y, (size_t)o->batch, 0.0f).loss;
         optimizer_step(opt, ps);
     }
-    const double t0 = timer_seconds();
+    const double t0 = timer_seconds(), c0 = cpu_seconds();
     for (int i = 0; i < o->iters; i++) {
         loss = wrn_train_batch(m, x, y, (size_t)o->batch, 0.0f).loss;
         optimizer_step(opt, ps);
     }
-    const double dt = timer_seconds() - t0;
+    const double dt = timer_seconds() - t0, dc = cpu_seconds() - c0;
+    if (o->precision)
+        printf("kit.precision %s name\nkit.step_cpu_ms %.2f ms\n", o->precision,
+               1e3 * dc / o->iters);
     printf("kit.images_per_s %.2f images/s\n", o->iters * o->batch / dt);
     printf("kit.step_ms %.2f ms\n", 1e3 * dt / o->iters);
     printf("kit.params %zu count\n", wrn_param_count(m));
@@ -334,6 +361,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--warmup")) co.warmup = atoi(v), i++;
         else if (!strcmp(a, "--profile")) co.profile = atoi(v), i++;
         else if (!strcmp(a, "--peer")) peer = v, i++;
+        else if (!strcmp(a, "--precision")) co.precision = v, i++;
         else { fprintf(stderr, "train_speed: unknown option %s\n", a); return 2; }
     }
     if (is_child)

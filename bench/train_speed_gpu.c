@@ -19,7 +19,7 @@
  *
  * Usage: train_speed_gpu [--models wrn-16-4,wrn-16-10] [--batches 128,512] [--iters 30]
  *                        [--profile 3] [--precision fp32|bf16|fp16]
- * --precision: the format the model trains in (nn/precision.h); one the build does not train in
+ * --precision: the format the model trains in (model/precision.h); one the build does not train in
  * stops with one line naming it, exit 2 (tools/bench_train_gpu_mixed.sh shows that row as "-").
  * A CPU build, or no GPU: one line saying so, exit 77.
  */
@@ -38,7 +38,7 @@
 #include "nn/gpu_context.h"
 #include "nn/gpu_marks.h"
 #include "nn/layer_prof.h"
-#include "nn/precision.h"
+#include "model/precision.h"
 
 static size_t used_bytes(void)
 {

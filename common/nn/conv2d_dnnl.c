@@ -48,6 +48,7 @@ typedef struct {
 typedef struct plan {
     conv2d_dims d;
     int bias;
+    int bf16;    /* built for conv2d_dnnl_set_bf16(1): see build() */
     int threads; /* oneDNN fixes its split of the work when a primitive is created */
     int algo;    /* the setting it was built for: ALGO_DIRECT or ALGO_AUTO */
     struct plan *next;
@@ -83,9 +84,12 @@ static dnnl_stream_t stream;
                         (d)->w);                                                                   \
     } while (0)
 
+/* Workspace floats for a tensor of layout md, rounded up to 16 (a bf16 tensor of an odd size
+ * takes a whole float for its last element). */
 static size_t floats_of(const dnnl_memory_desc_t *md)
 {
-    return (dnnl_memory_desc_get_size(md) / sizeof(float) + 15) & ~(size_t)15;
+    return ((dnnl_memory_desc_get_size(md) + sizeof(float) - 1) / sizeof(float) + 15) &
+           ~(size_t)15;
 }
 
 static dnnl_memory_t mem(const dnnl_memory_desc_t *md, const conv2d_dims *d)
@@ -233,19 +237,30 @@ static dnnl_format_tag_t act_tag(const conv2d_dims *d, int c)
     return d->blocked && c % 16 == 0 ? dnnl_nChw16c : dnnl_nchw;
 }
 
-static plan *build(const conv2d_dims *d, int bias, int algo)
+/* bf16 (--precision bf16 on the CPU): what the convolutions multiply, the input, the weights
+ * and the gradient coming in, is rounded to bf16 by the reorders into oneDNN's layouts (the
+ * caller's tensors and the weights' master copy stay f32), and oneDNN accumulates in f32 and
+ * writes f32: the output, the gradient going out, the weights' and the bias's gradients. As
+ * torch.autocast's CPU convolutions do, except that the output is not rounded to bf16. */
+static plan *build(const conv2d_dims *d, int bias, int algo, int bf16)
 {
     plan *p = calloc(1, sizeof *p);
     if (!p)
         fatal_error("conv2d_dnnl: out of memory");
     p->d = *d;
     p->bias = bias;
+    p->bf16 = bf16;
+    const dnnl_data_type_t lo = bf16 ? dnnl_bf16 : dnnl_f32;
     const dnnl_dims_t sd = {d->n, d->cin, d->h, d->w}, wd = {d->cout, d->cin, d->k, d->k},
                       bd = {d->cout}, dd = {d->n, d->cout, d->h, d->w};
     dnnl_memory_desc_t src_any, wei_any, dst_any, bia, src_u, wei_u, dst_u;
-    DNNL_OK(dnnl_memory_desc_init_by_tag(&src_any, 4, sd, dnnl_f32, dnnl_format_tag_any), d);
-    DNNL_OK(dnnl_memory_desc_init_by_tag(&wei_any, 4, wd, dnnl_f32, dnnl_format_tag_any), d);
+    dnnl_memory_desc_t dsrc_any, dwei_any, ddst_any; /* the backward passes' f32 / lo sides */
+    DNNL_OK(dnnl_memory_desc_init_by_tag(&src_any, 4, sd, lo, dnnl_format_tag_any), d);
+    DNNL_OK(dnnl_memory_desc_init_by_tag(&wei_any, 4, wd, lo, dnnl_format_tag_any), d);
     DNNL_OK(dnnl_memory_desc_init_by_tag(&dst_any, 4, dd, dnnl_f32, dnnl_format_tag_any), d);
+    DNNL_OK(dnnl_memory_desc_init_by_tag(&dsrc_any, 4, sd, dnnl_f32, dnnl_format_tag_any), d);
+    DNNL_OK(dnnl_memory_desc_init_by_tag(&dwei_any, 4, wd, dnnl_f32, dnnl_format_tag_any), d);
+    DNNL_OK(dnnl_memory_desc_init_by_tag(&ddst_any, 4, dd, lo, dnnl_format_tag_any), d);
     DNNL_OK(dnnl_memory_desc_init_by_tag(&bia, 1, bd, dnnl_f32, dnnl_x), d);
     DNNL_OK(dnnl_memory_desc_init_by_tag(&src_u, 4, sd, dnnl_f32, act_tag(d, d->cin)), d);
     DNNL_OK(dnnl_memory_desc_init_by_tag(&wei_u, 4, wd, dnnl_f32, dnnl_oihw), d);
@@ -272,7 +287,7 @@ static plan *build(const conv2d_dims *d, int bias, int algo)
     p->f_floats = top;
 
     /* backward weights (with bias gradient) */
-    wpd = pass_pd(algo, PASS_BWD_WEIGHTS, &src_any, &wei_any, &bia, &dst_any, d, fpd);
+    wpd = pass_pd(algo, PASS_BWD_WEIGHTS, &src_any, &dwei_any, &bia, &ddst_any, d, fpd);
     DNNL_OK(dnnl_primitive_create(&p->bww, wpd), d);
     const dnnl_memory_desc_t *ws = dnnl_primitive_desc_query_md(wpd, dnnl_query_src_md, 0);
     const dnnl_memory_desc_t *wdw = dnnl_primitive_desc_query_md(wpd, dnnl_query_diff_weights_md, 0);
@@ -287,7 +302,7 @@ static plan *build(const conv2d_dims *d, int bias, int algo)
     p->w_dw_out = make_xfer(wdw, &wei_u, 1, d);
 
     /* backward data */
-    dpd = pass_pd(algo, PASS_BWD_DATA, &src_any, &wei_any, NULL, &dst_any, d, fpd);
+    dpd = pass_pd(algo, PASS_BWD_DATA, &dsrc_any, &wei_any, NULL, &ddst_any, d, fpd);
     DNNL_OK(dnnl_primitive_create(&p->bwd, dpd), d);
     const dnnl_memory_desc_t *ds = dnnl_primitive_desc_query_md(dpd, dnnl_query_diff_src_md, 0);
     const dnnl_memory_desc_t *dw = dnnl_primitive_desc_query_md(dpd, dnnl_query_weights_md, 0);
@@ -358,7 +373,20 @@ int conv2d_dnnl_set_algo(const char *name)
 
 const char *conv2d_dnnl_algo(void) { return current_algo() == ALGO_AUTO ? "auto" : "direct"; }
 
-static plan *get_plan(const conv2d_dims *d, int bias)
+static int bf16_setting; /* conv2d_dnnl_set_bf16 */
+
+void conv2d_dnnl_set_bf16(int on) { bf16_setting = on != 0; }
+int conv2d_dnnl_bf16(void) { return bf16_setting; }
+
+/* AVX512_BF16 or AMX: oneDNN's own bf16 kernels, not its slower emulation on plain AVX-512
+ * (bench/conv_micro --dtype bf16: brgconv:avx512_core_amx_bf16 on this kind of CPU). */
+int conv2d_dnnl_bf16_native(void)
+{
+    return (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core_bf16) ==
+           dnnl_cpu_isa_avx512_core_bf16;
+}
+
+static plan *get_plan(const conv2d_dims *d, int bias, int bf16)
 {
     const int threads = compute_threads(); /* also sets OpenMP's count for creation */
     const int algo = current_algo();
@@ -369,10 +397,10 @@ static plan *get_plan(const conv2d_dims *d, int bias)
     }
     plan *p = plans;
     while (p && !(memcmp(&p->d, d, sizeof *d) == 0 && p->bias == bias &&
-                  p->threads == threads && p->algo == algo))
+                  p->threads == threads && p->algo == algo && p->bf16 == bf16))
         p = p->next;
     if (!p) {
-        p = build(d, bias, algo);
+        p = build(d, bias, algo, bf16);
         p->threads = threads;
         p->algo = algo;
         p->next = plans;
@@ -452,7 +480,7 @@ static plan *plan_for(const conv2d_dims *d, int images, int bias)
 {
     conv2d_dims k = key_of(d);
     k.n = images;
-    return get_plan(&k, bias);
+    return get_plan(&k, bias, bf16_setting);
 }
 
 int conv2d_dnnl_prefers_nchw16c(const conv2d_dims *d)
@@ -460,7 +488,9 @@ int conv2d_dnnl_prefers_nchw16c(const conv2d_dims *d)
     conv2d_dims k = key_of(d);
     k.n = chunk_images(d);
     k.blocked = 1;
-    const plan *p = get_plan(&k, 1);
+    /* asked in f32 whatever the precision: in bf16 every activation is converted anyway, and
+     * the layout is the f32 layers' (and a nChw16c f32 -> bf16 reorder is a plain copy) */
+    const plan *p = get_plan(&k, 1, 0);
     /* caller's nChw16c == every pass's preferred layout for src/dst: no activation reorder */
     return !p->f_src_in.p && !p->f_dst_out.p && !p->w_src_in.p && !p->w_ddst_in.p &&
            !p->d_ddst_in.p && !p->d_dsrc_set.p;

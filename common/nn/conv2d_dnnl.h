@@ -68,6 +68,14 @@ const char *conv2d_dnnl_algo(void);
  * nChw8c; blocked still works there, through reorders). d->blocked and d->n are ignored. */
 int conv2d_dnnl_prefers_nchw16c(const conv2d_dims *d);
 
+/* bf16 convolutions (--precision bf16 on the CPU; conv2d_dnnl.c's build() says what is
+ * rounded): on (1) or off (0, default) for the plans made from then on; set before the first
+ * convolution. conv2d_dnnl_bf16_native: 1 when this CPU has oneDNN's native bf16 kernels
+ * (AVX512_BF16 or AMX), 0 where oneDNN would only emulate them. */
+void conv2d_dnnl_set_bf16(int on);
+int conv2d_dnnl_bf16(void);
+int conv2d_dnnl_bf16_native(void);
+
 /* Frees every cached primitive (optional, e.g. at exit for leak checkers). */
 void conv2d_dnnl_release(void);
 

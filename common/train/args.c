@@ -108,8 +108,8 @@ static const flag FLAGS[] = {
      .cap = "", .help = "epochs in a row above --target-accuracy before stopping (default 2)"},
     {"optimizer", "NAME", F_CALL, AT(optimizer), .call = set_optimizer}, /* help: help_of */
     {"precision", "NAME", F_CALL, AT(precision), .call = set_precision,
-     .help = "fp32, or mixed bf16 or fp16 (fp32 master weights); the builds train in fp32 only "
-             "so far (default fp32)"},
+     .help = "fp32, bf16 or fp16: 16-bit convolutions, fp32 weights; the CPU build runs fp32 "
+             "and bf16, the CUDA build fp32 (default fp32)"},
     {"help", NULL, F_HELP, 0, .help = "print this help and exit"},
 };
 #define NFLAGS (sizeof FLAGS / sizeof FLAGS[0])
@@ -231,7 +231,8 @@ static int set_optimizer(args *a, const char *val, const char *name, char *err, 
 }
 
 /* A name, then whether this build trains in it: the refusal is the parse's one line, so every
- * rank stops at the start alike. */
+ * rank stops at the start alike. A parse that succeeds applies it to the layers (args_parse's
+ * end): every step program parses its flags before it builds a model. */
 static int set_precision(args *a, const char *val, const char *name, char *err, size_t errlen)
 {
     char why[200];
@@ -359,6 +360,9 @@ int args_parse(args *a, int argc, char **argv, char *err, size_t errlen)
     optind = 1;
     /* The step programs hand the checkpoint layer only --log-dir; --restart goes to it here. */
     ckpt_set_restart(rc == 0 && a->restart);
+    /* and --precision to the layers (precision_apply: the CPU build's bf16 convolutions) */
+    if (rc == 0)
+        precision_apply(a->precision);
     return rc;
 }
 

@@ -28,8 +28,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "model/wrn.h"   /* wrn_config */
-#include "nn/precision.h" /* precision */
+#include "model/precision.h" /* precision */
+#include "model/wrn.h"       /* wrn_config */
 #include "optim/optim.h" /* opt_kind */
 
 #define ARGS_PATH_LEN 1024
@@ -55,7 +55,8 @@ typedef struct {
     int patience;           /* --patience, >= 1 (2) */
     opt_kind optimizer;     /* --optimizer sgd|novograd (sgd) */
     precision precision;    /* --precision fp32|bf16|fp16 (fp32); one this build does not train
-                               in is refused at parse time, one line (nn/precision.h) */
+                               in is refused at parse time, one line; an accepted one is applied
+                               to the layers then (precision_apply, model/precision.h) */
 } args;
 
 void args_defaults(args *a);

@@ -7,6 +7,7 @@
 
 #include "lib/ck_mpi.h"
 #include "lib/file_io.h"
+#include "nn/conv2d_dnnl.h"
 #include "train/args.h"
 
 /* Parses a NULL-terminated list of arguments after a program name. */
@@ -110,6 +111,17 @@ START_TEST(dropout_and_model_in_either_order)
     ck_assert_int_eq(a.optimizer, OPT_SGD);
     ck_assert_int_eq(parse(&a, err, sizeof err, "--precision", "fp32", NULL), 0);
     ck_assert_int_eq(a.precision, PRECISION_FP32);
+#if defined(HVDLAB_DNNL) && !defined(HVDLAB_CUDA)
+    /* bf16 where this CPU has it: accepted and applied to the convolutions; the next parse
+     * without it is fp32 again */
+    if (conv2d_dnnl_bf16_native()) {
+        ck_assert_msg(parse(&a, err, sizeof err, "--precision", "bf16", NULL) == 0, "%s", err);
+        ck_assert_int_eq(a.precision, PRECISION_BF16);
+        ck_assert_int_eq(conv2d_dnnl_bf16(), 1);
+        ck_assert_int_eq(parse(&a, err, sizeof err, NULL), 0); /* the default: fp32 again */
+        ck_assert_int_eq(conv2d_dnnl_bf16(), 0);
+    }
+#endif
     /* A second parse starts from the defaults again. */
     ck_assert_int_eq(parse(&a, err, sizeof err, NULL), 0);
     ck_assert_float_eq(a.model.dropout, 0.01f);
@@ -194,13 +206,18 @@ START_TEST(bad_values_name_the_flag)
     expect_error("--precision: bf16: this build trains in fp32 only (the CUDA build's cuDNN bf16 "
                  "convolutions and 16-bit kernels are not built yet); leave --precision out",
                  "--precision", "bf16", NULL);
-#else
-    expect_error("--precision: bf16: the CPU build trains in fp32 only (its batch norm, "
-                 "activations and pools have no 16-bit path); leave --precision out",
-                 "--precision", "bf16", NULL);
-    expect_error("--precision: fp16: the CPU build trains in fp32 only (its batch norm, "
-                 "activations and pools have no 16-bit path); leave --precision out",
+#elif defined(HVDLAB_DNNL)
+    expect_error("--precision: fp16: the CPU build trains in fp32 and bf16 only (Debian's oneDNN "
+                 "2.6 has no fp16 convolutions on the CPU); leave --precision out",
                  "--precision=fp16", NULL);
+    if (!conv2d_dnnl_bf16_native())
+        expect_error("--precision: bf16: this CPU has neither AVX512_BF16 nor AMX, where oneDNN "
+                     "would only emulate bf16 convolutions; leave --precision out",
+                     "--precision", "bf16", NULL);
+#else
+    expect_error("--precision: bf16: this build has no oneDNN (libdnnl-dev), whose bf16 "
+                 "convolutions the CPU build uses, so it trains in fp32 only; leave --precision "
+                 "out", "--precision", "bf16", NULL);
 #endif
     expect_error("--data-dir: empty directory name", "--data-dir", "", NULL);
     expect_error("--log-dir: empty directory name", "--log-dir=", NULL);
