@@ -124,7 +124,7 @@ MPIRUN_FLAGS ?= --oversubscribe $(if $(filter 0,$(shell id -u)),--allow-run-as-r
 SETUP_PKGS := openmpi-bin libopenmpi-dev libopenblas-dev libdnnl-dev zlib1g-dev check pkg-config patch time \
               dataset-fashion-mnist
 
-.PHONY: all help setup lib tools tests benches test check unit-tests check-layers check-env-vars test-make-help check-cuda-streams test-ckpt-faults test-hvdrun cuda-check check-build demo \
+.PHONY: all help setup lib tools tests benches test check unit-tests check-layers check-layers-cuda check-env-vars test-make-help check-cuda-streams test-ckpt-faults test-hvdrun cuda-check check-build demo \
         progress-demo asan-test clean FORCE
 .DEFAULT_GOAL := all
 
@@ -187,6 +187,7 @@ $(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB)
 test: setup  ## install if needed, build, check the CUDA build, the layers, the environment variables, unit tests, the GPU kernels, collectives and training emulated, the lab's graders, the lab text's commands, the quick faults, across 2 hosts
 	@$(MAKE) --no-print-directory cuda-check
 	@$(MAKE) --no-print-directory check-layers
+	@$(MAKE) --no-print-directory check-layers-cuda
 	@$(MAKE) --no-print-directory check-env-vars
 	@$(MAKE) --no-print-directory test-make-help
 	@$(MAKE) --no-print-directory check-cuda-streams
@@ -237,6 +238,14 @@ test-hvdrun:  ## ./hvdrun: oversubscribes past the cores; --help; stdin; one sig
 
 check-layers: lib  ## check that includes point down the layers of common/ and no files call each other round a circle
 	@BUILD=$(BUILD) sh tools/check_layers.sh
+
+# The same on the CUDA build's objects, its .cu ones included (the build cuda-check compiles):
+# the GPU collectives call into kernels that could call back up.
+check-layers-cuda:  ## check-layers on the CUDA=1 build, reading its .cu objects too (skipped without nvcc)
+	@if [ -x "$(NVCC)" ]; then \
+	  $(MAKE) --no-print-directory CUDA=1 DNNL=0 BUILD=build/cuda lib >/dev/null && \
+	  CUDA=1 BUILD=build/cuda sh tools/check_layers.sh; \
+	else echo "check-layers-cuda: skipped, no nvcc at $(NVCC)"; fi
 
 check-env-vars:  ## check that docs/api.md's table of environment variables and the variables the code reads match, both ways
 	@sh tools/check_env_vars.sh

@@ -1,5 +1,5 @@
 /* fatal.c — the kit's fatal-error line and exit, and its warnings said once. See fatal.h.
- * Public: fatal_error, fatal_set_rank, fatal_set_abort_hook, fatal_warn. */
+ * Public: fatal_error, fatal_set_rank, fatal_job_rank, fatal_set_abort_hook, fatal_warn. */
 #include "base/fatal.h"
 
 #include <stdarg.h>
@@ -16,6 +16,7 @@ void fatal_set_rank(int rank, int local_rank)
     fatal_rank = rank;
     fatal_local_rank = local_rank;
 }
+int fatal_job_rank(void) { return fatal_rank; }
 void fatal_set_abort_hook(void (*abort_job)(const char *msg)) { fatal_abort_job = abort_job; }
 
 void fatal_error(const char *fmt, ...)

@@ -19,6 +19,8 @@ void fatal_error(const char *fmt, ...) __attribute__((noreturn, format(printf, 1
 
 /* The rank named in the prefix, and its place among its host's ranks (0 and 0 until set). */
 void fatal_set_rank(int rank, int local_rank);
+/* That rank: what hvd_rank() says, for the messages of the layers below hvd/. */
+int fatal_job_rank(void);
 
 typedef enum {
     FATAL_ONCE_PER_JOB,  /* the same on every rank: an environment variable's value (./hvdrun

@@ -1,7 +1,7 @@
 /* allreduce.c — the choice of algorithm for a fused host buffer. See allreduce.h.
  * Public: allreduce_init, allreduce_free, allreduce_run, allreduce_choice, allreduce_path_name,
  *         allreduce_hosts, allreduce_force_path, allreduce_reconfigure, allreduce_new_window,
- *         allreduce_host_node.
+ *         allreduce_host_node, allreduce_set_window_user.
  */
 #include "coll/allreduce.h"
 
@@ -9,24 +9,25 @@
 #include "coll/cma.h"
 #include "coll/hier.h"
 #include "coll/shm.h"
-#include "coll_gpu/gpu_ops.h"
-#include "coll_gpu/staged_node.h"
 #include "prof/profile.h"
 
 
 static struct {
     int ready;
     int hierarchical, group_size;
+    int buffers_mixed;           /* allreduce_init's: the ranks' buffer kinds may differ */
+    void (*release_window)(void); /* allreduce_set_window_user's */
     allreduce_path forced;
     hier_topo topo;
 } A = {.forced = ALLREDUCE_AUTO};
 
-void allreduce_init(MPI_Comm comm, int hierarchical, int group_size)
+void allreduce_init(MPI_Comm comm, int hierarchical, int group_size, int buffers_mixed)
 {
     if (A.ready)
         allreduce_free();
     A.hierarchical = hierarchical;
     A.group_size = group_size;
+    A.buffers_mixed = buffers_mixed;
     hier_topo_init(&A.topo, comm, group_size);
     A.ready = 1;
 }
@@ -35,18 +36,19 @@ void allreduce_free(void)
 {
     if (!A.ready)
         return;
-#ifdef HVDLAB_CUDA
-    staged_node_free(); /* its window serves the host's ranks, forgotten next */
-#endif
+    if (A.release_window)
+        A.release_window(); /* it maps the host's window, forgotten next */
     hier_topo_free(&A.topo);
     A.ready = 0;
     A.forced = ALLREDUCE_AUTO;
 }
 
+void allreduce_set_window_user(void (*release)(void)) { A.release_window = release; }
+
 void allreduce_reconfigure(int hierarchical, int group_size)
 {
     if (A.ready)
-        allreduce_init(A.topo.comm, hierarchical, group_size);
+        allreduce_init(A.topo.comm, hierarchical, group_size, A.buffers_mixed);
 }
 
 void allreduce_force_path(allreduce_path p) { A.forced = p; }
@@ -102,7 +104,7 @@ static allreduce_path choice(int on_huge_pages, size_t bytes)
         /* The buffer's kind is this rank's own: where the ranks' kinds may differ (some stage
          * from a GPU into pinned memory, the others without one reduce the caller's), every
          * rank takes the window, since two ranks on different paths would wait for each other. */
-        p = !gpu_ops_ranks_mixed() && bytes >= from && on_huge_pages ? ALLREDUCE_CMA
+        p = !A.buffers_mixed && bytes >= from && on_huge_pages ? ALLREDUCE_CMA
                                                                       : ALLREDUCE_SHM;
     }
     if ((p == ALLREDUCE_SHM || p == ALLREDUCE_CMA) && A.topo.nhosts > 1)

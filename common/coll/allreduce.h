@@ -8,7 +8,7 @@
  * - CMA (cma.h): every rank on one host: each rank reads the others' buffers with one kernel
  *   copy (process_vm_readv/writev), no staging copy. Chosen by default on one host for buffers
  *   of memory_alloc's (huge pages) from ALLREDUCE_CMA_FROM_*, unless some ranks stage from a
- *   GPU and others have none (gpu_ops_ranks_mixed); where the kernel forbids the
+ *   GPU and others have none (allreduce_init's buffers_mixed); where the kernel forbids the
  *   reads, SHM runs instead. The buffer's kind is each rank's own, so where it decides, the
  *   ranks agree first (cma_all_agree: one barrier): CMA only if every rank's is memory_alloc's.
  * - HIERARCHICAL (hier.h): reduce within each host, ring across the hosts' leaders, broadcast
@@ -36,10 +36,16 @@ typedef enum {
 } allreduce_path;
 
 /* Collective over comm (hvd_init): finds the hosts. hierarchical: HVD_HIERARCHICAL_ALLREDUCE;
- * group_size: HVD_HOST_GROUP_SIZE, tests only (hier.h), 0 = real hosts. */
-void allreduce_init(MPI_Comm comm, int hierarchical, int group_size);
-/* Collective (hvd_shutdown): frees the communicators and the shared window. */
+ * group_size: HVD_HOST_GROUP_SIZE, tests only (hier.h), 0 = real hosts; buffers_mixed: 1 when
+ * some ranks' groups lie in staging buffers and others' in the callers' memory (the same on
+ * every rank: gpu_ops_ranks_mixed), so that a rank's own buffer never picks the single copy. */
+void allreduce_init(MPI_Comm comm, int hierarchical, int group_size, int buffers_mixed);
+/* Collective (hvd_shutdown): frees the communicators and the shared window, after the window's
+ * user (allreduce_set_window_user) has let go of it. */
 void allreduce_free(void);
+/* release: called by allreduce_free before the host's window goes (each time the hosts are
+ * found again too), by a layer above that maps the window for itself (NULL: none). */
+void allreduce_set_window_user(void (*release)(void));
 
 /* Collective over comm, in place: what fusion.c runs for a host group of len entries (their
  * timeline marks). fp16: buf holds IEEE half values. A comm other than allreduce_init's goes

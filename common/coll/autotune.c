@@ -13,7 +13,6 @@
 #include "base/stats.h"
 #include "base/trace.h"
 #include "guard/agree.h"
-#include "hvd/hvd.h"
 
 /* Bytes: fusion off, then buckets from a few layers' worth to the whole of a wide model. */
 static const size_t AUTOTUNE_CANDIDATES[] = {0, 16u << 10, 128u << 10, 1u << 20, 8u << 20,
@@ -26,6 +25,7 @@ static struct {
     MPI_Comm comm;
     int rank;
     size_t *threshold;
+    size_t dflt;           /* the threshold nobody chose (HVD_DEFAULT_FUSION_THRESHOLD) */
     int per_trial, warmup; /* S, W */
     const char *log;
     long sync;             /* gradient synchronisations seen */
@@ -63,7 +63,8 @@ static int env_count(const char *var, int dflt, int lo)
     return (int)x;
 }
 
-void autotune_init(MPI_Comm comm, int rank, size_t *threshold, int explicit_threshold)
+void autotune_init(MPI_Comm comm, int rank, size_t *threshold, int explicit_threshold,
+                   size_t dflt)
 {
     int on = env_switch("HVD_AUTOTUNE", 0);
     A.per_trial = env_count("HVD_AUTOTUNE_STEPS_PER_SAMPLE", 5, 1);
@@ -95,6 +96,7 @@ void autotune_init(MPI_Comm comm, int rank, size_t *threshold, int explicit_thre
     A.comm = comm;
     A.rank = rank;
     A.threshold = threshold;
+    A.dflt = dflt;
     A.sync = 0;
     A.active = 1;
 }
@@ -162,7 +164,7 @@ static void choose(void)
                 A.rank == 0 ? cand_ms[best] : 0.0);
     if (A.rank == 0) {
         for (int c = 0; c < (int)NCAND; c++)
-            if (AUTOTUNE_CANDIDATES[c] == HVD_DEFAULT_FUSION_THRESHOLD)
+            if (AUTOTUNE_CANDIDATES[c] == A.dflt)
                 dflt = c;
         if (A.log)
             write_log(cand_ms, trial_ms, best);

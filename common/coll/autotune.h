@@ -43,8 +43,10 @@
 #include <stddef.h>
 
 /* At hvd_init, after the settings agree; collective over comm. *threshold is the threshold
- * the fusion code uses (autotune changes it in place); explicit: HVD_FUSION_THRESHOLD was set. */
-void autotune_init(MPI_Comm comm, int rank, size_t *threshold, int explicit_threshold);
+ * the fusion code uses (autotune changes it in place); explicit: HVD_FUSION_THRESHOLD was set;
+ * dflt: the threshold without it (HVD_DEFAULT_FUSION_THRESHOLD), which the report compares. */
+void autotune_init(MPI_Comm comm, int rank, size_t *threshold, int explicit_threshold,
+                   size_t dflt);
 /* In hvd_synchronize before the flush of `queued` tensors; collective (every rank calls it at
  * the same synchronisation) once the trials end. */
 void autotune_sync(size_t queued);

@@ -6,9 +6,9 @@
  * flat gradient buffer of the model) is reduced where it is; any other group is copied into the
  * fusion buffer, reduced once, and copied back. fp16 groups are always converted into a half
  * buffer for the wire and back.
- * Device tensors (CUDA build, gpu_ops.h) are grouped the same way; a group holding any goes to
- * fusion_gpu.c: its NCCL runs to NCCL, the rest staged through pinned host memory (summed on the
- * GPUs, staged_node.h, or by the host's allreduce, staged.c).
+ * Each group goes to the first row of hvd_init's table of ways (backend.h) that takes it: device
+ * tensors (CUDA build) to the GPU's rows (coll_gpu/), host tensors to the host's
+ * (host_backend.c: in place or through the fusion buffer, then allreduce.c's algorithm).
  */
 #ifndef HVDLAB_FUSION_H
 #define HVDLAB_FUSION_H
@@ -18,7 +18,10 @@
 
 #include "base/reduce_op.h"
 #include "coll/ring.h"
-#include "guard/coll_check.h"
+
+/* A tensor's name, as the collective check's descriptor holds it (COLL_NAME_MAX, checked equal
+ * in hvd.c). */
+#define FUSION_NAME_MAX 64
 
 typedef struct {
     float *buf; /* (n,) the caller's tensor, reduced in place */
@@ -26,7 +29,7 @@ typedef struct {
     hvd_op op;
     int fp16;
     int gpu; /* FUSION_HOST, or where a device tensor goes: FUSION_STAGED, FUSION_NCCL */
-    char name[COLL_NAME_MAX];
+    char name[FUSION_NAME_MAX];
 } fusion_entry;
 
 enum { FUSION_HOST = 0, FUSION_STAGED = 1, FUSION_NCCL = 2 };
@@ -37,13 +40,14 @@ typedef struct {
     size_t bytes_copied;    /* bytes moved through the fusion buffer, in and out */
 } fusion_stats;
 
+typedef struct coll_backend coll_backend; /* backend.h */
+
+/* The queue of one job's allreduces (hvd.c owns it, in its state). */
 typedef struct {
     fusion_entry *entries;
     size_t len, cap;
-    float *fbuf; /* fusion buffer, grown to the largest group seen */
-    size_t fbuf_n;
-    uint16_t *hbuf; /* fp16 wire buffer */
-    size_t hbuf_n;
+    const coll_backend *const *backends; /* hvd_init's table of ways (backend.h) */
+    size_t nbackends;
     ring_workspace ws;
     fusion_stats stats;
 } fusion_queue;
@@ -51,10 +55,12 @@ typedef struct {
 void fusion_enqueue(fusion_queue *q, float *buf, size_t n, hvd_op op, int fp16, int gpu,
                     const char *name);
 /* Collective over comm: every rank must have queued the same tensors in the same order. When
- * enter is not NULL it is called first with each call's descriptor, in the same order on every
- * rank (the collective check and the stall inspector's handshake). */
+ * enter is not NULL it is called first, in the same order on every rank (the collective check
+ * and the stall inspector's handshake): with (NULL, queued) when not exactly one tensor is
+ * queued, then with each queued tensor (e, 0). */
 void fusion_flush(fusion_queue *q, MPI_Comm comm, size_t threshold,
-                  void (*enter)(const coll_desc *d));
+                  void (*enter)(const fusion_entry *e, size_t queued));
+/* Frees the queue and its workspace (the rows free their own buffers: backend.h). */
 void fusion_free(fusion_queue *q);
 
 /* What a group is (fusion_group.c). Number of entries, starting at entries[0], that form the

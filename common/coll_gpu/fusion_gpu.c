@@ -13,6 +13,7 @@
 #include "base/cuda_check.h"
 #include "base/fatal.h"
 #include "base/half.h"
+#include "coll/fusion_pack.h"
 #include "coll_gpu/fusion_cuda.h"
 #include "coll_gpu/gpu_keep.h"
 #include "coll_gpu/gpu_ops.h"
@@ -48,77 +49,83 @@ static uint16_t *host_half(const float *src, size_t n)
  * behind work stuck on any stream). */
 static void *device_buffer(size_t bytes) { return gpu_keep_device(&D.buf, &D.bytes, bytes); }
 
-/* The group into the device fusion buffer, back to back (float, or cast to half). Host tensors
- * (only in a staged group: a NCCL run holds device tensors alone) are copied up, cast by the
- * CPU first for fp16 (the same helpers, the same bits). A copy from pageable memory "might be
- * synchronous" (CUDA's API sync behavior), no more: D.half, which the next host tensor refills
- * (or host_half frees), is waited for before it is touched again. */
-static void pack(const fusion_entry *e, size_t len, char *d, int fp16, cudaStream_t s,
-                 const char *what)
+/* A group's moves through the device fusion buffer (fusion_pack.h's walk). */
+typedef struct {
+    char *d; /* the device fusion buffer */
+    int fp16;
+    float scale; /* unpack: the fp16 average's scale, applied in float by the kernel */
+    cudaStream_t s;
+    const char *what;
+} device_moves;
+
+/* Packing. Host tensors (only in a staged group: a NCCL run holds device tensors alone) are
+ * copied up, cast by the CPU first for fp16 (the same helpers, the same bits). A copy from
+ * pageable memory "might be synchronous" (CUDA's API sync behavior), no more: D.half, which the
+ * next host tensor refills (or host_half frees), is waited for before it is touched again. */
+static void host_up(float *t, size_t n, size_t o, void *ctx)
 {
-    for (size_t i = 0, o = 0; i < len;) {
-        if (!e[i].gpu) {
-            size_t n = e[i].n;
-            const void *src = e[i].buf; /* the caller's: untouched until the call returns */
-            if (fp16)
-                src = host_half(e[i].buf, n);
-            if (n)
-                CUDA_CHECK(cudaMemcpyAsync(d + o * (fp16 ? 2 : 4), src, n * (fp16 ? 2 : 4),
-                                           cudaMemcpyHostToDevice, s));
-            if (n && fp16)
-                nccl_wait(s, what);
-            o += n;
-            i++;
-            continue;
-        }
-        size_t j = i + fusion_device_run(e + i, len - i), n = 0;
-        for (size_t k = i; k < j; k++)
-            n += e[k].n;
-        if (fp16)
-            fusion_cuda_to_half(e[i].buf, (uint16_t *)d + o, n, s);
-        else if (n)
-            CUDA_CHECK(cudaMemcpyAsync((float *)d + o, e[i].buf, n * sizeof(float),
-                                       cudaMemcpyDeviceToDevice, s));
-        o += n;
-        i = j;
+    const device_moves *m = ctx;
+    const void *src = t; /* the caller's: untouched until the call returns */
+    if (m->fp16)
+        src = host_half(t, n);
+    if (n)
+        CUDA_CHECK(cudaMemcpyAsync(m->d + o * (m->fp16 ? 2 : 4), src, n * (m->fp16 ? 2 : 4),
+                                   cudaMemcpyHostToDevice, m->s));
+    if (n && m->fp16)
+        nccl_wait(m->s, m->what);
+}
+
+static void run_in(float *t, size_t n, size_t o, void *ctx)
+{
+    const device_moves *m = ctx;
+    if (m->fp16)
+        fusion_cuda_to_half(t, (uint16_t *)m->d + o, n, m->s);
+    else if (n)
+        CUDA_CHECK(cudaMemcpyAsync((float *)m->d + o, t, n * sizeof(float),
+                                   cudaMemcpyDeviceToDevice, m->s));
+}
+
+/* Unpacking. Host tensors come down into pageable memory; CUDA documents such a copy as one that
+ * "might be synchronous", so the halves are waited for before the CPU reads them. The caller
+ * waits for the rest. */
+static void host_down(float *t, size_t n, size_t o, void *ctx)
+{
+    const device_moves *m = ctx;
+    if (n && m->fp16) {
+        uint16_t *h = host_half(NULL, n);
+        CUDA_CHECK(cudaMemcpyAsync(h, (const uint16_t *)m->d + o, n * 2, cudaMemcpyDeviceToHost,
+                                   m->s));
+        nccl_wait(m->s, m->what);
+        for (size_t k = 0; k < n; k++)
+            t[k] = half_to_float(h[k]); /* the sum was scaled in half already */
+    } else if (n) {
+        CUDA_CHECK(cudaMemcpyAsync(t, (const float *)m->d + o, n * sizeof(float),
+                                   cudaMemcpyDeviceToHost, m->s));
     }
 }
 
-/* Back out of the fusion buffer. Host tensors come down into pageable memory; CUDA documents
- * such a copy as one that "might be synchronous", so the halves are waited for before the CPU
- * reads them. The caller waits for the rest. */
+static void run_out(float *t, size_t n, size_t o, void *ctx)
+{
+    const device_moves *m = ctx;
+    if (m->fp16)
+        fusion_cuda_from_half((const uint16_t *)m->d + o, t, n, m->scale, m->s);
+    else if (n)
+        CUDA_CHECK(cudaMemcpyAsync(t, (const float *)m->d + o, n * sizeof(float),
+                                   cudaMemcpyDeviceToDevice, m->s));
+}
+
+static void pack(const fusion_entry *e, size_t len, char *d, int fp16, cudaStream_t s,
+                 const char *what)
+{
+    device_moves m = {d, fp16, 1.0f, s, what};
+    fusion_walk(e, len, &(fusion_mover){host_up, &m, run_in, &m});
+}
+
 static void unpack(const fusion_entry *e, size_t len, const char *d, int fp16, float scale,
                    cudaStream_t s, const char *what)
 {
-    for (size_t i = 0, o = 0; i < len;) {
-        if (!e[i].gpu) {
-            size_t n = e[i].n;
-            if (n && fp16) {
-                uint16_t *h = host_half(NULL, n);
-                CUDA_CHECK(cudaMemcpyAsync(h, (const uint16_t *)d + o, n * 2,
-                                           cudaMemcpyDeviceToHost, s));
-                nccl_wait(s, what);
-                for (size_t k = 0; k < n; k++)
-                    e[i].buf[k] = half_to_float(h[k]); /* the sum was scaled in half already */
-            } else if (n) {
-                CUDA_CHECK(cudaMemcpyAsync(e[i].buf, (const float *)d + o, n * sizeof(float),
-                                           cudaMemcpyDeviceToHost, s));
-            }
-            o += n;
-            i++;
-            continue;
-        }
-        size_t j = i + fusion_device_run(e + i, len - i), n = 0;
-        for (size_t k = i; k < j; k++)
-            n += e[k].n;
-        if (fp16)
-            fusion_cuda_from_half((const uint16_t *)d + o, e[i].buf, n, scale, s);
-        else if (n)
-            CUDA_CHECK(cudaMemcpyAsync(e[i].buf, (const float *)d + o, n * sizeof(float),
-                                       cudaMemcpyDeviceToDevice, s));
-        o += n;
-        i = j;
-    }
+    device_moves m = {(char *)d, fp16, scale, s, what};
+    fusion_walk(e, len, &(fusion_mover){host_down, &m, run_out, &m});
 }
 
 /* With the timeline on, each stage is waited for, so its span covers the GPU's time. */
@@ -135,7 +142,7 @@ static void nccl_run(const fusion_entry *e, size_t len, float scale, fusion_stat
     size_t total = 0;
     for (size_t i = 0; i < len; i++)
         total += e[i].n;
-    char what[COLL_NAME_MAX + 64];
+    char what[FUSION_NAME_MAX + 64];
     snprintf(what, sizeof what, "allreduce \"%s\"%s", e[0].name, len > 1 ? " (fused)" : "");
     fusion_mark(e, len, "ALLREDUCE", 'B');
     if (!fp16 && fusion_contiguous(e, len)) { /* the flat gradient buffer: in place, no copy */
@@ -177,7 +184,7 @@ static void node_run(const fusion_entry *e, size_t len, float scale, fusion_stat
         total += e[i].n;
         in_place = in_place && e[i].gpu;
     }
-    char what[COLL_NAME_MAX + 64];
+    char what[FUSION_NAME_MAX + 64];
     snprintf(what, sizeof what, "allreduce \"%s\"%s (host-staged)", e[0].name,
              len > 1 ? " (fused)" : "");
     size_t esize = fp16 ? sizeof(uint16_t) : sizeof(float);

@@ -54,11 +54,11 @@ const char *staged_reduce_name(staged_reduce r)
 
 #ifdef HVDLAB_CUDA
 
+#include "base/compute_device.h"
 #include "base/cuda_check.h"
 #include "coll_gpu/gpu_keep.h"
 #include "coll_gpu/gpu_wait.h"
 #include "coll_gpu/nccl.h"
-#include "hvd/device.h"
 
 static struct {
     gpu_path path;
@@ -88,7 +88,7 @@ static void identify(int local_rank, gpu_id *me, int *device)
     int len = 0;
     MPI_Get_processor_name(host, &len);
     snprintf(me->host, sizeof me->host, "%.63s", host); /* a name cut short still tells */
-    if (device_forced_cpu())
+    if (compute_device_forced_cpu())
         return;
     int n = 0;
     if (cudaGetDeviceCount(&n) != cudaSuccess) {

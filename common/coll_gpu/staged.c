@@ -10,9 +10,9 @@
 
 #include "base/cuda_check.h"
 #include "base/fatal.h"
-#include "base/half.h"
 #include "base/memory.h"
 #include "coll/allreduce.h"
+#include "coll/fusion_pack.h"
 #include "coll_gpu/fusion_cuda.h"
 #include "coll_gpu/gpu_keep.h"
 #include "coll_gpu/gpu_ops.h"
@@ -76,61 +76,37 @@ static size_t run_count(const fusion_entry *e, size_t i, size_t j)
     return n;
 }
 
-/* Into the pinned buffer: device runs by copy (after a cast for fp16), host tensors by the CPU
- * as fusion.c packs them. */
-static void pack(const fusion_entry *e, size_t len, char *h, uint16_t *dh, int fp16,
-                 cudaStream_t s)
+/* A group's moves through the pinned buffer (fusion_pack.h's walk): host tensors by the CPU,
+ * as the host's fusion buffer takes them; device runs by copy, through a cast for fp16. */
+typedef struct {
+    fusion_host_buffer h; /* the pinned buffer */
+    uint16_t *dh;         /* fp16: the device halves on their way */
+    cudaStream_t s;
+} staged_moves;
+
+static void run_down(float *t, size_t n, size_t o, void *ctx)
 {
-    for (size_t i = 0, o = 0; i < len;) {
-        if (!e[i].gpu) {
-            if (fp16)
-                for (size_t k = 0; k < e[i].n; k++)
-                    ((uint16_t *)h)[o + k] = half_from_float(e[i].buf[k]);
-            else if (e[i].n)
-                memcpy((float *)h + o, e[i].buf, e[i].n * sizeof(float));
-            o += e[i].n;
-            i++;
-            continue;
-        }
-        size_t j = i + fusion_device_run(e + i, len - i), n = run_count(e, i, j);
-        if (fp16 && n) {
-            fusion_cuda_to_half(e[i].buf, dh + o, n, s);
-            CUDA_CHECK(cudaMemcpyAsync((uint16_t *)h + o, dh + o, n * sizeof(uint16_t),
-                                       cudaMemcpyDeviceToHost, s));
-        } else if (n) {
-            CUDA_CHECK(cudaMemcpyAsync((float *)h + o, e[i].buf, n * sizeof(float),
-                                       cudaMemcpyDeviceToHost, s));
-        }
-        o += n;
-        i = j;
+    const staged_moves *m = ctx;
+    if (m->h.fp16 && n) {
+        fusion_cuda_to_half(t, m->dh + o, n, m->s);
+        CUDA_CHECK(cudaMemcpyAsync((uint16_t *)m->h.buf + o, m->dh + o, n * sizeof(uint16_t),
+                                   cudaMemcpyDeviceToHost, m->s));
+    } else if (n) {
+        CUDA_CHECK(cudaMemcpyAsync((float *)m->h.buf + o, t, n * sizeof(float),
+                                   cudaMemcpyDeviceToHost, m->s));
     }
 }
 
-static void unpack(const fusion_entry *e, size_t len, const char *h, uint16_t *dh, int fp16,
-                   cudaStream_t s)
+static void run_up(float *t, size_t n, size_t o, void *ctx)
 {
-    for (size_t i = 0, o = 0; i < len;) {
-        if (!e[i].gpu) {
-            if (fp16)
-                for (size_t k = 0; k < e[i].n; k++)
-                    e[i].buf[k] = half_to_float(((const uint16_t *)h)[o + k]);
-            else if (e[i].n)
-                memcpy(e[i].buf, (const float *)h + o, e[i].n * sizeof(float));
-            o += e[i].n;
-            i++;
-            continue;
-        }
-        size_t j = i + fusion_device_run(e + i, len - i), n = run_count(e, i, j);
-        if (fp16 && n) {
-            CUDA_CHECK(cudaMemcpyAsync(dh + o, (const uint16_t *)h + o, n * sizeof(uint16_t),
-                                       cudaMemcpyHostToDevice, s));
-            fusion_cuda_from_half(dh + o, e[i].buf, n, 1.0f, s); /* the ring scaled already */
-        } else if (n) {
-            CUDA_CHECK(cudaMemcpyAsync(e[i].buf, (const float *)h + o, n * sizeof(float),
-                                       cudaMemcpyHostToDevice, s));
-        }
-        o += n;
-        i = j;
+    const staged_moves *m = ctx;
+    if (m->h.fp16 && n) {
+        CUDA_CHECK(cudaMemcpyAsync(m->dh + o, (const uint16_t *)m->h.buf + o,
+                                   n * sizeof(uint16_t), cudaMemcpyHostToDevice, m->s));
+        fusion_cuda_from_half(m->dh + o, t, n, 1.0f, m->s); /* the ring scaled already */
+    } else if (n) {
+        CUDA_CHECK(cudaMemcpyAsync(t, (const float *)m->h.buf + o, n * sizeof(float),
+                                   cudaMemcpyHostToDevice, m->s));
     }
 }
 
@@ -140,20 +116,21 @@ void staged_allreduce(MPI_Comm comm, const fusion_entry *e, size_t len, float sc
     cudaStream_t s = gpu_ops_stream();
     int fp16 = e[0].fp16;
     size_t total = run_count(e, 0, len), esize = fp16 ? sizeof(uint16_t) : sizeof(float);
-    char what[COLL_NAME_MAX + 64];
+    char what[FUSION_NAME_MAX + 64];
     snprintf(what, sizeof what, "allreduce \"%s\"%s (host-staged)", e[0].name,
              len > 1 ? " (fused)" : "");
     char *h = pinned(total * esize);
     uint16_t *dh = fp16 ? device_half(total) : NULL;
     fusion_mark(e, len, "ALLREDUCE", 'B');
     fusion_mark(e, len, "MEMCPY_IN_HOST_BUFFER", 'B');
-    pack(e, len, h, dh, fp16, s);
+    staged_moves m = {{h, fp16}, dh, s};
+    fusion_walk(e, len, &(fusion_mover){fusion_host_pack, &m.h, run_down, &m});
     gpu_wait(s, NULL, what);
     fusion_mark(e, len, "MEMCPY_IN_HOST_BUFFER", 'E');
     /* the host path's own choice (ring, shared memory or hierarchy) and its timeline mark */
     allreduce_run(comm, h, total, fp16, scale, ws, e, len);
     fusion_mark(e, len, "MEMCPY_OUT_HOST_BUFFER", 'B');
-    unpack(e, len, h, dh, fp16, s);
+    fusion_walk(e, len, &(fusion_mover){fusion_host_unpack, &m.h, run_up, &m});
     gpu_wait(s, NULL, what);
     fusion_mark(e, len, "MEMCPY_OUT_HOST_BUFFER", 'E');
     fusion_mark(e, len, "ALLREDUCE", 'E');

@@ -16,7 +16,6 @@
 #include "coll_gpu/gpu_wait.h"
 #include "coll_gpu/ipc_window.h"
 #include "coll_gpu/node_stage.h"
-#include "hvd/hvd.h"
 
 /* The slots on the GPU (HVDLAB_STAGED_REDUCE=ipc) are this many times the host's: a copy within
  * the GPU moves a host piece in a few microseconds, less than one barrier, so larger pieces keep
@@ -96,7 +95,7 @@ static int open_on_gpu(void)
             fprintf(stderr, "hvdlab: warning: staged tensors summed on the GPUs through CUDA IPC "
                     "(HVDLAB_STAGED_REDUCE=%s): rank %d: %s; the host's shared window serves "
                     "instead\n", gpu_ops_node_ipc_min_bytes() == 0 ? "ipc" : "auto",
-                    hvd_rank(), why);
+                    fatal_job_rank(), why);
         return 0;
     }
     node_stage_attach(&N.wi, N.ipc.bases, piece);
@@ -134,11 +133,11 @@ static int open_on_host(void)
             snprintf(instead, sizeof instead, "the CPU adds them instead");
         if (!slots && N.w.error[0])
             fprintf(stderr, "hvdlab: warning: staged tensors summed on the GPUs "
-                    "(HVDLAB_STAGED_REDUCE): rank %d: %s; %s\n", hvd_rank(), N.w.error, instead);
+                    "(HVDLAB_STAGED_REDUCE): rank %d: %s; %s\n", fatal_job_rank(), N.w.error, instead);
         else if (slots && !ok)
             fprintf(stderr, "hvdlab: warning: staged tensors summed on the GPUs "
                     "(HVDLAB_STAGED_REDUCE): rank %d: cudaHostRegister of the %zu-byte shared "
-                    "window failed (%s); %s\n", hvd_rank(), bytes, cudaGetErrorString(e),
+                    "window failed (%s); %s\n", fatal_job_rank(), bytes, cudaGetErrorString(e),
                     instead);
         node_stage_free(&N.w);
         return 0;

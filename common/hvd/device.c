@@ -1,5 +1,5 @@
 /* device.c — bind ranks to cores (CPU) or GPUs (CUDA build). See device.h.
- * Public: hvd_pin_device, device_forced_cpu, device_describe, device_cpu_share. */
+ * Public: hvd_pin_device, device_describe, device_cpu_share. */
 #include "hvd/device.h"
 
 #include <cblas.h>
@@ -86,17 +86,6 @@ static void trace_binding(int local_rank, int ngpu, const device_binding *b)
                 b->blas_threads, local_rank);
 }
 
-int device_forced_cpu(void)
-{
-    const char *v = getenv("HVDLAB_DEVICE");
-    if (!v || !*v || strcmp(v, "auto") == 0)
-        return 0;
-    if (strcmp(v, "cpu") == 0)
-        return 1;
-    fatal_error("HVDLAB_DEVICE=%s: expected cpu (the CPU even where a GPU is visible) or auto "
-                "(the default: a GPU where the build and the machine have one)", v);
-}
-
 int hvd_pin_device(int local_rank, device_binding *out)
 {
     device_binding b;
@@ -105,7 +94,7 @@ int hvd_pin_device(int local_rank, device_binding *out)
     b.gpu = -1;
     int ngpu = 0;
     /* both read first, so that a misspelt one stops the job before anything is bound */
-    const int forced_cpu = device_forced_cpu(), report = env_switch_on(SWITCH_REPORT_BINDINGS);
+    const int forced_cpu = compute_device_forced_cpu(), report = env_switch_on(SWITCH_REPORT_BINDINGS);
 #ifdef HVDLAB_CUDA
     char why[256];
     ngpu = forced_cpu ? 0 : device_cuda_count(why, sizeof why);

@@ -22,9 +22,6 @@ typedef struct {
 
 /* Returns 0; fills *out when out is not NULL. */
 int hvd_pin_device(int local_rank, device_binding *out);
-/* HVDLAB_DEVICE: 1 for cpu (the CPU even in a CUDA build with a GPU), 0 for auto or unset;
- * another value stops the job with one line. */
-int device_forced_cpu(void);
 /* "cores 0,1, 2 BLAS threads", "core 3, 1 BLAS thread" or "GPU 0" */
 void device_describe(const device_binding *b, char *out, size_t outlen);
 

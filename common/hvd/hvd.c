@@ -21,7 +21,10 @@
 #include "base/trace.h"
 #include "coll/allreduce.h"
 #include "coll/autotune.h"
+#include "coll/backend.h"
 #include "coll/fusion.h"
+#include "coll/host_backend.h"
+#include "coll_gpu/gpu_backend.h"
 #include "coll_gpu/gpu_ops.h"
 #include "guard/agree.h"
 #include "guard/coll_check.h"
@@ -30,10 +33,8 @@
 #include "guard/watchdog.h"
 #include "prof/profile.h"
 #include "prof/timeline.h"
-#ifdef HVDLAB_CUDA
-#include "coll_gpu/nccl.h"
-#include "coll_gpu/staged.h"
-#endif
+
+_Static_assert(FUSION_NAME_MAX == COLL_NAME_MAX, "a queued tensor's name is its descriptor's");
 
 #define DEFAULT_STALL_CHECK_SECONDS 60.0
 /* A wait on the GPU (NCCL or a staging copy) stops the job after this long when
@@ -57,6 +58,8 @@ static struct {
     int hierarchical;                /* HVD_HIERARCHICAL_ALLREDUCE */
     int host_group_size;             /* HVD_HOST_GROUP_SIZE (tests): 0 = real hosts */
     stall_inspector stall;
+    const coll_backend *backends[GPU_BACKEND_ROWS + 1]; /* the ways, assembled by hvd_init */
+    size_t nbackends;
     fusion_queue queue;
 } S = {.size = 1, .local_size = 1, .fusion_threshold = HVD_DEFAULT_FUSION_THRESHOLD};
 
@@ -80,6 +83,7 @@ void hvd_fusion_stats(size_t *allreduce_calls, size_t *tensors, size_t *bytes_co
 
 static void entry_check(const coll_desc *d);
 static void enter_vote(const coll_desc *d);
+static void enter_fused(const fusion_entry *e, size_t queued);
 
 /* fatal_error's hook once hvd_init has run: every rank of the job goes down with this one, and
  * the watchdog passes the message to the others. */
@@ -273,7 +277,8 @@ int hvd_init(int *argc, char ***argv)
     profile_init();
     agree_on_settings();
     const char *ft = getenv("HVD_FUSION_THRESHOLD");
-    autotune_init(S.comm, S.rank, &S.fusion_threshold, ft && *ft); /* HVD_AUTOTUNE */
+    autotune_init(S.comm, S.rank, &S.fusion_threshold, ft && *ft, /* HVD_AUTOTUNE */
+                  HVD_DEFAULT_FUSION_THRESHOLD);
     stall_init(&S.stall, S.comm, S.stall_warn_s, S.stall_shutdown_s, S.check);
     gpu_ops_config g = {.comm = S.comm, .rank = S.rank, .size = S.size,
                         .local_rank = S.local_rank, .request = S.gpu_ops,
@@ -284,7 +289,14 @@ int hvd_init(int *argc, char ***argv)
                         .limit_s = S.stall_shutdown_s > 0 ? S.stall_shutdown_s
                                                           : DEFAULT_GPU_WAIT_LIMIT_SECONDS};
     gpu_ops_init(&g); /* after the settings agree: the choice is collective */
-    allreduce_init(S.comm, S.hierarchical, S.host_group_size); /* the hosts, for allreduce.h */
+    /* the hosts, for allreduce.h */
+    allreduce_init(S.comm, S.hierarchical, S.host_group_size, gpu_ops_ranks_mixed());
+    /* The ways collectives travel (backend.h), as Horovod's operation manager: the GPU's rows
+     * first (none in a CPU build), the host's last, which takes any tensor. */
+    S.nbackends = gpu_backend_rows(S.backends);
+    S.backends[S.nbackends++] = &host_backend;
+    S.queue.backends = S.backends;
+    S.queue.nbackends = S.nbackends;
     vote_init(S.comm, enter_vote); /* the vote's communicator, here: collective on every rank */
     watchdog_set_progress_check(S.stall_check ? S.stall_warn_s : 0, S.stall_shutdown_s);
     watchdog_start(S.comm); /* a rank that dies is named by the others (watchdog.h) */
@@ -333,6 +345,21 @@ static void enter_call(const coll_desc *d)
     watchdog_busy(d); /* every rank is in: from here the progress check watches (watchdog.h) */
 }
 
+/* fusion_flush's entry (fusion.h): the queue's length, then each tensor as it travels. */
+static void enter_fused(const fusion_entry *e, size_t queued)
+{
+    if (!e) {
+        coll_desc d = coll_describe(COLL_SYNCHRONIZE, "", queued, -1);
+        enter_call(&d);
+        return;
+    }
+    coll_desc d = coll_describe_allreduce(e->name, e->n, e->op, e->fp16);
+    d.gpu = e->gpu == FUSION_NCCL ? COLL_GPU_NCCL
+            : e->gpu == FUSION_STAGED && gpu_ops_node_reduce() ? COLL_GPU_SUMMED
+                                                               : 0;
+    enter_call(&d);
+}
+
 void hvd_shutdown(void)
 {
     if (!S.initialized)
@@ -345,8 +372,11 @@ void hvd_shutdown(void)
     enter_call(&d);
     watchdog_idle();
     profile_report(S.comm); /* every rank is here: the stall handshake above saw them all */
+    for (size_t i = 0; i < S.nbackends; i++) /* each way's buffers, then the GPU's streams */
+        if (S.backends[i]->shutdown)
+            S.backends[i]->shutdown();
+    S.nbackends = 0;
     fusion_free(&S.queue);
-    gpu_ops_shutdown();
     allreduce_free(); /* the shared window goes here, on every rank of each host */
     vote_free();
     stall_free(&S.stall);
@@ -460,7 +490,7 @@ void hvd_synchronize(void)
     autotune_sync(S.queue.len); /* HVD_AUTOTUNE: may set the threshold for this flush */
     double t = profile_begin();
     count_flush();
-    fusion_flush(&S.queue, S.comm, S.fusion_threshold, entry_checked() ? enter_call : NULL);
+    fusion_flush(&S.queue, S.comm, S.fusion_threshold, entry_checked() ? enter_fused : NULL);
     watchdog_idle();
     profile_add(PROFILE_ALLREDUCE, 0, 0, profile_since(t));
 }
@@ -475,9 +505,6 @@ void hvd_allreduce(float *buf, size_t n, hvd_op op, const char *name)
 {
     hvd_allreduce_ex(buf, n, op, name, HVD_COMPRESS_DEFAULT);
 }
-
-/* MPI counts are int: large buffers go in pieces of at most 1 GiB. */
-#define PIECE ((size_t)1 << 30)
 
 /* count elements of esize bytes; the collective check compares element counts. */
 static void broadcast(void *buf, size_t count, size_t esize, int root, const char *name)
@@ -495,19 +522,10 @@ static void broadcast(void *buf, size_t count, size_t esize, int root, const cha
     if (timeline_enabled())
         timeline_event(name, "BROADCAST", 'B');
     size_t nbytes = count * esize;
-#ifdef HVDLAB_CUDA
     char what[COLL_NAME_MAX + 32];
     snprintf(what, sizeof what, "broadcast \"%s\"", name ? name : "");
-    if (way == FUSION_NCCL)
-        nccl_broadcast(buf, nbytes, root, gpu_ops_stream(), what);
-    else if (way == FUSION_STAGED)
-        staged_broadcast(S.comm, buf, nbytes, root, what);
-    else
-#endif
-    for (size_t off = 0; off < nbytes; off += PIECE) {
-        size_t len = nbytes - off < PIECE ? nbytes - off : PIECE;
-        MPI_Bcast((char *)buf + off, (int)len, MPI_BYTE, root, S.comm);
-    }
+    fusion_entry tensor = {.buf = buf, .n = count, .gpu = way};
+    backend_for(S.backends, S.nbackends, &tensor, 1)->broadcast(S.comm, buf, nbytes, root, what);
     watchdog_idle();
     if (timeline_enabled())
         timeline_event(name, "BROADCAST", 'E');
@@ -559,37 +577,21 @@ float *hvd_allgather(const float *buf, size_t n, size_t *total, size_t *counts, 
         if (counts)
             counts[r] = (size_t)all[r];
     }
-#ifdef HVDLAB_CUDA
-    char what[COLL_NAME_MAX + 32];
-    snprintf(what, sizeof what, "allgather \"%s\"", name ? name : "");
-    int way = S.initialized ? tensor_way(buf, n) : FUSION_HOST;
-    if (S.initialized && gpu_ops_path() == GPU_PATH_NCCL) {
-        /* Counts differ between ranks, so may the ways (an empty tensor is a host one): when
-         * any rank's tensor is on the GPU every rank joins NCCL, a host tensor uploaded. */
-        int any = way == FUSION_NCCL;
-        MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, S.comm);
-        way = any ? FUSION_NCCL : way;
-    }
-    if (way == FUSION_STAGED) /* MPI gets a host copy of the device tensor */
-        buf = staged_download(buf, n * sizeof *buf, what);
-    if (way == FUSION_NCCL) {
-        size_t *c = malloc((size_t)size * sizeof *c), *o = malloc((size_t)size * sizeof *o);
-        if (!c || !o)
-            fatal_error("allgather \"%s\": out of memory", name ? name : "");
-        for (int r = 0; r < size; r++) {
-            c[r] = (size_t)cnt[r];
-            o[r] = (size_t)disp[r];
-        }
-        nccl_allgather_to_host(buf, !gpu_ops_is_device(buf), out, c, o, sum, gpu_ops_stream(),
-                               what);
-        free(c);
-        free(o);
-        if (timeline_enabled())
-            timeline_event(name, "ALLGATHER", 'E');
-    } else
-#endif
     if (S.initialized) {
-        MPI_Allgatherv(buf, (int)n, MPI_FLOAT, out, cnt, disp, MPI_FLOAT, S.comm);
+        char what[COLL_NAME_MAX + 32];
+        snprintf(what, sizeof what, "allgather \"%s\"", name ? name : "");
+        int way = tensor_way(buf, n);
+        if (gpu_ops_path() == GPU_PATH_NCCL) {
+            /* Counts differ between ranks, so may the ways (an empty tensor is a host one):
+             * when any rank's tensor is on the GPU every rank joins NCCL, a host tensor
+             * uploaded. */
+            int any = way == FUSION_NCCL;
+            MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, S.comm);
+            way = any ? FUSION_NCCL : way;
+        }
+        fusion_entry tensor = {.buf = (float *)buf, .n = n, .gpu = way};
+        backend_for(S.backends, S.nbackends, &tensor, 1)->allgather(S.comm, buf, n, out, cnt,
+                                                                    disp, sum, what);
         if (timeline_enabled())
             timeline_event(name, "ALLGATHER", 'E');
     } else if (n) {
