@@ -16,7 +16,8 @@
 #include "base/timer.h"
 #include "base/write_full.h"
 
-static struct {
+/* HVDLAB_TRACE's file. Owned by this file: trace_reopen (hvd_init) names it per rank. */
+typedef struct {
     int checked;  /* HVDLAB_TRACE looked up */
     const char *dir;
     int fd;       /* -1: not open */
@@ -25,7 +26,8 @@ static struct {
     int rank, size; /* 0 and 1 until then; a rank file stays after hvd_shutdown */
     double t0;
     char path[4096]; /* the open file, for the warning when a write fails */
-} T = {.fd = -1, .size = 1};
+} trace_state;
+static trace_state tracing = {.fd = -1, .size = 1};
 
 /* Each rank says why its tracing stops: its own file (rank-R.log, pid-P.log), its memory. The
  * folder is one per host (per_host): every rank of the host gets the same error, so the host's
@@ -34,36 +36,36 @@ static void fail(const char *what, const char *path, int per_host)
 {
     fatal_warn(per_host ? FATAL_ONCE_PER_HOST : FATAL_EVERY_RANK,
                "HVDLAB_TRACE: %s %s: %s; tracing stops", what, path, strerror(errno));
-    T.failed = 1;
-    if (T.fd >= 0)
-        close(T.fd);
-    T.fd = -1;
+    tracing.failed = 1;
+    if (tracing.fd >= 0)
+        close(tracing.fd);
+    tracing.fd = -1;
 }
 
 /* Opens dir/rank-R.log (after hvd_init) or dir/pid-P.log (before), creating dir if needed. */
 static int ensure_open(void)
 {
-    if (!T.checked) {
-        T.checked = 1;
+    if (!tracing.checked) {
+        tracing.checked = 1;
         const char *d = getenv("HVDLAB_TRACE");
-        T.dir = (d && *d) ? d : NULL;
-        T.t0 = timer_seconds();
+        tracing.dir = (d && *d) ? d : NULL;
+        tracing.t0 = timer_seconds();
     }
-    if (!T.dir || T.failed)
+    if (!tracing.dir || tracing.failed)
         return 0;
-    if (T.fd >= 0)
+    if (tracing.fd >= 0)
         return 1;
-    if (mkdir(T.dir, 0777) != 0 && errno != EEXIST) {
-        fail("cannot create", T.dir, 1);
+    if (mkdir(tracing.dir, 0777) != 0 && errno != EEXIST) {
+        fail("cannot create", tracing.dir, 1);
         return 0;
     }
-    char *path = T.path;
-    if (T.named)
-        snprintf(path, sizeof T.path, "%s/rank-%d.log", T.dir, T.rank);
+    char *path = tracing.path;
+    if (tracing.named)
+        snprintf(path, sizeof tracing.path, "%s/rank-%d.log", tracing.dir, tracing.rank);
     else
-        snprintf(path, sizeof T.path, "%s/pid-%ld.log", T.dir, (long)getpid());
-    T.fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
-    if (T.fd < 0) {
+        snprintf(path, sizeof tracing.path, "%s/pid-%ld.log", tracing.dir, (long)getpid());
+    tracing.fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
+    if (tracing.fd < 0) {
         fail("cannot open", path, 0);
         return 0;
     }
@@ -74,17 +76,17 @@ int trace_enabled(void) { return ensure_open(); }
 
 void trace_reopen(int rank, int size)
 {
-    T.named = 1;
-    T.rank = rank;
-    T.size = size;
-    if (T.fd >= 0)
-        close(T.fd);
-    T.fd = -1;
+    tracing.named = 1;
+    tracing.rank = rank;
+    tracing.size = size;
+    if (tracing.fd >= 0)
+        close(tracing.fd);
+    tracing.fd = -1;
 }
 
 void trace_event(const char *event, const char *fmt, ...)
 {
-    if (T.checked && (!T.dir || T.failed))
+    if (tracing.checked && (!tracing.dir || tracing.failed))
         return; /* the cheap path when tracing is off */
     if (!ensure_open())
         return;
@@ -92,7 +94,7 @@ void trace_event(const char *event, const char *fmt, ...)
      * their exact size, so no line is ever cut. */
     char stack[8192], *line = stack;
     int n = snprintf(stack, sizeof stack, "event=%s rank=%d size=%d pid=%ld t=%.6f ", event,
-                     T.rank, T.size, (long)getpid(), timer_seconds() - T.t0);
+                     tracing.rank, tracing.size, (long)getpid(), timer_seconds() - tracing.t0);
     if (n < 0 || (size_t)n >= sizeof stack / 2)
         return; /* an absurd event name: nothing sensible to write */
     va_list ap;
@@ -105,7 +107,7 @@ void trace_event(const char *event, const char *fmt, ...)
     if (len + 1 >= sizeof stack) {
         line = malloc(len + 2);
         if (!line) {
-            fail("out of memory for a line of", T.dir, 0);
+            fail("out of memory for a line of", tracing.dir, 0);
             return;
         }
         memcpy(line, stack, (size_t)n);
@@ -114,17 +116,17 @@ void trace_event(const char *event, const char *fmt, ...)
         va_end(ap);
     }
     line[len++] = '\n';
-    size_t out = write_full(T.fd, line, len, -1);
+    size_t out = write_full(tracing.fd, line, len, -1);
     int e = errno;
     if (line != stack)
         free(line);
     if (out < len) {
         /* the part of the line that went out is cut off: the file holds whole lines only */
-        off_t end = lseek(T.fd, 0, SEEK_CUR);
-        if (end >= 0 && out > 0 && ftruncate(T.fd, end - (off_t)out) != 0)
+        off_t end = lseek(tracing.fd, 0, SEEK_CUR);
+        if (end >= 0 && out > 0 && ftruncate(tracing.fd, end - (off_t)out) != 0)
             e = errno;
         errno = e;
-        fail("cannot write to", T.path, 0);
+        fail("cannot write to", tracing.path, 0);
     }
 }
 

@@ -12,58 +12,62 @@
 #include "prof/profile.h"
 
 
-static struct {
+/* The hosts and the settings that choose each buffer's algorithm. Owned by this file:
+ * allreduce_init fills it (from hvd_init), allreduce_free empties it. */
+typedef struct {
     int ready;
     int hierarchical, group_size;
     int buffers_mixed;           /* allreduce_init's: the ranks' buffer kinds may differ */
     void (*release_window)(void); /* allreduce_set_window_user's */
     allreduce_path forced;
     hier_topo topo;
-} A = {.forced = ALLREDUCE_AUTO};
+} allreduce_state;
+static allreduce_state paths = {.forced = ALLREDUCE_AUTO};
 
 void allreduce_init(MPI_Comm comm, int hierarchical, int group_size, int buffers_mixed)
 {
-    if (A.ready)
+    if (paths.ready)
         allreduce_free();
-    A.hierarchical = hierarchical;
-    A.group_size = group_size;
-    A.buffers_mixed = buffers_mixed;
-    hier_topo_init(&A.topo, comm, group_size);
-    A.ready = 1;
+    paths.hierarchical = hierarchical;
+    paths.group_size = group_size;
+    paths.buffers_mixed = buffers_mixed;
+    hier_topo_init(&paths.topo, comm, group_size);
+    paths.ready = 1;
 }
 
 void allreduce_free(void)
 {
-    if (!A.ready)
+    if (!paths.ready)
         return;
-    if (A.release_window)
-        A.release_window(); /* it maps the host's window, forgotten next */
-    hier_topo_free(&A.topo);
-    A.ready = 0;
-    A.forced = ALLREDUCE_AUTO;
+    if (paths.release_window)
+        paths.release_window(); /* it maps the host's window, forgotten next */
+    hier_topo_free(&paths.topo);
+    paths.ready = 0;
+    paths.forced = ALLREDUCE_AUTO;
 }
 
-void allreduce_set_window_user(void (*release)(void)) { A.release_window = release; }
+void allreduce_set_window_user(void (*release)(void)) { paths.release_window = release; }
 
 void allreduce_reconfigure(int hierarchical, int group_size)
 {
-    if (A.ready)
-        allreduce_init(A.topo.comm, hierarchical, group_size, A.buffers_mixed);
+    if (paths.ready)
+        allreduce_init(paths.topo.comm, hierarchical, group_size, paths.buffers_mixed);
 }
 
-void allreduce_force_path(allreduce_path p) { A.forced = p; }
+void allreduce_force_path(allreduce_path p) { paths.forced = p; }
 
 void allreduce_new_window(void)
 {
-    if (A.ready)
-        shm_node_free(&A.topo.shm); /* the next shm call allocates one at today's piece size */
+    if (paths.ready)
+        shm_node_free(&paths.topo.shm); /* the next shm call allocates one at today's piece size */
 }
-int allreduce_hosts(void) { return A.ready ? A.topo.nhosts : 1; }
+int allreduce_hosts(void) { return paths.ready ? paths.topo.nhosts : 1; }
 
 shm_node *allreduce_host_node(MPI_Comm comm)
 {
-    return A.ready && comm == A.topo.comm && A.topo.nhosts == 1 && A.topo.size > 1 ? &A.topo.shm
-                                                                                   : NULL;
+    return paths.ready && comm == paths.topo.comm && paths.topo.nhosts == 1 && paths.topo.size > 1
+               ? &paths.topo.shm
+               : NULL;
 }
 
 const char *allreduce_path_name(allreduce_path p)
@@ -80,11 +84,11 @@ const char *allreduce_path_name(allreduce_path p)
 /* The path for a buffer of this many bytes, on huge pages (memory_alloc's) or not. */
 static allreduce_path choice(int on_huge_pages, size_t bytes)
 {
-    if (!A.ready || A.topo.size == 1)
+    if (!paths.ready || paths.topo.size == 1)
         return ALLREDUCE_RING; /* the ring of one only scales */
-    allreduce_path p = A.forced;
-    if (p == ALLREDUCE_AUTO && A.topo.nhosts > 1)
-        p = A.hierarchical ? ALLREDUCE_HIERARCHICAL : ALLREDUCE_RING;
+    allreduce_path p = paths.forced;
+    if (p == ALLREDUCE_AUTO && paths.topo.nhosts > 1)
+        p = paths.hierarchical ? ALLREDUCE_HIERARCHICAL : ALLREDUCE_RING;
     if (p == ALLREDUCE_AUTO) {
         /* One host. Measured on the 2-core VM, make bench-allreduce with --cma-blocks and the
          * window alone, interleaved (2026-11-23, load average 0.4-1.9; median times):
@@ -99,15 +103,15 @@ static allreduce_path choice(int on_huge_pages, size_t bytes)
          * - plain malloc buffers (4 KiB pages, which the kernel pins one by one): the single
          *   copy ties the window with 2 ranks and takes twice its time with 4 (4 MiB 1.2 vs
          *   0.67 ms): the window, at every size. */
-        size_t from = A.topo.shm.shared_cores ? ALLREDUCE_CMA_FROM_SHARED_CORES
+        size_t from = paths.topo.shm.shared_cores ? ALLREDUCE_CMA_FROM_SHARED_CORES
                                               : ALLREDUCE_CMA_FROM_OWN_CORES;
         /* The buffer's kind is this rank's own: where the ranks' kinds may differ (some stage
          * from a GPU into pinned memory, the others without one reduce the caller's), every
          * rank takes the window, since two ranks on different paths would wait for each other. */
-        p = !A.buffers_mixed && bytes >= from && on_huge_pages ? ALLREDUCE_CMA
+        p = !paths.buffers_mixed && bytes >= from && on_huge_pages ? ALLREDUCE_CMA
                                                                       : ALLREDUCE_SHM;
     }
-    if ((p == ALLREDUCE_SHM || p == ALLREDUCE_CMA) && A.topo.nhosts > 1)
+    if ((p == ALLREDUCE_SHM || p == ALLREDUCE_CMA) && paths.topo.nhosts > 1)
         p = ALLREDUCE_RING;
     return p;
 }
@@ -137,11 +141,11 @@ void allreduce_run(MPI_Comm comm, void *buf, size_t n, int fp16, float scale, ri
 {
     size_t bytes = n * (fp16 ? 2 : 4);
     allreduce_path p =
-        A.ready && comm == A.topo.comm ? allreduce_choice(buf, bytes) : ALLREDUCE_RING;
+        paths.ready && comm == paths.topo.comm ? allreduce_choice(buf, bytes) : ALLREDUCE_RING;
     if (p == ALLREDUCE_HIERARCHICAL) {
         const fusion_entry *g[2] = {e, e + len};
         double t = profile_begin();
-        hier_allreduce(&A.topo, buf, n, fp16, scale, ws, mark_group, g);
+        hier_allreduce(&paths.topo, buf, n, fp16, scale, ws, mark_group, g);
         profile_end(PROFILE_HIER, (double)bytes, t);
         return;
     }
@@ -150,11 +154,11 @@ void allreduce_run(MPI_Comm comm, void *buf, size_t n, int fp16, float scale, ri
          * other kind (a caller's plain buffer beside memory_alloc's), the ranks agree first, at
          * one barrier: the single copy only if every rank's buffer is on huge pages. Two ranks
          * on two paths waited for each other, or one ended with wrong values. */
-        int decides = kind_decides(bytes); /* p is the choice's: A.ready, A.topo.comm */
-        if ((p == ALLREDUCE_CMA || decides) && !cma_usable(&A.topo.shm))
+        int decides = kind_decides(bytes); /* p is the choice's: paths.ready, paths.topo.comm */
+        if ((p == ALLREDUCE_CMA || decides) && !cma_usable(&paths.topo.shm))
             p = ALLREDUCE_SHM; /* the host forbids the reads (cma.h): the same on every rank */
         else if (decides)
-            p = cma_all_agree(&A.topo.shm, p == ALLREDUCE_CMA) ? ALLREDUCE_CMA : ALLREDUCE_SHM;
+            p = cma_all_agree(&paths.topo.shm, p == ALLREDUCE_CMA) ? ALLREDUCE_CMA : ALLREDUCE_SHM;
     }
     if (p == ALLREDUCE_CMA || p == ALLREDUCE_SHM) { /* the host's two ways, one signature */
         const char *pass = p == ALLREDUCE_CMA ? "CMA_ALLREDUCE" : "SHM_ALLREDUCE";
@@ -162,7 +166,7 @@ void allreduce_run(MPI_Comm comm, void *buf, size_t n, int fp16, float scale, ri
             p == ALLREDUCE_CMA ? cma_allreduce : shm_allreduce;
         fusion_mark(e, len, pass, 'B');
         double t = profile_begin();
-        reduce(&A.topo.shm, buf, n, fp16 ? SHM_F16 : SHM_F32, scale);
+        reduce(&paths.topo.shm, buf, n, fp16 ? SHM_F16 : SHM_F32, scale);
         profile_end(PROFILE_SHM, (double)bytes, t);
         fusion_mark(e, len, pass, 'E');
         return;

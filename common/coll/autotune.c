@@ -20,7 +20,9 @@ static const size_t AUTOTUNE_CANDIDATES[] = {0, 16u << 10, 128u << 10, 1u << 20,
 #define NCAND (sizeof AUTOTUNE_CANDIDATES / sizeof AUTOTUNE_CANDIDATES[0])
 #define NTRIALS (2 * NCAND) /* forward, then backward */
 
-static struct {
+/* HVD_AUTOTUNE's trials. Owned by this file: autotune_init (from hvd_init) starts them,
+ * autotune_sync runs them until the threshold is chosen. */
+typedef struct {
     int active;
     MPI_Comm comm;
     int rank;
@@ -31,9 +33,10 @@ static struct {
     long sync;             /* gradient synchronisations seen */
     double last;           /* MPI_Wtime at the previous one */
     double *samples;       /* (NTRIALS, per_trial) step seconds, rank 0 */
-} A;
+} autotune_state;
+static autotune_state tuning;
 
-int autotune_active(void) { return A.active; }
+int autotune_active(void) { return tuning.active; }
 
 static int candidate_of(int trial)
 {
@@ -45,9 +48,9 @@ static int candidate_of(int trial)
  * before the 72 steps of trials rather than after them. */
 static void create_log(void)
 {
-    FILE *f = fopen(A.log, "a");
+    FILE *f = fopen(tuning.log, "a");
     if (!f || fclose(f) != 0)
-        fatal_error("HVD_AUTOTUNE_LOG=%s: cannot create: %s", A.log, strerror(errno));
+        fatal_error("HVD_AUTOTUNE_LOG=%s: cannot create: %s", tuning.log, strerror(errno));
 }
 
 static int env_count(const char *var, int dflt, int lo)
@@ -67,16 +70,16 @@ void autotune_init(MPI_Comm comm, int rank, size_t *threshold, int explicit_thre
                    size_t dflt)
 {
     int on = env_switch("HVD_AUTOTUNE", 0);
-    A.per_trial = env_count("HVD_AUTOTUNE_STEPS_PER_SAMPLE", 5, 1);
-    A.warmup = env_count("HVD_AUTOTUNE_WARMUP_SAMPLES", 1, 0);
+    tuning.per_trial = env_count("HVD_AUTOTUNE_STEPS_PER_SAMPLE", 5, 1);
+    tuning.warmup = env_count("HVD_AUTOTUNE_WARMUP_SAMPLES", 1, 0);
     agree_setting s[3];
     memset(s, 0, sizeof s);
     snprintf(s[0].name, sizeof s[0].name, "HVD_AUTOTUNE");
     snprintf(s[0].value, sizeof s[0].value, "%d", on);
     snprintf(s[1].name, sizeof s[1].name, "HVD_AUTOTUNE_STEPS_PER_SAMPLE");
-    snprintf(s[1].value, sizeof s[1].value, "%d", A.per_trial);
+    snprintf(s[1].value, sizeof s[1].value, "%d", tuning.per_trial);
     snprintf(s[2].name, sizeof s[2].name, "HVD_AUTOTUNE_WARMUP_SAMPLES");
-    snprintf(s[2].value, sizeof s[2].value, "%d", A.warmup);
+    snprintf(s[2].value, sizeof s[2].value, "%d", tuning.warmup);
     agree_settings(comm, s, 3);
     if (!on)
         return;
@@ -86,25 +89,25 @@ void autotune_init(MPI_Comm comm, int rank, size_t *threshold, int explicit_thre
                     "to tune (unset it to let autotune choose)\n", *threshold);
         return;
     }
-    A.samples = calloc(NTRIALS * (size_t)A.per_trial, sizeof *A.samples);
-    if (!A.samples)
+    tuning.samples = calloc(NTRIALS * (size_t)tuning.per_trial, sizeof *tuning.samples);
+    if (!tuning.samples)
         fatal_error("autotune: out of memory");
     const char *v = getenv("HVD_AUTOTUNE_LOG");
-    A.log = v && *v ? v : NULL;
-    if (A.log && rank == 0)
+    tuning.log = v && *v ? v : NULL;
+    if (tuning.log && rank == 0)
         create_log();
-    A.comm = comm;
-    A.rank = rank;
-    A.threshold = threshold;
-    A.dflt = dflt;
-    A.sync = 0;
-    A.active = 1;
+    tuning.comm = comm;
+    tuning.rank = rank;
+    tuning.threshold = threshold;
+    tuning.dflt = dflt;
+    tuning.sync = 0;
+    tuning.active = 1;
 }
 
 /* Rank 0: every candidate's score (median over both rounds) and each trial's own median. */
 static void score(double *cand_ms, double *trial_ms)
 {
-    const int s = A.per_trial;
+    const int s = tuning.per_trial;
     double *pool = malloc(2 * (size_t)s * sizeof *pool), *one = malloc((size_t)s * sizeof *one);
     if (!pool || !one)
         fatal_error("autotune: out of memory");
@@ -113,7 +116,7 @@ static void score(double *cand_ms, double *trial_ms)
         for (int t = 0; t < (int)NTRIALS; t++) {
             if (candidate_of(t) != c)
                 continue;
-            memcpy(one, A.samples + (size_t)t * s, (size_t)s * sizeof *one);
+            memcpy(one, tuning.samples + (size_t)t * s, (size_t)s * sizeof *one);
             memcpy(pool + n, one, (size_t)s * sizeof *one);
             n += s;
             trial_ms[t] = 1e3 * stats_median(one, s);
@@ -126,9 +129,9 @@ static void score(double *cand_ms, double *trial_ms)
 
 static void write_log(const double *cand_ms, const double *trial_ms, int best)
 {
-    FILE *f = fopen(A.log, "w");
+    FILE *f = fopen(tuning.log, "w");
     if (!f) {
-        fprintf(stderr, "hvdlab: autotune: %s: cannot write the trials: %s\n", A.log,
+        fprintf(stderr, "hvdlab: autotune: %s: cannot write the trials: %s\n", tuning.log,
                 strerror(errno));
         return;
     }
@@ -136,10 +139,10 @@ static void write_log(const double *cand_ms, const double *trial_ms, int best)
     for (int t = 0; t < (int)NTRIALS; t++) {
         int c = candidate_of(t);
         fprintf(f, "%d,%d,%zu,%d,%.3f,%.3f,%d\n", t, t < (int)NCAND ? 1 : 2,
-                AUTOTUNE_CANDIDATES[c], A.per_trial, trial_ms[t], cand_ms[c], c == best);
+                AUTOTUNE_CANDIDATES[c], tuning.per_trial, trial_ms[t], cand_ms[c], c == best);
     }
     if (fclose(f) != 0)
-        fprintf(stderr, "hvdlab: autotune: %s: cannot write the trials: %s\n", A.log,
+        fprintf(stderr, "hvdlab: autotune: %s: cannot write the trials: %s\n", tuning.log,
                 strerror(errno));
 }
 
@@ -148,7 +151,7 @@ static void choose(void)
 {
     int best = 0, worst = 0, dflt = 0;
     double cand_ms[NCAND] = {0}, trial_ms[NTRIALS] = {0};
-    if (A.rank == 0) {
+    if (tuning.rank == 0) {
         score(cand_ms, trial_ms);
         for (int c = 1; c < (int)NCAND; c++) {
             if (cand_ms[c] < cand_ms[best])
@@ -157,48 +160,51 @@ static void choose(void)
                 worst = c;
         }
     }
-    MPI_Bcast(&best, 1, MPI_INT, 0, A.comm);
-    *A.threshold = AUTOTUNE_CANDIDATES[best];
-    A.active = 0;
-    trace_event("autotune", "chosen threshold=%zu sync=%ld score_ms=%.3f", *A.threshold, A.sync,
-                A.rank == 0 ? cand_ms[best] : 0.0);
-    if (A.rank == 0) {
+    MPI_Bcast(&best, 1, MPI_INT, 0, tuning.comm);
+    *tuning.threshold = AUTOTUNE_CANDIDATES[best];
+    tuning.active = 0;
+    trace_event("autotune", "chosen threshold=%zu sync=%ld score_ms=%.3f", *tuning.threshold,
+                tuning.sync,
+                tuning.rank == 0 ? cand_ms[best] : 0.0);
+    if (tuning.rank == 0) {
         for (int c = 0; c < (int)NCAND; c++)
-            if (AUTOTUNE_CANDIDATES[c] == A.dflt)
+            if (AUTOTUNE_CANDIDATES[c] == tuning.dflt)
                 dflt = c;
-        if (A.log)
+        if (tuning.log)
             write_log(cand_ms, trial_ms, best);
         fprintf(stderr, "hvdlab: autotune: fusion threshold %zu bytes chosen at step %ld (median step "
                 "%.2f ms; the worst, %zu bytes, %.2f ms; the default, %zu bytes, %.2f ms)%s%s\n",
-                AUTOTUNE_CANDIDATES[best], A.sync, cand_ms[best], AUTOTUNE_CANDIDATES[worst],
+                AUTOTUNE_CANDIDATES[best], tuning.sync, cand_ms[best], AUTOTUNE_CANDIDATES[worst],
                 cand_ms[worst], AUTOTUNE_CANDIDATES[dflt], cand_ms[dflt],
-                A.log ? "; trials in " : "", A.log ? A.log : "");
+                tuning.log ? "; trials in " : "", tuning.log ? tuning.log : "");
     }
-    free(A.samples);
-    A.samples = NULL;
+    free(tuning.samples);
+    tuning.samples = NULL;
 }
 
 void autotune_sync(size_t queued)
 {
-    if (!A.active || queued < 2)
+    if (!tuning.active || queued < 2)
         return;
-    const int per = A.warmup + A.per_trial; /* steps per trial */
+    const int per = tuning.warmup + tuning.per_trial; /* steps per trial */
     double now = MPI_Wtime();
-    if (A.sync > 0 && A.rank == 0) { /* the step since the last sync ran under trial (sync-1) */
-        long k = A.sync - 1;
-        int t = (int)(k / per), pos = (int)(k % per) - A.warmup;
+    /* the step since the last sync ran under trial (sync-1) */
+    if (tuning.sync > 0 && tuning.rank == 0) {
+        long k = tuning.sync - 1;
+        int t = (int)(k / per), pos = (int)(k % per) - tuning.warmup;
         if (pos >= 0)
-            A.samples[(size_t)t * A.per_trial + pos] = now - A.last;
+            tuning.samples[(size_t)t * tuning.per_trial + pos] = now - tuning.last;
     }
-    A.last = now;
-    if (A.sync == (long)NTRIALS * per) {
+    tuning.last = now;
+    if (tuning.sync == (long)NTRIALS * per) {
         choose();
         return;
     }
-    if (A.sync % per == 0) { /* a trial starts with this flush */
-        int t = (int)(A.sync / per);
-        *A.threshold = AUTOTUNE_CANDIDATES[candidate_of(t)];
-        trace_event("autotune", "trial=%d threshold=%zu sync=%ld", t, *A.threshold, A.sync);
+    if (tuning.sync % per == 0) { /* a trial starts with this flush */
+        int t = (int)(tuning.sync / per);
+        *tuning.threshold = AUTOTUNE_CANDIDATES[candidate_of(t)];
+        trace_event("autotune", "trial=%d threshold=%zu sync=%ld", t, *tuning.threshold,
+                    tuning.sync);
     }
-    A.sync++;
+    tuning.sync++;
 }

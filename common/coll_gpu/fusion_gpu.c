@@ -23,31 +23,37 @@
 #include "coll_gpu/staged_node.h"
 #include "prof/timeline.h"
 
-static struct {
+/* The device fusion buffer and the host halves of host tensors in device groups. Owned by
+ * this file, grown here, let go by fusion_gpu_free (the GPU rows' shutdown). */
+typedef struct {
     void *buf; /* device fusion buffer */
     size_t bytes;
     uint16_t *half; /* host: a host tensor's halves on their way up or down (staged groups) */
     size_t half_n;
-} D;
+} fusion_gpu_state;
+static fusion_gpu_state device_fusion;
 
 /* The host half buffer for n values; with src, src's values cast into it (base/half.h). */
 static uint16_t *host_half(const float *src, size_t n)
 {
-    if (D.half_n < n) {
-        free(D.half);
-        D.half = malloc(n * sizeof *D.half);
-        if (!D.half)
+    if (device_fusion.half_n < n) {
+        free(device_fusion.half);
+        device_fusion.half = malloc(n * sizeof *device_fusion.half);
+        if (!device_fusion.half)
             fatal_error("GPU collectives: out of host memory for %zu halves", n);
-        D.half_n = n;
+        device_fusion.half_n = n;
     }
     for (size_t k = 0; src && k < n; k++)
-        D.half[k] = half_from_float(src[k]);
-    return D.half;
+        device_fusion.half[k] = half_from_float(src[k]);
+    return device_fusion.half;
 }
 
 /* Grows; outgrown ones are freed at shutdown (gpu_keep.h: a cudaFree here waits for ever
  * behind work stuck on any stream). */
-static void *device_buffer(size_t bytes) { return gpu_keep_device(&D.buf, &D.bytes, bytes); }
+static void *device_buffer(size_t bytes)
+{
+    return gpu_keep_device(&device_fusion.buf, &device_fusion.bytes, bytes);
+}
 
 /* A group's moves through the device fusion buffer (fusion_pack.h's walk). */
 typedef struct {
@@ -60,8 +66,9 @@ typedef struct {
 
 /* Packing. Host tensors (only in a staged group: a NCCL run holds device tensors alone) are
  * copied up, cast by the CPU first for fp16 (the same helpers, the same bits). A copy from
- * pageable memory "might be synchronous" (CUDA's API sync behavior), no more: D.half, which the
- * next host tensor refills (or host_half frees), is waited for before it is touched again. */
+ * pageable memory "might be synchronous" (CUDA's API sync behavior), no more:
+ * device_fusion.half, which the next host tensor refills (or host_half frees), is waited for
+ * before it is touched again. */
 static void host_up(float *t, size_t n, size_t o, void *ctx)
 {
     const device_moves *m = ctx;
@@ -242,12 +249,12 @@ void fusion_gpu_reduce(MPI_Comm comm, const fusion_entry *e, size_t len, float s
 
 void fusion_gpu_free(void)
 {
-    gpu_keep(D.buf, GPU_KEEP_DEVICE); /* freed by gpu_ops_shutdown, next */
-    free(D.half);
-    D.buf = NULL;
-    D.bytes = 0;
-    D.half = NULL;
-    D.half_n = 0;
+    gpu_keep(device_fusion.buf, GPU_KEEP_DEVICE); /* freed by gpu_ops_shutdown, next */
+    free(device_fusion.half);
+    device_fusion.buf = NULL;
+    device_fusion.bytes = 0;
+    device_fusion.half = NULL;
+    device_fusion.half_n = 0;
     staged_free(); /* staged_node's window goes with the host's topology (allreduce_free) */
 }
 

@@ -60,7 +60,9 @@ const char *staged_reduce_name(staged_reduce r)
 #include "coll_gpu/gpu_wait.h"
 #include "coll_gpu/nccl.h"
 
-static struct {
+/* The GPU collectives' choice for the job and their stream. Owned by this file:
+ * gpu_ops_init (from hvd_init) fills it, gpu_ops_shutdown (the GPU rows' shutdown) empties it. */
+typedef struct {
     gpu_path path;
     int node_reduce; /* gpu_ops_node_reduce */
     size_t node_ipc_min_bytes; /* gpu_ops_node_ipc_min_bytes */
@@ -71,7 +73,8 @@ static struct {
     cudaStream_t own, user;
     cudaEvent_t after; /* on the legacy default stream: what own waits for, no stream bound */
     int user_set;
-} G;
+} gpu_ops_state;
+static gpu_ops_state gpu_paths;
 
 /* What each rank tells the others: its GPU (uuid compared, bus id and host for the message). */
 typedef struct {
@@ -126,13 +129,13 @@ static int nccl_obstacle(const gpu_id *all, int size, char *why, size_t len)
 
 void gpu_ops_init(const gpu_ops_config *c)
 {
-    memset(&G, 0, sizeof G);
-    G.device = -1;
-    G.node_ipc_min_bytes = SIZE_MAX; /* no window on the GPUs unless below says so */
-    G.staged_hugepages = c->staged_hugepages;
+    memset(&gpu_paths, 0, sizeof gpu_paths);
+    gpu_paths.device = -1;
+    gpu_paths.node_ipc_min_bytes = SIZE_MAX; /* no window on the GPUs unless below says so */
+    gpu_paths.staged_hugepages = c->staged_hugepages;
     gpu_wait_set_bounds(c->rank, c->warn_s, c->limit_s);
     gpu_id me;
-    identify(c->local_rank, &me, &G.device);
+    identify(c->local_rank, &me, &gpu_paths.device);
     gpu_id *all = malloc((size_t)c->size * sizeof *all);
     if (!all)
         fatal_error("GPU collectives: out of memory for %d ranks", c->size);
@@ -144,7 +147,7 @@ void gpu_ops_init(const gpu_ops_config *c)
     }
     if (c->host_group_size > 0 && c->host_group_size < c->size)
         one_host = 0; /* allreduce.h will see several hosts */
-    G.ranks_mixed = with > 0 && with < c->size;
+    gpu_paths.ranks_mixed = with > 0 && with < c->size;
     if (with == 0) { /* hvd_pin_device says so: nothing to choose */
         free(all);
         return;
@@ -170,32 +173,34 @@ void gpu_ops_init(const gpu_ops_config *c)
                                                           : "every rank has a GPU of its own");
     int nccl = !blocked && c->request != GPU_OPS_MPI;
     if (!nccl && c->staged_reduce != STAGED_REDUCE_HOST) { /* staged_node.h: who adds */
-        G.node_reduce = with == c->size && one_host && c->size > 1;
-        G.node_min_bytes =
+        gpu_paths.node_reduce = with == c->size && one_host && c->size > 1;
+        gpu_paths.node_min_bytes =
             c->staged_reduce == STAGED_REDUCE_AUTO ? STAGED_REDUCE_AUTO_MIN_BYTES : 0;
-        if (G.node_reduce && c->staged_reduce == STAGED_REDUCE_IPC)
-            G.node_ipc_min_bytes = 0;
-        else if (G.node_reduce && c->staged_reduce == STAGED_REDUCE_AUTO)
-            G.node_ipc_min_bytes = STAGED_REDUCE_AUTO_IPC_MIN_BYTES;
+        if (gpu_paths.node_reduce && c->staged_reduce == STAGED_REDUCE_IPC)
+            gpu_paths.node_ipc_min_bytes = 0;
+        else if (gpu_paths.node_reduce && c->staged_reduce == STAGED_REDUCE_AUTO)
+            gpu_paths.node_ipc_min_bytes = STAGED_REDUCE_AUTO_IPC_MIN_BYTES;
         if (c->staged_reduce == STAGED_REDUCE_GPU || c->staged_reduce == STAGED_REDUCE_IPC)
             snprintf(adds, sizeof adds, "; HVDLAB_STAGED_REDUCE=%s: %s",
                      staged_reduce_name(c->staged_reduce),
-                     G.node_ipc_min_bytes == 0 ? "summed on the GPUs, their window shared by "
+                     gpu_paths.node_ipc_min_bytes == 0 ? "summed on the GPUs, their window "
+                                                         "shared by "
                                                  "CUDA IPC"
-                     : G.node_reduce  ? "summed on the GPUs"
+                     : gpu_paths.node_reduce  ? "summed on the GPUs"
                      : with < c->size ? "a rank has no GPU, the CPU adds"
                      : !one_host      ? "the ranks span hosts, the CPU adds"
                                       : "one rank, nothing to add");
-        else if (G.node_reduce) /* auto: said only where it applies */
+        else if (gpu_paths.node_reduce) /* auto: said only where it applies */
             snprintf(adds, sizeof adds,
                      "; summed on the GPUs from %zu MiB (through CUDA IPC from %zu MiB), by the "
-                     "CPU below", G.node_min_bytes >> 20, G.node_ipc_min_bytes >> 20);
+                     "CPU below", gpu_paths.node_min_bytes >> 20,
+                     gpu_paths.node_ipc_min_bytes >> 20);
     }
     if (me.has) {
-        CUDA_CHECK(cudaSetDevice(G.device));
-        CUDA_CHECK(cudaStreamCreateWithFlags(&G.own, cudaStreamNonBlocking));
-        CUDA_CHECK(cudaEventCreateWithFlags(&G.after, cudaEventDisableTiming));
-        G.path = nccl ? GPU_PATH_NCCL : GPU_PATH_STAGED;
+        CUDA_CHECK(cudaSetDevice(gpu_paths.device));
+        CUDA_CHECK(cudaStreamCreateWithFlags(&gpu_paths.own, cudaStreamNonBlocking));
+        CUDA_CHECK(cudaEventCreateWithFlags(&gpu_paths.after, cudaEventDisableTiming));
+        gpu_paths.path = nccl ? GPU_PATH_NCCL : GPU_PATH_STAGED;
     }
     if (nccl)
         nccl_init(c->comm, c->rank, c->size);
@@ -213,26 +218,26 @@ void gpu_ops_init(const gpu_ops_config *c)
 
 void gpu_ops_shutdown(void)
 {
-    if (G.path == GPU_PATH_NCCL)
+    if (gpu_paths.path == GPU_PATH_NCCL)
         nccl_free();
-    if (G.own)
-        cudaStreamDestroy(G.own);
-    if (G.after)
-        cudaEventDestroy(G.after);
+    if (gpu_paths.own)
+        cudaStreamDestroy(gpu_paths.own);
+    if (gpu_paths.after)
+        cudaEventDestroy(gpu_paths.after);
     gpu_keep_release(); /* the buffers the collectives outgrew, and their last ones */
-    memset(&G, 0, sizeof G);
+    memset(&gpu_paths, 0, sizeof gpu_paths);
 }
 
-gpu_path gpu_ops_path(void) { return G.path; }
-int gpu_ops_node_reduce(void) { return G.node_reduce; }
-size_t gpu_ops_node_ipc_min_bytes(void) { return G.node_ipc_min_bytes; }
-size_t gpu_ops_node_reduce_min_bytes(void) { return G.node_min_bytes; }
-int gpu_ops_staged_hugepages(void) { return G.staged_hugepages; }
-int gpu_ops_ranks_mixed(void) { return G.ranks_mixed; }
+gpu_path gpu_ops_path(void) { return gpu_paths.path; }
+int gpu_ops_node_reduce(void) { return gpu_paths.node_reduce; }
+size_t gpu_ops_node_ipc_min_bytes(void) { return gpu_paths.node_ipc_min_bytes; }
+size_t gpu_ops_node_reduce_min_bytes(void) { return gpu_paths.node_min_bytes; }
+int gpu_ops_staged_hugepages(void) { return gpu_paths.staged_hugepages; }
+int gpu_ops_ranks_mixed(void) { return gpu_paths.ranks_mixed; }
 
 int gpu_ops_is_device(const void *p)
 {
-    if (G.path == GPU_PATH_NONE || !p)
+    if (gpu_paths.path == GPU_PATH_NONE || !p)
         return 0;
     struct cudaPointerAttributes a;
     if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
@@ -244,23 +249,23 @@ int gpu_ops_is_device(const void *p)
 
 void *gpu_ops_set_stream(void *stream)
 {
-    void *before = G.user_set ? (void *)G.user : NULL;
-    G.user = (cudaStream_t)stream;
-    G.user_set = stream != NULL;
+    void *before = gpu_paths.user_set ? (void *)gpu_paths.user : NULL;
+    gpu_paths.user = (cudaStream_t)stream;
+    gpu_paths.user_set = stream != NULL;
     return before;
 }
 
 cudaStream_t gpu_ops_stream(void)
 {
-    if (G.user_set)
-        return G.user; /* ordered after the work that produced the buffer */
+    if (gpu_paths.user_set)
+        return gpu_paths.user; /* ordered after the work that produced the buffer */
     /* None bound: own, after the work queued so far on the legacy default stream, which itself
      * comes after every blocking stream's (an event: the host waits for nothing here). Not
      * cudaDeviceSynchronize: it waits with no limit for every stream, one stuck with a NCCL
      * kernel whose peer died among them; the collective's gpu_wait on own is bounded. */
-    CUDA_CHECK(cudaEventRecord(G.after, cudaStreamLegacy));
-    CUDA_CHECK(cudaStreamWaitEvent(G.own, G.after, 0));
-    return G.own;
+    CUDA_CHECK(cudaEventRecord(gpu_paths.after, cudaStreamLegacy));
+    CUDA_CHECK(cudaStreamWaitEvent(gpu_paths.own, gpu_paths.after, 0));
+    return gpu_paths.own;
 }
 
 #else

@@ -14,18 +14,21 @@
 #include "coll_gpu/gpu_keep.h"
 #include "coll_gpu/gpu_wait.h"
 
-static struct {
+/* The job's one NCCL communicator and its gather buffer. Owned by this file: nccl_init
+ * (from gpu_ops_init) makes it, nccl_free (gpu_ops_shutdown) ends it. */
+typedef struct {
     ncclComm_t comm;
     int rank, size;
     void *gather; /* nccl_allgather_to_host's device buffer: grows, freed by nccl_free */
     size_t gather_bytes;
-} N;
+} nccl_state;
+static nccl_state nccl_job;
 
 static void nccl_fail(const char *what, const char *call, ncclResult_t r)
     __attribute__((noreturn));
 static void nccl_fail(const char *what, const char *call, ncclResult_t r)
 {
-    const char *last = ncclGetLastError(N.comm);
+    const char *last = ncclGetLastError(nccl_job.comm);
     fatal_error("%s: %s failed: %s%s%s", what, call, ncclGetErrorString(r),
                 last && *last ? ": " : "", last ? last : "");
 }
@@ -35,10 +38,10 @@ static void nccl_fail(const char *what, const char *call, ncclResult_t r)
  * bounds before anything else touches NCCL or the stream. Else r must be ncclSuccess. */
 static void nccl_settle(const char *what, const char *call, ncclResult_t r)
 {
-    if (r == ncclInProgress && N.comm) {
+    if (r == ncclInProgress && nccl_job.comm) {
         char label[256];
         snprintf(label, sizeof label, "%s: %s", what, call);
-        gpu_wait_nccl(N.comm, label);
+        gpu_wait_nccl(nccl_job.comm, label);
     } else if (r != ncclSuccess) {
         nccl_fail(what, call, r);
     }
@@ -90,14 +93,14 @@ void nccl_init(MPI_Comm comm, int rank, int size)
     if (rank == 0)
         NCCL_CALL("NCCL set-up", ncclGetUniqueId(&id));
     MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, comm); /* host bytes */
-    N.rank = rank;
-    N.size = size;
+    nccl_job.rank = rank;
+    nccl_job.size = size;
     /* Non-blocking: a blocking init waits for every rank with no limit, so one that died or
      * never came would hold the others for ever. This one returns at once and is polled with
      * gpu_wait's bounds (NCCL's documented way; on time out the job ends, gpu_wait.c). */
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
-    NCCL_CALL("NCCL set-up", ncclCommInitRankConfig(&N.comm, size, id, rank, &config));
+    NCCL_CALL("NCCL set-up", ncclCommInitRankConfig(&nccl_job.comm, size, id, rank, &config));
 }
 
 /* ncclCommFinalize waits for the peers too: bounded the same way. Once its state is
@@ -105,14 +108,14 @@ void nccl_init(MPI_Comm comm, int rank, int size)
  * (the communicator is gone), so ncclInProgress from it counts as done. */
 void nccl_free(void)
 {
-    gpu_keep(N.gather, GPU_KEEP_DEVICE); /* freed by gpu_ops_shutdown, next */
-    N.gather = NULL;
-    N.gather_bytes = 0;
-    if (!N.comm)
+    gpu_keep(nccl_job.gather, GPU_KEEP_DEVICE); /* freed by gpu_ops_shutdown, next */
+    nccl_job.gather = NULL;
+    nccl_job.gather_bytes = 0;
+    if (!nccl_job.comm)
         return;
-    NCCL_CALL("NCCL shut-down", ncclCommFinalize(N.comm));
-    ncclComm_t c = N.comm;
-    N.comm = NULL;
+    NCCL_CALL("NCCL shut-down", ncclCommFinalize(nccl_job.comm));
+    ncclComm_t c = nccl_job.comm;
+    nccl_job.comm = NULL;
     ncclResult_t r = ncclCommDestroy(c);
     if (r != ncclSuccess && r != ncclInProgress)
         nccl_fail("NCCL shut-down", "ncclCommDestroy", r);
@@ -122,10 +125,10 @@ void nccl_allreduce_queue(void *buf, size_t count, int half, int avg, cudaStream
                           const char *what)
 {
     NCCL_CALL(what, ncclAllReduce(buf, buf, count, half ? ncclHalf : ncclFloat,
-                                  avg ? ncclAvg : ncclSum, N.comm, s));
+                                  avg ? ncclAvg : ncclSum, nccl_job.comm, s));
 }
 
-void nccl_wait(cudaStream_t s, const char *what) { gpu_wait(s, N.comm, what); }
+void nccl_wait(cudaStream_t s, const char *what) { gpu_wait(s, nccl_job.comm, what); }
 
 void nccl_allreduce(void *buf, size_t count, int half, int avg, cudaStream_t s, const char *what)
 {
@@ -135,7 +138,7 @@ void nccl_allreduce(void *buf, size_t count, int half, int avg, cudaStream_t s, 
 
 void nccl_broadcast(void *buf, size_t nbytes, int root, cudaStream_t s, const char *what)
 {
-    NCCL_CALL(what, ncclBroadcast(buf, buf, nbytes, ncclUint8, root, N.comm, s));
+    NCCL_CALL(what, ncclBroadcast(buf, buf, nbytes, ncclUint8, root, nccl_job.comm, s));
     nccl_wait(s, what);
 }
 
@@ -145,18 +148,21 @@ void nccl_allgather_to_host(const float *send, int send_host, float *out, const 
     if (total == 0)
         return; /* every rank knows every count: all return alike */
     /* Kept from call to call: a cudaFree here would wait for the whole device (gpu_keep.h) */
-    float *recv = gpu_keep_device(&N.gather, &N.gather_bytes, total * sizeof *recv);
-    if (send_host && counts[N.rank]) { /* up into its own slot, broadcast from there */
-        CUDA_CHECK(cudaMemcpyAsync(recv + displs[N.rank], send, counts[N.rank] * sizeof *recv,
+    float *recv = gpu_keep_device(&nccl_job.gather, &nccl_job.gather_bytes, total * sizeof *recv);
+    if (send_host && counts[nccl_job.rank]) { /* up into its own slot, broadcast from there */
+        CUDA_CHECK(cudaMemcpyAsync(recv + displs[nccl_job.rank], send,
+                                   counts[nccl_job.rank] * sizeof *recv,
                                    cudaMemcpyHostToDevice, s));
-        send = recv + displs[N.rank];
+        send = recv + displs[nccl_job.rank];
     }
     NCCL_CALL(what, ncclGroupStart());
-    for (int r = 0; r < N.size; r++) {
+    for (int r = 0; r < nccl_job.size; r++) {
         if (!counts[r])
             continue;
-        const void *src = r == N.rank ? (const void *)send : (const void *)(recv + displs[r]);
-        NCCL_CALL(what, ncclBroadcast(src, recv + displs[r], counts[r], ncclFloat, r, N.comm, s));
+        const void *src =
+            r == nccl_job.rank ? (const void *)send : (const void *)(recv + displs[r]);
+        NCCL_CALL(what,
+                  ncclBroadcast(src, recv + displs[r], counts[r], ncclFloat, r, nccl_job.comm, s));
     }
     NCCL_CALL(what, ncclGroupEnd());
     nccl_wait(s, what); /* before a copy to pageable memory, which would block unbounded */

@@ -21,23 +21,26 @@
 
 #define PIECE ((size_t)1 << 30) /* MPI counts are int */
 
-static struct {
+/* The host-staged path's buffers. Owned by this file, grown here, handed to gpu_keep by
+ * staged_free (the GPU rows' shutdown, through fusion_gpu_free). */
+typedef struct {
     char *host; /* pinned: the copies run at full PCIe speed and asynchronously */
     size_t host_bytes;
     int registered; /* host is memory_alloc's, pinned by cudaHostRegister (HVDLAB_STAGED_HOST) */
     void *half; /* device: fp16 casts before the copy down, after the copy up */
     size_t half_bytes;
-} T;
+} staged_state;
+static staged_state staging;
 
 /* Grow-only, the outgrown kept until shutdown (gpu_keep.h: freeing here could wait for ever). */
 static char *pinned(size_t bytes)
 {
-    if (T.host_bytes >= bytes && T.host)
-        return T.host;
-    gpu_keep(T.host, T.registered ? GPU_KEEP_REGISTERED : GPU_KEEP_PINNED);
-    T.host = NULL;
-    T.registered = 0;
-    bytes = gpu_keep_grown(T.host_bytes, bytes);
+    if (staging.host_bytes >= bytes && staging.host)
+        return staging.host;
+    gpu_keep(staging.host, staging.registered ? GPU_KEEP_REGISTERED : GPU_KEEP_PINNED);
+    staging.host = NULL;
+    staging.registered = 0;
+    bytes = gpu_keep_grown(staging.host_bytes, bytes);
     /* HVDLAB_STAGED_HOST=hugepages: the pinned buffer is memory_alloc's (huge pages) registered
      * with CUDA, so that the one-host allreduce may take its single-copy path (allreduce.c picks
      * it for huge-page buffers from ALLREDUCE_CMA_FROM_*), where cudaMallocHost's 4 KiB pages
@@ -48,24 +51,24 @@ static char *pinned(size_t bytes)
         /* whole huge pages, registered whole; a failure stops the job: a rank falling back
          * alone would take another path than the others */
         const size_t huge = (size_t)2 << 20, whole = ((bytes ? bytes : 1) + huge - 1) / huge * huge;
-        T.host = memory_alloc(whole);
-        if (!T.host)
+        staging.host = memory_alloc(whole);
+        if (!staging.host)
             fatal_error("HVDLAB_STAGED_HOST=hugepages: out of host memory for %zu bytes", whole);
-        cudaError_t e = cudaHostRegister(T.host, whole, cudaHostRegisterDefault);
+        cudaError_t e = cudaHostRegister(staging.host, whole, cudaHostRegisterDefault);
         if (e != cudaSuccess)
             fatal_error("HVDLAB_STAGED_HOST=hugepages: cudaHostRegister of %zu bytes failed: %s "
                         "(unset it to use cudaMallocHost)", whole, cudaGetErrorString(e));
-        T.registered = 1;
+        staging.registered = 1;
     } else {
-        CUDA_CHECK(cudaMallocHost((void **)&T.host, bytes ? bytes : 1));
+        CUDA_CHECK(cudaMallocHost((void **)&staging.host, bytes ? bytes : 1));
     }
-    T.host_bytes = bytes;
-    return T.host;
+    staging.host_bytes = bytes;
+    return staging.host;
 }
 
 static uint16_t *device_half(size_t n)
 {
-    return gpu_keep_device(&T.half, &T.half_bytes, n * sizeof(uint16_t));
+    return gpu_keep_device(&staging.half, &staging.half_bytes, n * sizeof(uint16_t));
 }
 
 static size_t run_count(const fusion_entry *e, size_t i, size_t j)
@@ -174,9 +177,9 @@ const void *staged_download(const void *dev, size_t nbytes, const char *what)
 
 void staged_free(void)
 {
-    gpu_keep(T.host, T.registered ? GPU_KEEP_REGISTERED : GPU_KEEP_PINNED);
-    gpu_keep(T.half, GPU_KEEP_DEVICE);
-    memset(&T, 0, sizeof T); /* freed by gpu_ops_shutdown, next */
+    gpu_keep(staging.host, staging.registered ? GPU_KEEP_REGISTERED : GPU_KEEP_PINNED);
+    gpu_keep(staging.half, GPU_KEEP_DEVICE);
+    memset(&staging, 0, sizeof staging); /* freed by gpu_ops_shutdown, next */
 }
 
 #endif

@@ -22,7 +22,9 @@
  * the barriers from ruling (32 MiB: 64 MiB of GPU memory per rank). */
 #define IPC_PIECE_FACTOR 8
 
-static struct {
+/* The host's staging window and the GPUs' one. Owned by this file: opened at the first
+ * large group, released by staged_node_free (allreduce_free, through the window's user hook). */
+typedef struct {
     int ready;        /* w and wi initialised on the host's node */
     int refused;      /* a rank could not pin the window, and wi is not open: the CPU adds, for
                          the job's life */
@@ -37,7 +39,8 @@ static struct {
     size_t scratch_bytes;
     const void **x;   /* the L pieces one sum adds (fusion_cuda_sum_ranks) */
     cudaStream_t up;  /* the others' pieces up and the sums; the copies down go on the ops stream */
-} N;
+} staged_node_state;
+static staged_node_state stage;
 
 /* One call's ops context: where its copies down go, its name for errors, and which window. */
 typedef struct {
@@ -68,18 +71,20 @@ static void reduce(void *ctx, char *buf, char *const *slots, int me, int L, size
     const call_ctx *c = ctx;
     size_t es = t == SHM_F16 ? 2 : 4;
     for (int r = 0; r < L; r++) {
-        N.x[r] = r == me ? buf : c->on_gpu ? slots[r] : N.scratch + (size_t)r * N.w.piece;
+        stage.x[r] = r == me      ? buf
+                     : c->on_gpu ? slots[r]
+                                 : stage.scratch + (size_t)r * stage.w.piece;
         if (r != me && !c->on_gpu)
-            CUDA_CHECK(cudaMemcpyAsync((void *)N.x[r], slots[r], n * es, cudaMemcpyHostToDevice,
-                                       N.up));
+            CUDA_CHECK(cudaMemcpyAsync((void *)stage.x[r], slots[r], n * es, cudaMemcpyHostToDevice,
+                                       stage.up));
     }
-    fusion_cuda_sum_ranks(buf, N.x, L, n, t == SHM_F16, scale, N.up);
+    fusion_cuda_sum_ranks(buf, stage.x, L, n, t == SHM_F16, scale, stage.up);
 }
 
 static void reduce_wait(void *ctx)
 {
     const call_ctx *c = ctx;
-    gpu_wait(N.up, NULL, c->what);
+    gpu_wait(stage.up, NULL, c->what);
 }
 
 static const node_stage_ops GPU_OPS = {down, down_wait, reduce, reduce_wait};
@@ -90,7 +95,7 @@ static int open_on_gpu(void)
 {
     char why[200];
     size_t piece = IPC_PIECE_FACTOR * node_stage_piece_bytes();
-    if (ipc_window_open(&N.ipc, N.wi.node->comm, piece, why, sizeof why) != 0) {
+    if (ipc_window_open(&stage.ipc, stage.wi.node->comm, piece, why, sizeof why) != 0) {
         if (why[0])
             fprintf(stderr, "hvdlab: warning: staged tensors summed on the GPUs through CUDA IPC "
                     "(HVDLAB_STAGED_REDUCE=%s): rank %d: %s; the host's shared window serves "
@@ -98,8 +103,8 @@ static int open_on_gpu(void)
                     fatal_job_rank(), why);
         return 0;
     }
-    node_stage_attach(&N.wi, N.ipc.bases, piece);
-    return N.on_gpu = 1;
+    node_stage_attach(&stage.wi, stage.ipc.bases, piece);
+    return stage.on_gpu = 1;
 }
 
 /* The host's window mapped and pinned in every rank, and the scratch its pieces come up to. 0
@@ -109,47 +114,48 @@ static int open_on_gpu(void)
 static int open_on_host(void)
 {
     size_t bytes = 0;
-    char *slots = node_stage_window(&N.w, &bytes); /* NULL on every rank, or on none */
+    char *slots = node_stage_window(&stage.w, &bytes); /* NULL on every rank, or on none */
     int ok = slots != NULL, all = ok;
     cudaError_t e = cudaSuccess;
-    if (ok && N.pinned != slots) {
+    if (ok && stage.pinned != slots) {
         /* Portable: pinned for every context of this process; each rank pins its own mapping */
         e = cudaHostRegister(slots, bytes, cudaHostRegisterPortable);
         ok = e == cudaSuccess;
         if (!ok)
             (void)cudaGetLastError();
-        MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, N.w.node->comm);
+        MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, stage.w.node->comm);
         if (ok && all)
-            N.pinned = slots;
+            stage.pinned = slots;
         else if (ok)
             cudaHostUnregister(slots);
     }
     if (!all) {
         char instead[96]; /* who adds instead, for the warning below */
-        if (N.on_gpu)
+        if (stage.on_gpu)
             snprintf(instead, sizeof instead, "the CPU adds the groups below %g MiB instead (the "
                      "GPUs' window the rest)", (double)gpu_ops_node_ipc_min_bytes() / (1 << 20));
         else
             snprintf(instead, sizeof instead, "the CPU adds them instead");
-        if (!slots && N.w.error[0])
+        if (!slots && stage.w.error[0])
             fprintf(stderr, "hvdlab: warning: staged tensors summed on the GPUs "
-                    "(HVDLAB_STAGED_REDUCE): rank %d: %s; %s\n", fatal_job_rank(), N.w.error, instead);
+                    "(HVDLAB_STAGED_REDUCE): rank %d: %s; %s\n", fatal_job_rank(), stage.w.error,
+                    instead);
         else if (slots && !ok)
             fprintf(stderr, "hvdlab: warning: staged tensors summed on the GPUs "
                     "(HVDLAB_STAGED_REDUCE): rank %d: cudaHostRegister of the %zu-byte shared "
                     "window failed (%s); %s\n", fatal_job_rank(), bytes, cudaGetErrorString(e),
                     instead);
-        node_stage_free(&N.w);
+        node_stage_free(&stage.w);
         return 0;
     }
-    size_t need = (size_t)N.w.node->size * N.w.piece;
-    if (N.scratch_bytes < need) {
-        if (N.scratch)
-            CUDA_CHECK(cudaFree(N.scratch));
-        N.scratch = NULL;
-        N.scratch_bytes = 0;
-        CUDA_CHECK(cudaMalloc((void **)&N.scratch, need));
-        N.scratch_bytes = need;
+    size_t need = (size_t)stage.w.node->size * stage.w.piece;
+    if (stage.scratch_bytes < need) {
+        if (stage.scratch)
+            CUDA_CHECK(cudaFree(stage.scratch));
+        stage.scratch = NULL;
+        stage.scratch_bytes = 0;
+        CUDA_CHECK(cudaMalloc((void **)&stage.scratch, need));
+        stage.scratch_bytes = need;
     }
     return 1;
 }
@@ -159,48 +165,49 @@ static int open_on_host(void)
  * alike, when there can be none. */
 static int prepare(MPI_Comm comm)
 {
-    if (N.refused)
+    if (stage.refused)
         return 0;
-    if (!N.ready) {
-        node_stage_init(&N.w, allreduce_host_node(comm));
-        node_stage_init(&N.wi, allreduce_host_node(comm));
-        N.ready = 1;
-        if (N.w.node->size > FUSION_CUDA_MAX_RANKS) { /* the same on every rank */
-            if (N.w.node->rank == 0)
+    if (!stage.ready) {
+        node_stage_init(&stage.w, allreduce_host_node(comm));
+        node_stage_init(&stage.wi, allreduce_host_node(comm));
+        stage.ready = 1;
+        if (stage.w.node->size > FUSION_CUDA_MAX_RANKS) { /* the same on every rank */
+            if (stage.w.node->rank == 0)
                 fprintf(stderr, "hvdlab: warning: staged tensors summed on the GPUs "
                         "(HVDLAB_STAGED_REDUCE): %d ranks on one host, more than the %d the GPU's "
-                        "sum takes; the CPU adds them instead\n", N.w.node->size,
+                        "sum takes; the CPU adds them instead\n", stage.w.node->size,
                         FUSION_CUDA_MAX_RANKS);
-            N.refused = 1;
+            stage.refused = 1;
             return 0;
         }
         if (gpu_ops_node_ipc_min_bytes() != SIZE_MAX)
             open_on_gpu(); /* the same answer on every rank */
     }
     /* the host's window: for the groups below the IPC size, or all where IPC is not open */
-    const int need_host = (!N.on_gpu || gpu_ops_node_ipc_min_bytes() > 0) && !N.host_refused;
+    const int need_host =
+        (!stage.on_gpu || gpu_ops_node_ipc_min_bytes() > 0) && !stage.host_refused;
     if (need_host && !open_on_host()) { /* after the first time: a few checks, nothing made */
-        if (!N.on_gpu) {
-            N.refused = 1;
+        if (!stage.on_gpu) {
+            stage.refused = 1;
             return 0;
         }
-        N.host_refused = 1; /* the same on every rank: open_on_host's answer */
+        stage.host_refused = 1; /* the same on every rank: open_on_host's answer */
     }
-    if (!N.x && !(N.x = malloc((size_t)N.w.node->size * sizeof *N.x)))
-        fatal_error("staged allreduce: out of memory for %d ranks", N.w.node->size);
-    if (!N.up)
-        CUDA_CHECK(cudaStreamCreateWithFlags(&N.up, cudaStreamNonBlocking));
+    if (!stage.x && !(stage.x = malloc((size_t)stage.w.node->size * sizeof *stage.x)))
+        fatal_error("staged allreduce: out of memory for %d ranks", stage.w.node->size);
+    if (!stage.up)
+        CUDA_CHECK(cudaStreamCreateWithFlags(&stage.up, cudaStreamNonBlocking));
     return 1;
 }
 
 /* Whether a group of these bytes on the wire goes through the window on the GPUs: the same on
  * every rank (the same group; the window opened on every rank or on none). */
-static int on_gpu(size_t bytes) { return N.on_gpu && bytes >= gpu_ops_node_ipc_min_bytes(); }
+static int on_gpu(size_t bytes) { return stage.on_gpu && bytes >= gpu_ops_node_ipc_min_bytes(); }
 
 int staged_node_usable(MPI_Comm comm, size_t bytes)
 {
     return gpu_ops_node_reduce() && allreduce_host_node(comm) != NULL && prepare(comm) &&
-           (!N.host_refused || on_gpu(bytes));
+           (!stage.host_refused || on_gpu(bytes));
 }
 
 void staged_node_allreduce(void *dev, size_t n, int fp16, float scale, cudaStream_t s,
@@ -211,7 +218,7 @@ void staged_node_allreduce(void *dev, size_t n, int fp16, float scale, cudaStrea
     /* The sums on the up stream write dev only after the first copy down has been waited for,
      * which waits for everything before it on s: no event needed. */
     call_ctx c = {.down = s, .what = what, .on_gpu = on_gpu(n * (fp16 ? 2 : 4))};
-    node_stage_allreduce(c.on_gpu ? &N.wi : &N.w, dev, n, fp16 ? SHM_F16 : SHM_F32, scale,
+    node_stage_allreduce(c.on_gpu ? &stage.wi : &stage.w, dev, n, fp16 ? SHM_F16 : SHM_F32, scale,
                          &GPU_OPS, &c);
 }
 
@@ -222,20 +229,20 @@ const char *staged_node_activity(size_t bytes)
 
 void staged_node_free(void)
 {
-    if (!N.ready)
+    if (!stage.ready)
         return;
-    if (N.pinned)
-        cudaHostUnregister(N.pinned);
-    if (N.on_gpu) /* every rank is here (hvd_shutdown): the others' reads are over */
-        ipc_window_close(&N.ipc, N.wi.node->comm);
-    node_stage_free(&N.w);
-    node_stage_free(&N.wi);
-    free(N.x);
-    if (N.scratch)
-        cudaFree(N.scratch);
-    if (N.up)
-        cudaStreamDestroy(N.up);
-    memset(&N, 0, sizeof N);
+    if (stage.pinned)
+        cudaHostUnregister(stage.pinned);
+    if (stage.on_gpu) /* every rank is here (hvd_shutdown): the others' reads are over */
+        ipc_window_close(&stage.ipc, stage.wi.node->comm);
+    node_stage_free(&stage.w);
+    node_stage_free(&stage.wi);
+    free(stage.x);
+    if (stage.scratch)
+        cudaFree(stage.scratch);
+    if (stage.up)
+        cudaStreamDestroy(stage.up);
+    memset(&stage, 0, sizeof stage);
 }
 
 #endif

@@ -41,7 +41,10 @@ _Static_assert(FUSION_NAME_MAX == COLL_NAME_MAX, "a queued tensor's name is its 
  * HVD_STALL_SHUTDOWN_TIME_SECONDS does not say: every rank has entered the call by then. */
 #define DEFAULT_GPU_WAIT_LIMIT_SECONDS 600.0
 
-static struct {
+/* The job as hvd_init set it up: ranks, communicators, settings, the table of ways and the
+ * queue. Owned by this file (hvd_init fills it, hvd_shutdown empties it); below hvd/ nothing
+ * reads it: what a layer needs it is handed at init. */
+typedef struct {
     int initialized;
     int we_initialized_mpi;
     int rank, size, local_rank, local_size;
@@ -61,24 +64,26 @@ static struct {
     const coll_backend *backends[GPU_BACKEND_ROWS + 1]; /* the ways, assembled by hvd_init */
     size_t nbackends;
     fusion_queue queue;
-} S = {.size = 1, .local_size = 1, .fusion_threshold = HVD_DEFAULT_FUSION_THRESHOLD};
+} hvd_state;
+static hvd_state job = {.size = 1, .local_size = 1,
+                        .fusion_threshold = HVD_DEFAULT_FUSION_THRESHOLD};
 
-int hvd_is_initialized(void) { return S.initialized; }
-int hvd_rank(void) { return S.initialized ? S.rank : 0; }
-int hvd_size(void) { return S.initialized ? S.size : 1; }
-int hvd_local_rank(void) { return S.initialized ? S.local_rank : 0; }
-int hvd_local_size(void) { return S.initialized ? S.local_size : 1; }
-size_t hvd_fusion_threshold(void) { return S.fusion_threshold; }
-void hvd_set_fusion_threshold(size_t bytes) { S.fusion_threshold = bytes; }
-int hvd_default_compression(void) { return S.compression; }
-int hvd_stall_check(void) { return S.stall_check; }
-void hvd_set_stall_check(int on) { S.stall_check = on; }
+int hvd_is_initialized(void) { return job.initialized; }
+int hvd_rank(void) { return job.initialized ? job.rank : 0; }
+int hvd_size(void) { return job.initialized ? job.size : 1; }
+int hvd_local_rank(void) { return job.initialized ? job.local_rank : 0; }
+int hvd_local_size(void) { return job.initialized ? job.local_size : 1; }
+size_t hvd_fusion_threshold(void) { return job.fusion_threshold; }
+void hvd_set_fusion_threshold(size_t bytes) { job.fusion_threshold = bytes; }
+int hvd_default_compression(void) { return job.compression; }
+int hvd_stall_check(void) { return job.stall_check; }
+void hvd_set_stall_check(int on) { job.stall_check = on; }
 
 void hvd_fusion_stats(size_t *allreduce_calls, size_t *tensors, size_t *bytes_copied)
 {
-    *allreduce_calls = S.queue.stats.allreduce_calls;
-    *tensors = S.queue.stats.tensors;
-    *bytes_copied = S.queue.stats.bytes_copied;
+    *allreduce_calls = job.queue.stats.allreduce_calls;
+    *tensors = job.queue.stats.tensors;
+    *bytes_copied = job.queue.stats.bytes_copied;
 }
 
 static void entry_check(const coll_desc *d);
@@ -144,30 +149,30 @@ static void read_settings(void)
      * convolution. */
     env_switch_check_all();
     const char *v = getenv("HVD_FUSION_THRESHOLD");
-    if (v && *v && parse_bytes(v, &S.fusion_threshold) != 0)
+    if (v && *v && parse_bytes(v, &job.fusion_threshold) != 0)
         fatal_error("HVD_FUSION_THRESHOLD=%s: expected a byte count such as 67108864, 64M or 0", v);
     v = getenv("HVD_COMPRESSION");
     if (!v || !*v || strcmp(v, "none") == 0)
-        S.compression = HVD_COMPRESS_NONE;
+        job.compression = HVD_COMPRESS_NONE;
     else if (strcmp(v, "fp16") == 0)
-        S.compression = HVD_COMPRESS_FP16;
+        job.compression = HVD_COMPRESS_FP16;
     else
         fatal_error("HVD_COMPRESSION=%s: expected none or fp16", v);
     /* Horovod's on/off flags: 0 or 1, another spelling stops (base/env_switch.h) */
-    S.check = env_switch("HVD_CHECK_COLLECTIVES", 0);
-    S.stall_check = !env_switch("HVD_STALL_CHECK_DISABLE", 0);
-    S.stall_warn_s = parse_seconds("HVD_STALL_CHECK_TIME_SECONDS",
+    job.check = env_switch("HVD_CHECK_COLLECTIVES", 0);
+    job.stall_check = !env_switch("HVD_STALL_CHECK_DISABLE", 0);
+    job.stall_warn_s = parse_seconds("HVD_STALL_CHECK_TIME_SECONDS",
                                    getenv("HVD_STALL_CHECK_TIME_SECONDS"),
                                    DEFAULT_STALL_CHECK_SECONDS);
-    if (S.stall_warn_s == 0 && S.stall_check) /* a warning a collective; off is another flag */
+    if (job.stall_warn_s == 0 && job.stall_check) /* a warning a collective; off is another flag */
         fatal_error("HVD_STALL_CHECK_TIME_SECONDS=%s: expected more than 0 seconds, such as 60 "
                     "or 2.5 (HVD_STALL_CHECK_DISABLE=1 turns the check off)",
                     getenv("HVD_STALL_CHECK_TIME_SECONDS"));
-    S.stall_shutdown_s = parse_seconds("HVD_STALL_SHUTDOWN_TIME_SECONDS",
+    job.stall_shutdown_s = parse_seconds("HVD_STALL_SHUTDOWN_TIME_SECONDS",
                                        getenv("HVD_STALL_SHUTDOWN_TIME_SECONDS"), 0);
-    S.hierarchical = env_switch("HVD_HIERARCHICAL_ALLREDUCE", 0);
+    job.hierarchical = env_switch("HVD_HIERARCHICAL_ALLREDUCE", 0);
     v = getenv("HVD_HOST_GROUP_SIZE");
-    S.host_group_size = 0;
+    job.host_group_size = 0;
     if (v && *v) {
         char *end;
         errno = 0;
@@ -175,17 +180,17 @@ static void read_settings(void)
         if (end == v || *end || errno || g < 1 || g > INT_MAX)
             fatal_error("HVD_HOST_GROUP_SIZE=%s: expected a number of ranks per test host, "
                         "at least 1", v);
-        S.host_group_size = (int)g;
+        job.host_group_size = (int)g;
     }
     v = getenv("HVD_GPU_OPERATIONS");
-    if (gpu_ops_parse(v, &S.gpu_ops) != 0)
+    if (gpu_ops_parse(v, &job.gpu_ops) != 0)
         fatal_error("HVD_GPU_OPERATIONS=%s: expected nccl or mpi", v);
     v = getenv("HVDLAB_STAGED_REDUCE");
-    if (staged_reduce_parse(v, &S.staged_reduce) != 0)
+    if (staged_reduce_parse(v, &job.staged_reduce) != 0)
         fatal_error("HVDLAB_STAGED_REDUCE=%s: expected auto (the default), host, gpu or ipc", v);
     v = getenv("HVDLAB_STAGED_HOST");
-    S.staged_hugepages = v && strcmp(v, "hugepages") == 0;
-    if (v && *v && !S.staged_hugepages && strcmp(v, "pinned") != 0)
+    job.staged_hugepages = v && strcmp(v, "hugepages") == 0;
+    if (v && *v && !job.staged_hugepages && strcmp(v, "pinned") != 0)
         fatal_error("HVDLAB_STAGED_HOST=%s: expected pinned (the default) or hugepages", v);
 }
 
@@ -196,37 +201,37 @@ static void agree_on_settings(void)
     agree_setting v[12];
     memset(v, 0, sizeof v); /* exchanged as bytes */
     snprintf(v[0].name, sizeof v[0].name, "HVD_CHECK_COLLECTIVES");
-    snprintf(v[0].value, sizeof v[0].value, "%d", S.check);
+    snprintf(v[0].value, sizeof v[0].value, "%d", job.check);
     snprintf(v[1].name, sizeof v[1].name, "HVD_FUSION_THRESHOLD");
-    snprintf(v[1].value, sizeof v[1].value, "%zu", S.fusion_threshold);
+    snprintf(v[1].value, sizeof v[1].value, "%zu", job.fusion_threshold);
     snprintf(v[2].name, sizeof v[2].name, "HVD_COMPRESSION");
     snprintf(v[2].value, sizeof v[2].value, "%s",
-             S.compression == HVD_COMPRESS_FP16 ? "fp16" : "none");
+             job.compression == HVD_COMPRESS_FP16 ? "fp16" : "none");
     snprintf(v[3].name, sizeof v[3].name, "HVD_STALL_CHECK_DISABLE");
-    snprintf(v[3].value, sizeof v[3].value, "%d", !S.stall_check);
+    snprintf(v[3].value, sizeof v[3].value, "%d", !job.stall_check);
     snprintf(v[4].name, sizeof v[4].name, "HVD_STALL_CHECK_TIME_SECONDS");
-    snprintf(v[4].value, sizeof v[4].value, "%g", S.stall_warn_s);
+    snprintf(v[4].value, sizeof v[4].value, "%g", job.stall_warn_s);
     snprintf(v[5].name, sizeof v[5].name, "HVD_STALL_SHUTDOWN_TIME_SECONDS");
-    snprintf(v[5].value, sizeof v[5].value, "%g", S.stall_shutdown_s);
+    snprintf(v[5].value, sizeof v[5].value, "%g", job.stall_shutdown_s);
     snprintf(v[6].name, sizeof v[6].name, "HVD_GPU_OPERATIONS"); /* which wire device tensors use */
-    snprintf(v[6].value, sizeof v[6].value, "%s", gpu_ops_request_name(S.gpu_ops));
+    snprintf(v[6].value, sizeof v[6].value, "%s", gpu_ops_request_name(job.gpu_ops));
     snprintf(v[7].name, sizeof v[7].name, "HVD_PROFILE"); /* its report at shutdown is collective */
     snprintf(v[7].value, sizeof v[7].value, "%d", profile_enabled());
     snprintf(v[8].name, sizeof v[8].name, "HVD_HIERARCHICAL_ALLREDUCE");
-    snprintf(v[8].value, sizeof v[8].value, "%d", S.hierarchical);
+    snprintf(v[8].value, sizeof v[8].value, "%d", job.hierarchical);
     snprintf(v[9].name, sizeof v[9].name, "HVD_HOST_GROUP_SIZE"); /* which ranks share a window */
-    snprintf(v[9].value, sizeof v[9].value, "%d", S.host_group_size);
+    snprintf(v[9].value, sizeof v[9].value, "%d", job.host_group_size);
     snprintf(v[10].name, sizeof v[10].name, "HVDLAB_STAGED_REDUCE"); /* who adds: CPU or GPU */
-    snprintf(v[10].value, sizeof v[10].value, "%s", staged_reduce_name(S.staged_reduce));
+    snprintf(v[10].value, sizeof v[10].value, "%s", staged_reduce_name(job.staged_reduce));
     snprintf(v[11].name, sizeof v[11].name, "HVDLAB_STAGED_HOST"); /* which host path runs */
-    snprintf(v[11].value, sizeof v[11].value, "%s", S.staged_hugepages ? "hugepages" : "pinned");
-    agree_settings(S.comm, v, 12);
+    snprintf(v[11].value, sizeof v[11].value, "%s", job.staged_hugepages ? "hugepages" : "pinned");
+    agree_settings(job.comm, v, 12);
 }
 
 /* Collectives run in the order they were called: queued allreduces go before anything else. */
 static void flush_queue(void)
 {
-    if (S.queue.len)
+    if (job.queue.len)
         hvd_synchronize();
 }
 
@@ -249,7 +254,7 @@ void hvd_stop_timeline(void)
 
 int hvd_init(int *argc, char ***argv)
 {
-    if (S.initialized)
+    if (job.initialized)
         return 0;
     fatal_set_abort_hook(abort_job);
     early_signal_catch(); /* ./hvdrun's SIGUSR1 while the rank starts up (early_signal.h) */
@@ -258,48 +263,48 @@ int hvd_init(int *argc, char ***argv)
     if (!mpi_init) {
         if (MPI_Init(argc, argv) != MPI_SUCCESS)
             fatal_error("MPI_Init failed");
-        S.we_initialized_mpi = 1;
+        job.we_initialized_mpi = 1;
     }
-    MPI_Comm_dup(MPI_COMM_WORLD, &S.comm);
-    MPI_Comm_dup(MPI_COMM_WORLD, &S.check_comm);
-    MPI_Comm_rank(S.comm, &S.rank);
-    MPI_Comm_size(S.comm, &S.size);
+    MPI_Comm_dup(MPI_COMM_WORLD, &job.comm);
+    MPI_Comm_dup(MPI_COMM_WORLD, &job.check_comm);
+    MPI_Comm_rank(job.comm, &job.rank);
+    MPI_Comm_size(job.comm, &job.size);
     MPI_Comm local;
-    MPI_Comm_split_type(S.comm, MPI_COMM_TYPE_SHARED, S.rank, MPI_INFO_NULL, &local);
-    MPI_Comm_rank(local, &S.local_rank);
-    MPI_Comm_size(local, &S.local_size);
+    MPI_Comm_split_type(job.comm, MPI_COMM_TYPE_SHARED, job.rank, MPI_INFO_NULL, &local);
+    MPI_Comm_rank(local, &job.local_rank);
+    MPI_Comm_size(local, &job.local_size);
     MPI_Comm_free(&local);
-    S.initialized = 1;
-    fatal_set_rank(S.rank, S.local_rank);
-    trace_reopen(S.rank, S.size); /* events from here on go to rank-R.log */
-    trace_event("init", "local_rank=%d local_size=%d", S.local_rank, S.local_size); /* + size */
+    job.initialized = 1;
+    fatal_set_rank(job.rank, job.local_rank);
+    trace_reopen(job.rank, job.size); /* events from here on go to rank-R.log */
+    trace_event("init", "local_rank=%d local_size=%d", job.local_rank, job.local_size); /* + size */
     read_settings();
     profile_init();
     agree_on_settings();
     const char *ft = getenv("HVD_FUSION_THRESHOLD");
-    autotune_init(S.comm, S.rank, &S.fusion_threshold, ft && *ft, /* HVD_AUTOTUNE */
+    autotune_init(job.comm, job.rank, &job.fusion_threshold, ft && *ft, /* HVD_AUTOTUNE */
                   HVD_DEFAULT_FUSION_THRESHOLD);
-    stall_init(&S.stall, S.comm, S.stall_warn_s, S.stall_shutdown_s, S.check);
-    gpu_ops_config g = {.comm = S.comm, .rank = S.rank, .size = S.size,
-                        .local_rank = S.local_rank, .request = S.gpu_ops,
-                        .staged_reduce = S.staged_reduce,
-                        .staged_hugepages = S.staged_hugepages,
-                        .host_group_size = S.host_group_size,
-                        .warn_s = S.stall_warn_s,
-                        .limit_s = S.stall_shutdown_s > 0 ? S.stall_shutdown_s
+    stall_init(&job.stall, job.comm, job.stall_warn_s, job.stall_shutdown_s, job.check);
+    gpu_ops_config g = {.comm = job.comm, .rank = job.rank, .size = job.size,
+                        .local_rank = job.local_rank, .request = job.gpu_ops,
+                        .staged_reduce = job.staged_reduce,
+                        .staged_hugepages = job.staged_hugepages,
+                        .host_group_size = job.host_group_size,
+                        .warn_s = job.stall_warn_s,
+                        .limit_s = job.stall_shutdown_s > 0 ? job.stall_shutdown_s
                                                           : DEFAULT_GPU_WAIT_LIMIT_SECONDS};
     gpu_ops_init(&g); /* after the settings agree: the choice is collective */
     /* the hosts, for allreduce.h */
-    allreduce_init(S.comm, S.hierarchical, S.host_group_size, gpu_ops_ranks_mixed());
+    allreduce_init(job.comm, job.hierarchical, job.host_group_size, gpu_ops_ranks_mixed());
     /* The ways collectives travel (backend.h), as Horovod's operation manager: the GPU's rows
      * first (none in a CPU build), the host's last, which takes any tensor. */
-    S.nbackends = gpu_backend_rows(S.backends);
-    S.backends[S.nbackends++] = &host_backend;
-    S.queue.backends = S.backends;
-    S.queue.nbackends = S.nbackends;
-    vote_init(S.comm, enter_vote); /* the vote's communicator, here: collective on every rank */
-    watchdog_set_progress_check(S.stall_check ? S.stall_warn_s : 0, S.stall_shutdown_s);
-    watchdog_start(S.comm); /* a rank that dies is named by the others (watchdog.h) */
+    job.nbackends = gpu_backend_rows(job.backends);
+    job.backends[job.nbackends++] = &host_backend;
+    job.queue.backends = job.backends;
+    job.queue.nbackends = job.nbackends;
+    vote_init(job.comm, enter_vote); /* the vote's communicator, here: collective on every rank */
+    watchdog_set_progress_check(job.stall_check ? job.stall_warn_s : 0, job.stall_shutdown_s);
+    watchdog_start(job.comm); /* a rank that dies is named by the others (watchdog.h) */
     const char *tl = getenv("HVD_TIMELINE");
     if (tl && *tl)
         hvd_start_timeline(tl);
@@ -310,10 +315,10 @@ int hvd_init(int *argc, char ***argv)
  * check when it is on), or the check alone. The vote (vote.h) joins it too. */
 static void entry_check(const coll_desc *d)
 {
-    if (S.stall_check)
-        stall_enter(&S.stall, d);
-    else if (S.check)
-        coll_check(S.check_comm, d);
+    if (job.stall_check)
+        stall_enter(&job.stall, d);
+    else if (job.check)
+        coll_check(job.check_comm, d);
 }
 
 /* A start-up SIGUSR1 that no stop handler will take (early_signal.h): die of it now. */
@@ -328,7 +333,7 @@ static void die_of_unkept_signal(void)
 
 /* An entry check runs at every call: the stall inspector's handshake or the collective check.
  * Without one, the shutdown rule has only the watchdog's count (watchdog.h). */
-static int entry_checked(void) { return S.stall_check || S.check; }
+static int entry_checked(void) { return job.stall_check || job.check; }
 
 /* The entry of a vote (vote.h), which does not block: checked, or else counted. */
 static void enter_vote(const coll_desc *d)
@@ -362,7 +367,7 @@ static void enter_fused(const fusion_entry *e, size_t queued)
 
 void hvd_shutdown(void)
 {
-    if (!S.initialized)
+    if (!job.initialized)
         return;
     flush_queue(); /* nothing queued is lost */
     /* A start-up SIGUSR1 that args_parse kept but no stop handler took (a program with the lab's
@@ -371,22 +376,22 @@ void hvd_shutdown(void)
     coll_desc d = coll_describe(COLL_SHUTDOWN, "", 0, -1);
     enter_call(&d);
     watchdog_idle();
-    profile_report(S.comm); /* every rank is here: the stall handshake above saw them all */
-    for (size_t i = 0; i < S.nbackends; i++) /* each way's buffers, then the GPU's streams */
-        if (S.backends[i]->shutdown)
-            S.backends[i]->shutdown();
-    S.nbackends = 0;
-    fusion_free(&S.queue);
+    profile_report(job.comm); /* every rank is here: the stall handshake above saw them all */
+    for (size_t i = 0; i < job.nbackends; i++) /* each way's buffers, then the GPU's streams */
+        if (job.backends[i]->shutdown)
+            job.backends[i]->shutdown();
+    job.nbackends = 0;
+    fusion_free(&job.queue);
     allreduce_free(); /* the shared window goes here, on every rank of each host */
     vote_free();
-    stall_free(&S.stall);
+    stall_free(&job.stall);
     watchdog_stop(); /* a goodbye: the end of this rank is no death */
     timeline_close();
-    MPI_Comm_free(&S.check_comm);
-    MPI_Comm_free(&S.comm);
-    S.initialized = 0;
+    MPI_Comm_free(&job.check_comm);
+    MPI_Comm_free(&job.comm);
+    job.initialized = 0;
     fatal_set_rank(0, 0); /* hvd_rank() is 0 again */
-    if (S.we_initialized_mpi)
+    if (job.we_initialized_mpi)
         MPI_Finalize();
     early_signal_release(); /* SIGUSR1's default, where no stop handler replaced record() */
 }
@@ -435,11 +440,11 @@ static int tensor_way(const void *buf, size_t count)
 
 void hvd_barrier(void)
 {
-    if (!S.initialized)
+    if (!job.initialized)
         return;
     double t = profile_begin();
     check_call(COLL_BARRIER, "", 0, -1, 0);
-    MPI_Barrier(S.comm);
+    MPI_Barrier(job.comm);
     watchdog_idle();
     profile_end(PROFILE_BARRIER, 0, t);
 }
@@ -447,7 +452,7 @@ void hvd_barrier(void)
 static int resolve_compression(int compression)
 {
     if (compression == HVD_COMPRESS_DEFAULT)
-        return S.compression;
+        return job.compression;
     if (compression != HVD_COMPRESS_NONE && compression != HVD_COMPRESS_FP16)
         fatal_error("allreduce: unknown compression %d (use HVD_COMPRESS_NONE or _FP16)",
                     compression);
@@ -463,10 +468,10 @@ void hvd_allreduce_async(float *buf, size_t n, hvd_op op, const char *name, int 
         fatal_error("allreduce \"%s\": NULL buffer for %zu elements", name ? name : "", n);
     int fp16 = resolve_compression(compression) == HVD_COMPRESS_FP16;
     trace_collective("allreduce", name, n, -1, op == HVD_SUM ? "sum" : "average", fp16);
-    if (!S.initialized)
+    if (!job.initialized)
         return; /* world of one: the sum and the average are the tensor itself */
     profile_add(PROFILE_ALLREDUCE, 1, (double)n * sizeof *buf, 0); /* its time: synchronize's */
-    fusion_enqueue(&S.queue, buf, n, op, fp16, tensor_way(buf, n), name);
+    fusion_enqueue(&job.queue, buf, n, op, fp16, tensor_way(buf, n), name);
 }
 
 /* Where no entry check runs, the shutdown rule (watchdog.h) counts a flush as one call, named as
@@ -474,23 +479,23 @@ void hvd_allreduce_async(float *buf, size_t n, hvd_op op, const char *name, int 
  * fraction of the check's per-tensor cost (bench/allreduce's line "stall inspector off"). */
 static void count_flush(void)
 {
-    if (entry_checked() || S.queue.len == 0)
+    if (entry_checked() || job.queue.len == 0)
         return;
-    const fusion_entry *e = S.queue.entries;
-    coll_desc d = S.queue.len == 1 ? coll_describe_allreduce(e->name, e->n, e->op, e->fp16)
-                                   : coll_describe(COLL_SYNCHRONIZE, "", S.queue.len, -1);
+    const fusion_entry *e = job.queue.entries;
+    coll_desc d = job.queue.len == 1 ? coll_describe_allreduce(e->name, e->n, e->op, e->fp16)
+                                   : coll_describe(COLL_SYNCHRONIZE, "", job.queue.len, -1);
     watchdog_enter(&d);
 }
 
 void hvd_synchronize(void)
 {
-    if (!S.initialized)
+    if (!job.initialized)
         return;
     die_of_unkept_signal(); /* also where no entry check runs (HVD_STALL_CHECK_DISABLE=1) */
-    autotune_sync(S.queue.len); /* HVD_AUTOTUNE: may set the threshold for this flush */
+    autotune_sync(job.queue.len); /* HVD_AUTOTUNE: may set the threshold for this flush */
     double t = profile_begin();
     count_flush();
-    fusion_flush(&S.queue, S.comm, S.fusion_threshold, entry_checked() ? enter_fused : NULL);
+    fusion_flush(&job.queue, job.comm, job.fusion_threshold, entry_checked() ? enter_fused : NULL);
     watchdog_idle();
     profile_add(PROFILE_ALLREDUCE, 0, 0, profile_since(t));
 }
@@ -513,7 +518,7 @@ static void broadcast(void *buf, size_t count, size_t esize, int root, const cha
         fatal_error("broadcast \"%s\": root %d is not a rank (size %d)", name ? name : "", root,
                     hvd_size());
     trace_collective(esize == 1 ? "broadcast_bytes" : "broadcast", name, count, root, NULL, 0);
-    if (!S.initialized)
+    if (!job.initialized)
         return;
     flush_queue();
     double t = profile_begin();
@@ -525,7 +530,8 @@ static void broadcast(void *buf, size_t count, size_t esize, int root, const cha
     char what[COLL_NAME_MAX + 32];
     snprintf(what, sizeof what, "broadcast \"%s\"", name ? name : "");
     fusion_entry tensor = {.buf = buf, .n = count, .gpu = way};
-    backend_for(S.backends, S.nbackends, &tensor, 1)->broadcast(S.comm, buf, nbytes, root, what);
+    const coll_backend *way_row = backend_for(job.backends, job.nbackends, &tensor, 1);
+    way_row->broadcast(job.comm, buf, nbytes, root, what);
     watchdog_idle();
     if (timeline_enabled())
         timeline_event(name, "BROADCAST", 'E');
@@ -551,13 +557,13 @@ float *hvd_allgather(const float *buf, size_t n, size_t *total, size_t *counts, 
     if (!all)
         fatal_error("allgather \"%s\": out of memory", name ? name : "");
     trace_collective("allgather", name, n, -1, NULL, 0);
-    if (S.initialized) {
+    if (job.initialized) {
         flush_queue();
         t = profile_begin();
         check_call(COLL_ALLGATHER, name, n, -1, 0); /* the device way is agreed below */
         if (timeline_enabled())
             timeline_event(name, "ALLGATHER", 'B');
-        MPI_Allgather(&mine, 1, MPI_LONG_LONG, all, 1, MPI_LONG_LONG, S.comm);
+        MPI_Allgather(&mine, 1, MPI_LONG_LONG, all, 1, MPI_LONG_LONG, job.comm);
     } else {
         all[0] = mine;
     }
@@ -577,7 +583,7 @@ float *hvd_allgather(const float *buf, size_t n, size_t *total, size_t *counts, 
         if (counts)
             counts[r] = (size_t)all[r];
     }
-    if (S.initialized) {
+    if (job.initialized) {
         char what[COLL_NAME_MAX + 32];
         snprintf(what, sizeof what, "allgather \"%s\"", name ? name : "");
         int way = tensor_way(buf, n);
@@ -586,11 +592,11 @@ float *hvd_allgather(const float *buf, size_t n, size_t *total, size_t *counts, 
              * when any rank's tensor is on the GPU every rank joins NCCL, a host tensor
              * uploaded. */
             int any = way == FUSION_NCCL;
-            MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, S.comm);
+            MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, job.comm);
             way = any ? FUSION_NCCL : way;
         }
         fusion_entry tensor = {.buf = (float *)buf, .n = n, .gpu = way};
-        backend_for(S.backends, S.nbackends, &tensor, 1)->allgather(S.comm, buf, n, out, cnt,
+        backend_for(job.backends, job.nbackends, &tensor, 1)->allgather(job.comm, buf, n, out, cnt,
                                                                     disp, sum, what);
         if (timeline_enabled())
             timeline_event(name, "ALLGATHER", 'E');

@@ -17,42 +17,45 @@
 #include "hvd/hvd.h"
 #include "train/stop.h"
 
-static struct {
+/* HVDLAB_ELASTIC's settings and the last commit written. Owned by this file, read from the
+ * environment at its first use. */
+typedef struct {
     int read;             /* the environment was read */
     int on;               /* HVDLAB_ELASTIC */
     int every;            /* HVDLAB_ELASTIC_COMMIT_STEPS */
     const char *notify;   /* HVDLAB_ELASTIC_NOTIFY */
     char last[4200];      /* the previous commit this process wrote ("" none) */
-} E;
+} elastic_state;
+static elastic_state elastic;
 
 static void read_env(void)
 {
-    if (E.read)
+    if (elastic.read)
         return;
-    E.read = 1;
-    E.on = env_switch("HVDLAB_ELASTIC", 0); /* false or no must not turn it on */
+    elastic.read = 1;
+    elastic.on = env_switch("HVDLAB_ELASTIC", 0); /* false or no must not turn it on */
     const char *v = getenv("HVDLAB_ELASTIC_COMMIT_STEPS");
     if (v && *v) {
         char *end;
         long k = strtol(v, &end, 10);
         if (*end || k < 0 || k > 1000000000L)
             fatal_error("HVDLAB_ELASTIC_COMMIT_STEPS=%s: expected a number of batches >= 0", v);
-        E.every = (int)k;
+        elastic.every = (int)k;
     }
     v = getenv("HVDLAB_ELASTIC_NOTIFY");
-    E.notify = v && *v ? v : NULL;
+    elastic.notify = v && *v ? v : NULL;
 }
 
 int elastic_on(void)
 {
     read_env();
-    return E.on;
+    return elastic.on;
 }
 
 /* Rank 0 (the checkpoint target): writes the commit, then drops the one before it. */
 static void commit(int epoch, int done)
 {
-    char path[sizeof E.last], err[ERRMSG_LEN], q[sizeof path + 16];
+    char path[sizeof elastic.last], err[ERRMSG_LEN], q[sizeof path + 16];
     double t = timer_seconds();
     if (ckpt_save_target(epoch, done, path, sizeof path, err, sizeof err) != 0)
         fatal_error("elastic commit: %s", err);
@@ -60,21 +63,21 @@ static void commit(int epoch, int done)
     trace_event("commit", "epoch=%d batch=%d iter=%ld ms=%.2f sum=%016llx path=%s", epoch, done,
                 ckpt_target_iterations(), ms, (unsigned long long)ckpt_target_checksum(),
                 trace_quote(path, q, sizeof q));
-    if (E.last[0] && strcmp(E.last, path) != 0)
-        unlink(E.last); /* the new commit is durable (fsynced, renamed, dir fsynced) */
-    snprintf(E.last, sizeof E.last, "%s", path);
+    if (elastic.last[0] && strcmp(elastic.last, path) != 0)
+        unlink(elastic.last); /* the new commit is durable (fsynced, renamed, dir fsynced) */
+    snprintf(elastic.last, sizeof elastic.last, "%s", path);
 }
 
 void elastic_step(int epoch, int done, int steps)
 {
     read_env();
-    if (E.every <= 0 || done % E.every != 0 || done >= steps)
+    if (elastic.every <= 0 || done % elastic.every != 0 || done >= steps)
         return; /* an epoch's last batch: the program's own end-of-epoch checkpoint commits it */
     if (ckpt_has_target())
         commit(epoch, done);
-    if (!E.notify)
+    if (!elastic.notify)
         return;
-    int grow = hvd_rank() == 0 && access(E.notify, F_OK) == 0;
+    int grow = hvd_rank() == 0 && access(elastic.notify, F_OK) == 0;
     hvd_broadcast_bytes(&grow, sizeof grow, 0, "elastic.notify");
     if (!grow)
         return;
