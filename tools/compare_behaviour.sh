@@ -13,7 +13,8 @@
 # Prints one line per comparison and a summary "compare-behaviour: N same, N differ"; exits 1
 # when anything differs (the first lines of each difference are shown), 2 on a usage error.
 # Env: MPIRUN (default mpirun --oversubscribe, --allow-run-as-root as root), TEST_TIMEOUT (s, a
-# run; default 600), KEEP=1 keeps the runs' folder.
+# run; default 600), WAYS (default "cpu emu"; "cpu" alone needs no emulator build), KEEP=1
+# keeps the runs' folder.
 set -u
 [ $# -eq 2 ] || { echo "usage: compare_behaviour.sh OLD NEW (checkouts or commits)" >&2; exit 2; }
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,7 +29,9 @@ cleanup() {
 trap cleanup EXIT
 flags="--epochs 1 --train-subset 256 --test-subset 128 --batch-size 32 --val-batch-size 64
        --warmup-epochs 0 --seed 7"
-bins="build/solutions/step10 build/emu/solutions/step10"
+ways=${WAYS:-cpu emu}
+bins=build/solutions/step10
+case " $ways " in *" emu "*) bins="$bins build/emu/solutions/step10" ;; esac
 
 # tree SIDE ARG: the checkout for ARG (a directory as it is, or a commit checked out and built)
 tree() {
@@ -79,7 +82,7 @@ verdict() {
     fi
 }
 
-for way in cpu emu; do
+for way in $ways; do
     bin=build/solutions/step10
     [ $way = emu ] && bin=build/emu/solutions/step10
     for side in old new; do
