@@ -95,8 +95,8 @@ void elastic_step(int epoch, int done, int steps)
 void elastic_epoch_end(int epochs_done)
 {
     read_env();
-    if (!E.on || hvd_rank() != 0 || !ckpt_has_target())
+    if (!elastic.on || hvd_rank() != 0 || !ckpt_has_target())
         return;
     if (ckpt_drop_mid_epoch(ckpt_target_dir(), epochs_done) > 0)
-        E.last[0] = '\0'; /* removed with the others */
+        elastic.last[0] = '\0'; /* removed with the others */
 }
