@@ -15,6 +15,13 @@ work=$(mktemp -d /tmp/hvdlab-signals-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 bad=0
 fail() { echo "signals: $*"; bad=1; }
+# The limits below were set on a quiet machine: scaled by the load when the script starts, as
+# tools/load_timeout.sh does (TIMEOUT_SCALE=N fixes the factor). mpirun gives the ranks
+# odls_base_sigkill_timeout (1 s) between its SIGTERM and its SIGKILL: a step of a loaded
+# machine takes longer, so that grace is scaled too (1 s quiet, as before).
+k=${TIMEOUT_SCALE:-$(awk -v n="$(nproc)" '{ f = int($1 / n + 0.999); print (f < 1 ? 1 : (f > 8 ? 8 : f)) }' /proc/loadavg)}
+case $k in '' | *[!0-9]* | 0) k=1 ;; esac
+mpirun="$mpirun --mca odls_base_sigkill_timeout $k"
 # 6 epochs: mpirun passes SIGTERM on to the ranks about 1.0 s after it gets it (measured: the
 # mid-epoch checkpoints are written 1.02 s after the kill), and once blocked activations and
 # Winograd made an epoch of this run 0.67 s, 3 epochs could end before the signal arrived
@@ -35,13 +42,13 @@ start() { # log dir, optimizer: starts a run in the background, waits for its fi
     OMP_NUM_THREADS=1 $mpirun -n 2 "$prog" $flags --log-dir "$1" --optimizer "$2" \
         >"$1.out" 2>&1 &
     mpi=$!
-    poll 600 test -e "$1/checkpoint-1.ckpt"
+    poll $((600 * k)) test -e "$1/checkpoint-1.ckpt"
     sleep "$(awk 'BEGIN { srand(); printf "%.2f", 0.05 + 0.3 * rand() }')"
 }
-# watchdog: a run that does not stop within 60 s is killed (the test then fails)
-finish() { ( sleep 60; kill -9 $mpi 2>/dev/null ) & dog=$!; wait $mpi; rc=$?; kill $dog 2>/dev/null; }
+# watchdog: a run that does not stop within 60 s (x k) is killed (the test then fails)
+finish() { ( sleep $((60 * k)); kill -9 $mpi 2>/dev/null ) & dog=$!; wait $mpi; rc=$?; kill $dog 2>/dev/null; }
 for opt in sgd novograd; do
-    OMP_NUM_THREADS=1 timeout 120 $mpirun -n 2 "$prog" $flags --log-dir "$work/whole-$opt" \
+    OMP_NUM_THREADS=1 timeout $((120 * k)) $mpirun -n 2 "$prog" $flags --log-dir "$work/whole-$opt" \
         --optimizer "$opt" >"$work/whole-$opt.out" 2>&1 || fail "$opt: the uninterrupted run failed"
 done
 n=0
@@ -65,7 +72,7 @@ for case in "TERM mpirun sgd" "USR1 mpirun novograd" "INT rank1 sgd" "TERM rank0
         continue
     fi
     [ $n = 0 ] && cp -r "$dir" "$work/shorter" # its mid-epoch checkpoint, for the case below
-    OMP_NUM_THREADS=1 timeout 120 $mpirun -n 2 "$prog" $flags --log-dir "$dir" --optimizer "$opt" \
+    OMP_NUM_THREADS=1 timeout $((120 * k)) $mpirun -n 2 "$prog" $flags --log-dir "$dir" --optimizer "$opt" \
         >"$dir.resumed" 2>&1 || { fail "SIG$sig to $to: the resumed run failed"; continue; }
     for f in "$work/whole-$opt"/checkpoint-*.ckpt; do
         cmp -s "$f" "$dir/$(basename "$f")" ||
@@ -76,7 +83,7 @@ done
 # a mid-epoch checkpoint resumed by a run whose epochs are shorter (one step: --train-subset 64)
 # has nothing of that epoch left to train: said in one warning, and the run goes on
 if [ -d "$work/shorter" ]; then
-    OMP_NUM_THREADS=1 timeout 120 $mpirun -n 2 "$prog" $flags --log-dir "$work/shorter" \
+    OMP_NUM_THREADS=1 timeout $((120 * k)) $mpirun -n 2 "$prog" $flags --log-dir "$work/shorter" \
         --optimizer sgd --train-subset 64 >"$work/shorter.out" 2>&1
     rc=$?
     if [ "$rc" -ne 0 ] || [ "$(grep -c "^hvdlab: warning: resuming epoch [0-9]* at step [0-9]*, but this run's epochs have 1 steps (a smaller --train-subset than the checkpoint's run): nothing of epoch [0-9]* is left to train$" "$work/shorter.out")" != 1 ]; then
@@ -98,7 +105,7 @@ dir=$work/after
 OMP_NUM_THREADS=1 $mpirun -n 2 "$prog" --epochs 1 --train-subset 512 --test-subset 0 \
     --model wrn-10-1 --use-checkpointing --log-dir "$dir" >"$dir.out" 2>&1 &
 mpi=$!
-poll 1200 grep -q "^Cumulative training time:" "$dir.out"
+poll $((1200 * k)) grep -q "^Cumulative training time:" "$dir.out"
 kill -TERM $(pgrep -P $mpi)
 finish
 # A rank still finishing the last vote when the other has gone may speak through its watchdog:
@@ -118,7 +125,7 @@ dir=$work/timeout
 OMP_NUM_THREADS=1 timeout -s TERM 300 ./hvdrun -n 2 "$prog" $flags --log-dir "$dir" \
     --optimizer sgd >"$dir.out" 2>&1 &
 mpi=$!
-poll 600 test -e "$dir/checkpoint-1.ckpt"
+poll $((600 * k)) test -e "$dir/checkpoint-1.ckpt"
 sleep 0.2
 kill -TERM -$mpi; sleep 0.3; kill -TERM -$mpi # timeout's process group (its own), twice
 finish
@@ -141,7 +148,7 @@ mpi=$!
 four_steps() {
     [ "$(cat "$dir.trace/rank-0.log" 2>/dev/null | grep -c '^event=train_batch')" -ge 4 ]
 }
-poll 1200 four_steps # epoch 1's fourth and last step done: its validation begins
+poll $((1200 * k)) four_steps # epoch 1's fourth and last step done: its validation begins
 kill -TERM $mpi
 finish
 lines=$(grep -c "^hvdlab: stopped by SIGUSR1 in epoch 2 after batch" "$dir.out")
