@@ -149,13 +149,23 @@ fi
 # Programs: PROG FLAGS --help must exit 0 (distinct command lines only). One at a time: each is
 # an MPI singleton, and singletons started together can collide in Open MPI's shared-memory setup
 # (seen once, 2026-11-26: "Error: File exists" from a --help run four at a time); ~0.4 s each.
+# Each singleton's orted also builds a session tree under the temp dir (Open MPI 4:
+# $TMPDIR/ompi.<host>.<uid>/pid.<pid>, jf.<job>); under /tmp that tree is shared with every other
+# MPI job the same user runs on the machine, and with what killed jobs left there (Open MPI 4.0
+# has a known race between small jobs started together there: open-mpi/ompi#8510, "A call to
+# mkdir was unable to create the desired directory"). The runs get a tree of their own in $tmp,
+# removed at the end. A failure prints the run's first lines, so that a one-off can be read.
 sort -t "$tab" -k2,3 -u "$tmp/progs" >"$tmp/progs.u"
 nuniq=$(wc -l <"$tmp/progs.u")
+mkdir "$tmp/mpi"
 set -f # the flags are split into words, never globbed
 while IFS="$tab" read -r where bin flags; do
     # shellcheck disable=SC2086
-    "$bin" $flags --help >"$tmp/out" 2>&1 </dev/null ||
-        fail "$where: $bin $flags --help exited $?: $(grep -m1 -i error "$tmp/out")"
+    TMPDIR=$tmp/mpi OMPI_MCA_orte_tmpdir_base=$tmp/mpi "$bin" $flags --help >"$tmp/out" 2>&1 \
+        </dev/null && continue
+    rc=$?
+    fail "$where: $bin $flags --help exited $rc; its output began:"
+    grep -v -e '^[[:space:]]*$' -e '^---*$' "$tmp/out" | head -6 | sed 's/^/check-docs:   /'
 done <"$tmp/progs.u"
 set +f
 
