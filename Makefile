@@ -49,7 +49,7 @@ CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 
 OPT ?= -O2
 # WERROR= keeps warnings as warnings: make gpu-check builds so on a machine whose compilers are
-# not this one's (a newer gcc's new warning must not cost a rare GPU session); everywhere else a
+# not this one's (a newer gcc's new warning must not cost a whole GPU run); everywhere else a
 # warning fails the build.
 WERROR ?= 1
 comma := ,

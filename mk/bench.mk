@@ -37,7 +37,7 @@ bench-loader: $(BUILD)/bench/loader  ## data pipeline images/s (batch 128, one c
 	$(BUILD)/bench/loader
 
 .PHONY: test-bench-tools
-test-bench-tools:  ## the GPU benches' verdict scripts (and gpu-memcheck's) on rows of their programs' formats, the GPU session's stages and limits (no GPU needed)
+test-bench-tools:  ## the GPU benches' verdict scripts (and gpu-memcheck's) on rows of their programs' formats, tools/gpu_session.sh's stages and limits (no GPU needed)
 	@sh tests/bench/allreduce_gpu_compare.sh
 	@sh tests/bench/allreduce_gpu_ways.sh
 	@sh tests/bench/bench_train_gpu_rows.sh

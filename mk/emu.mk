@@ -16,7 +16,7 @@
 #     the CPU build (tests/emu/run_sol10.sh).
 # In every suite host code that touches device memory stops (tests/emu/emu_memory.c), and work
 # on a stream runs only when the host waits for it (tests/emu/emu_stream.c). They check the
-# kernels' arithmetic and indexing and the GPU path's wiring before a GPU session, not speed or
+# kernels' arithmetic and indexing and the GPU path's wiring before a run on a GPU, not speed or
 # races inside a kernel. Need the CUDA toolkit's headers (types only: nothing of CUDA runs);
 # skipped without them.
 EMU := $(BUILD)/emu

@@ -73,7 +73,7 @@ check "a run past its limit: cut, exit 1" $?
 
 # Stopped from outside (gpu_session.sh's time limit on make gpu-memcheck signals its process
 # group; timeout(1) in the script has a group of its own): the run under memcheck goes too,
-# rather than going on for up to LIMIT s beside the session's next stages.
+# rather than going on for up to LIMIT s beside gpu_session.sh's next stages.
 rm -f "$CALLS.pid"
 MODE=hang MODE_RUN=test_twins_cuda LIMIT=60 timeout 3 sh "$SCRIPT" >"$d/out" 2>&1
 sleep 1
