@@ -40,7 +40,8 @@ run() { # label, then env settings
     b=$(date +%s.%N)
     awk -v a="$a" -v b="$b" -v n="$n" -v l="$label" \
         'BEGIN { printf "%-12s %d students: %6.0f s in all, %5.1f s a student\n", l, n, b - a, (b - a) / n }'
-    grep -c '	pass	' "$W"/out/*/verdicts.tsv | awk -F: '{ s += $2 } END { printf "%-12s %d steps passed\n", "", s }'
+    cat "$W"/out/*/verdicts.tsv | awk -F'\t' '$2 == "pass" { p++ } $2 == "not-graded" { g++ }
+        END { printf "%-12s %d steps passed, %d not graded (time budget)\n", "", p, g }'
 }
 echo "grade_class_time: $n students, steps $(echo $steps | tr ' ' ,), $jobs at once, $(nproc) cores, $(date -u +%Y-%m-%d)"
 if [ $((n % 2)) = 0 ]; then

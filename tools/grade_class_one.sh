@@ -6,7 +6,8 @@
 # (not submitted, no compile, not graded), 1 (compiles), 3 (also runs to the end), 10 (and the
 # step's own check passes). An earlier step's check failing in a later step's grader is shown
 # as the flag "regression: ..." and not charged again. message: tabs as spaces, newlines as \n,
-# backslashes doubled. meta.tsv: id seed commit sandbox seconds started. stepNN.log: the compile,
+# backslashes doubled. meta.tsv: id seed commit sandbox seconds started uid (the sandbox's, or
+# none). stepNN.log: the compile,
 # the grader's report and the end of the job's output, at most 64 KiB.
 set -u
 run_limit=${GRADE_RUN_LIMIT_S:-30}
@@ -68,16 +69,17 @@ chmod 711 "$S/grader"
 [ -n "$uid" ] && chown "$uid:$uid" "$S/bin"
 [ -n "$uid" ] || chmod 777 "$S/bin"
 cp "$src/ignored.txt" "$part/ignored.txt"
+[ -n "$uid" ] && echo "$uid" >"$part/sandbox_uid" # for a stopped run's check (tests)
 
 # The sandbox, as the grader gets it (it adds --work and the command) and as the compile uses it.
 if [ "$GC_SANDBOX" = none ]; then
     wrap=""
     box() { w=$1; shift 2; (cd "$w" && "$@"); }
 else
-    wrap="$kit/tools/sandbox/run.sh --kit $kit ${uid:+--uid $uid} --bind-ro $S/src --bind-ro $S/bin"
+    wrap="$kit/tools/sandbox/run.sh --kit $kit --kit-lib $GC_BUILD/libhvdlab.a ${uid:+--uid $uid} --bind-ro $S/src --bind-ro $S/bin"
     box() { # box WORKDIR -- COMMAND...
         w=$1; shift 2
-        "$kit/tools/sandbox/run.sh" --kit "$kit" ${uid:+--uid "$uid"} --bind-ro "$S/src" --work "$w" -- "$@"
+        "$kit/tools/sandbox/run.sh" --kit "$kit" --kit-lib "$GC_BUILD/libhvdlab.a" ${uid:+--uid "$uid"} --bind-ro "$S/src" --work "$w" -- "$@"
     }
 fi
 if [ "$GC_SANDBOX" = none ]; then inc="$kit/common" lib="$GC_BUILD/libhvdlab.a"
@@ -185,8 +187,9 @@ for n in $GC_STEPS; do
 done
 
 secs=$(($(date +%s) - t_start))
-printf 'id\t%s\nseed\t%s\ncommit\t%s\nsandbox\t%s\nseconds\t%s\nstarted\t%s\n' "$id" "$GC_SEED" \
-    "$GC_COMMIT" "$GC_SANDBOX" "$secs" "$started" >"$part/meta.tsv"
+printf 'id\t%s\nseed\t%s\ncommit\t%s\nsandbox\t%s\nseconds\t%s\nstarted\t%s\nuid\t%s\n' "$id" "$GC_SEED" \
+    "$GC_COMMIT" "$GC_SANDBOX" "$secs" "$started" "${uid:-none}" >"$part/meta.tsv"
+rm -f "$part/sandbox_uid"
 for f in "$part"/step*.log; do
     [ -f "$f" ] && [ "$(wc -c <"$f")" -gt 65536 ] && { head -c 65536 "$f" >"$f.t"; mv "$f.t" "$f"; }
 done

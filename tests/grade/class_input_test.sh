@@ -64,13 +64,15 @@ k=0
 while kill -0 $pid 2>/dev/null && [ $k -lt 150 ]; do sleep 0.1; k=$((k + 1)); done
 wait $pid
 rc=$?
-[ $rc != 0 ] && ok "stopped: exit $rc" || bad "stopped: exit 0"
+[ $rc = 130 ] && ok "stopped: exit 130" || bad "stopped: exit $rc (not 130): $(tail -2 "$T/run.log")"
 [ ! -e "$T/OUT/alice/verdicts.tsv" ] && [ ! -e "$T/OUT/gradebook.csv" ] && ok "stopped: no results, no gradebook" ||
     bad "stopped: $(ls "$T/OUT" "$T/OUT/alice" 2>&1 | tr '\n' ' ')"
+# The uid this run's student had (other classes on the machine may use others meanwhile).
+suid=$(cat "$T/OUT/+partial/alice/sandbox_uid" 2>/dev/null || echo 61000)
 k=0
-while [ "$(ps -eo uid= | awk '$1 >= 61000 && $1 < 61064' | wc -l)" != 0 ] && [ $k -lt 50 ]; do sleep 0.1; k=$((k + 1)); done
-left=$(ps -eo uid=,pid=,args= | awk '$1 >= 61000 && $1 < 61064')
-[ -z "$left" ] && ok "stopped: no process of a sandbox uid left" || bad "stopped: left: $left"
+while [ "$(ps -eo uid= | awk -v u="$suid" '$1 == u' | wc -l)" != 0 ] && [ $k -lt 50 ]; do sleep 0.1; k=$((k + 1)); done
+left=$(ps -eo uid=,pid=,args= | awk -v u="$suid" '$1 == u')
+[ -z "$left" ] && ok "stopped: no process of its sandbox uid ($suid) left" || bad "stopped: left: $left"
 left=$(ps -eo pid=,args= | grep "$T/" | grep -v grep)
 [ -z "$left" ] && ok "stopped: no grader or runner left" || bad "stopped: left: $left"
 echo "class_input_test: $nok passed, $nfail failed"

@@ -85,8 +85,10 @@ sed 's/^/    /' "$T/class2.log"
 check "the kit, the honest student's files and results unchanged" "[ '$before' = '$(sums)' ]"
 check "no file written into OUT but the graded students' folders" \
     "[ -z \"\$(find '$OUT' -name hostile-was-here)\" ]"
-left=$(ps -eo uid= | awk '$1 >= 61000 && $1 < 61100' | wc -l)
-check "no process of a sandbox uid left ($left)" "[ $left = 0 ]"
+# The uids this class's students had (other classes on the machine may use others meanwhile).
+uids=$(cat "$OUT"/*/meta.tsv | awk -F'\t' '$1 == "uid" { printf "%s ", $2 }')
+left=$(ps -eo uid= | awk -v u=" $uids" 'index(u, " " $1 " ")' | wc -l)
+check "no process of the students' sandbox uids ($uids) left ($left)" "[ -n '$uids' ] && [ $left = 0 ]"
 check "the class of $(ls "$SUB" | wc -l) ended in bounded time ($secs s <= 420 s)" "[ $secs -le 420 ]"
 check "the port opened outside got no connection" "[ ! -s '$T/conn' ]"
 check "the grader's secret is in no result" "! grep -rq s3cr3t '$OUT'"

@@ -2,7 +2,7 @@
 # tools/sandbox/inside.sh — the unshare backend's second half (see run.sh): runs as root in the
 # new namespaces, builds a root file system from the allow-list on a small tmpfs, brings lo up,
 # then chroots and drops to the unprivileged uid (setpriv), never back to root. Env from run.sh:
-# SB_WORK SB_KIT SB_UID SB_TMP_SIZE SB_RO SB_RW SB_ETC SB_DROP SB_ENV. "$@" is the command.
+# SB_WORK SB_KIT SB_KIT_LIB SB_UID SB_TMP_SIZE SB_RO SB_RW SB_ETC SB_DROP SB_ENV. "$@" is the command.
 set -u
 die() { echo "sandbox: $*" >&2; exit 125; }
 dropped() { case ",$SB_DROP," in *",$1,"*) return 0 ;; esac; return 1; }
@@ -43,7 +43,7 @@ else
     tmpfs_at /dev/shm
     if [ -n "$SB_KIT" ]; then
         bind_to "$SB_KIT/common" /kit/common
-        bind_to "$SB_KIT/build/libhvdlab.a" /kit/lib/libhvdlab.a
+        bind_to "$SB_KIT_LIB" /kit/lib/libhvdlab.a
         bind_to "$SB_KIT/datasets/fashion-mnist" /kit/datasets/fashion-mnist
     fi
     IFS='

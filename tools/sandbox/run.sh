@@ -1,16 +1,16 @@
 #!/bin/sh
 # tools/sandbox/run.sh — run one untrusted command (a student's compile or mpirun job) sealed off.
 #
-#   run.sh --work DIR [--bind-ro PATH]... [--bind-rw DIR]... [--kit KIT] [--uid N]
-#          [--tmp-size BYTES] -- COMMAND [ARG]...
+#   run.sh --work DIR [--bind-ro PATH]... [--bind-rw DIR]... [--kit KIT [--kit-lib LIB]]
+#          [--uid N] [--tmp-size BYTES] -- COMMAND [ARG]...
 #
 # Inside: its own pid, net (loopback only, up), ipc, uts and mount namespaces; user N (never root;
 # default 65534); limits on processes, open files, file size, CPU time, address space and core
 # files (SANDBOX_NPROC, _NOFILE, _FSIZE, _CPU, _AS override the defaults below); a file system
 # made of an allow-list only: /usr (and its /bin, /lib links), the few files of /etc that
 # Open MPI and the dynamic loader read, /proc of its own pid namespace, a minimal /dev, /tmp and
-# /dev/shm as size-capped tmpfs, KIT/common and KIT/build/libhvdlab.a read-only at /kit/common
-# and /kit/lib, the paths given with --bind-ro/--bind-rw (at their own path), and DIR as the
+# /dev/shm as size-capped tmpfs, KIT/common and LIB (default KIT/build/libhvdlab.a) read-only at
+# /kit/common and /kit/lib/libhvdlab.a, the paths given with --bind-ro/--bind-rw (at their own path), and DIR as the
 # current directory. The environment is an allow-list too: PATH, HOME, TMPDIR, LANG and the
 # HVDLAB_*, HVD_*, OMPI_MCA_* and OMP_* variables of the caller.
 # Backends: bubblewrap (bwrap, Debian's bubblewrap) when it works here, else, as root, unshare +
@@ -25,7 +25,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 die() { echo "sandbox: $*" >&2; exit 125; }
 
-work="" kit="" uid=65534 tmp_size=$((256 * 1024 * 1024))
+work="" kit="" kit_lib="" uid=65534 tmp_size=$((256 * 1024 * 1024))
 ro_list="" rw_list=""
 # Paths are kept newline-separated; a path with a newline is refused.
 add() { case "$2" in *'
@@ -36,6 +36,7 @@ while [ $# -gt 0 ]; do
     --bind-ro) ro_list=$(add "$ro_list" "${2:?}"); shift 2 ;;
     --bind-rw) rw_list=$(add "$rw_list" "${2:?}"); shift 2 ;;
     --kit) kit=${2:?}; shift 2 ;;
+    --kit-lib) kit_lib=${2:?}; shift 2 ;;
     --uid) uid=${2:?}; shift 2 ;;
     --tmp-size) tmp_size=${2:?}; shift 2 ;;
     --) shift; break ;;
@@ -46,6 +47,7 @@ done
 [ -n "$work" ] && [ -d "$work" ] || die "--work '$work' is not a directory"
 case "$uid" in '' | *[!0-9]*) die "--uid '$uid' is not a number" ;; esac
 [ "$uid" != 0 ] || die "--uid 0: the sandbox never runs as root"
+[ -n "$kit" ] && [ -z "$kit_lib" ] && kit_lib="$kit/build/libhvdlab.a"
 
 drop=${SANDBOX_DROP:-}
 if [ -n "$drop" ]; then
@@ -122,7 +124,7 @@ if [ "$backend" = bwrap ]; then
         dropped disk || o --size "$tmp_size"
         o --tmpfs /dev/shm
         if [ -n "$kit" ]; then
-            o --ro-bind "$kit/common" /kit/common --ro-bind "$kit/build/libhvdlab.a" /kit/lib/libhvdlab.a
+            o --ro-bind "$kit/common" /kit/common --ro-bind "$kit_lib" /kit/lib/libhvdlab.a
             [ -d "$kit/datasets/fashion-mnist" ] && o --ro-bind "$kit/datasets/fashion-mnist" /kit/datasets/fashion-mnist
         fi
         old_ifs=$IFS; IFS='
@@ -159,7 +161,7 @@ dropped net || ns="$ns --net"
 dropped pid || ns="$ns --pid --mount-proc"
 lim=""
 [ -n "$limits" ] && lim="prlimit $limits --"
-export SB_WORK="$work" SB_KIT="$kit" SB_UID="$uid" SB_TMP_SIZE="$tmp_size" SB_RO="$ro_list" \
+export SB_WORK="$work" SB_KIT="$kit" SB_KIT_LIB="$kit_lib" SB_UID="$uid" SB_TMP_SIZE="$tmp_size" SB_RO="$ro_list" \
        SB_RW="$rw_list" SB_ETC="$etc_files" SB_DROP="$drop" SB_ENV="$base_env
 $envs"
 # shellcheck disable=SC2086
