@@ -14,7 +14,7 @@ grade-class: $(LIB) $(GRADER_BIN) $(SOLUTION_BIN)  ## grade a class: SUBMISSIONS
 # submissions: a class of them contained and failed or flagged, and each piece of the sandbox
 # shown to matter (tests/grade/hostile_test.sh). Root only (they skip otherwise); about 5 min on
 # 2 loaded cores.
-test-grade-class: $(LIB) $(GRADER_BIN) $(SOLUTION_BIN)  ## hostile submissions: contained, failed or flagged; each sandbox piece shown to matter
+test-grade-class: $(LIB) $(GRADER_BIN) $(SOLUTION_BIN)  ## grade-class: bad input, a stopped run, hostile submissions contained and failed or flagged, each sandbox piece shown to matter
 	@sh tools/setup.sh bubblewrap >/dev/null
 	@BUILD=$(BUILD) $(TIMEOUT) 120 sh tests/grade/class_input_test.sh
 	@BUILD=$(BUILD) $(TIMEOUT) 600 sh tests/grade/hostile_test.sh
