@@ -3,14 +3,16 @@
 # (default 30) built from the fixtures, with the sandbox and without it (GRADE_NO_SANDBOX=1, a
 # test knob), one run each, the order alternating with N's parity. The class cycles through five
 # kinds: the solutions, the untouched exercises, a solution with one planted mistake per step
-# (tests/grade/planted/), steps 01-05 only, and a hostile step 01 (tests/grade/hostile/). Prints
+# (tests/grade/planted/), steps 01-05 only, and a hostile step 01 (of tests/grade/hostile/, only
+# those harmless without the sandbox: the run without it would let the others loose). Prints
 # the class's total and the mean per student. STEPS defaults to all ten, JOBS to 1. Root.
 set -u
 cd "$(dirname "$0")/.." || exit 2
 n=${1:-30} steps=${2:-01 02 03 04 05 06 07 08 09 10} jobs=${3:-1}
 W=$(mktemp -d /tmp/hvdlab-class-time.XXXXXX)
 trap 'rm -rf "$W"' EXIT
-hostile=$(ls tests/grade/hostile/*.c | grep -v include_solution)
+hostile=$(ls tests/grade/hostile/fake_pass.c tests/grade/hostile/trace_forger.c \
+           tests/grade/hostile/sleep_forever.c tests/grade/hostile/spin.c tests/grade/hostile/env_dump.c)
 for i in $(seq "$n"); do
     d="$W/subs/student$(printf %02d "$i")"
     mkdir -p "$d"

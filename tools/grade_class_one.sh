@@ -143,10 +143,11 @@ for n in $GC_STEPS; do
     glim=$((3 * run_limit + 30)); [ "$glim" -gt "$left" ] && glim=$left
     res="$S/result$n.tsv"
     rm -f "$res"
-    env MPIRUN="$mpirun" GRADE_TIMEOUT_S="$run_limit" TMPDIR="$S/grader" \
+    # From the student's scratch: without the sandbox (the test knob) the job's files land there.
+    (cd "$S/grader" && exec env MPIRUN="$mpirun" GRADE_TIMEOUT_S="$run_limit" TMPDIR="$S/grader" \
         GRADE_WRAP="$wrap" GRADE_RESULT_FILE="$res" ${GC_SIZES:+GRADE_SIZES_FILE="$GC_SIZES"} \
         ${GC_REF:+GRADE_REFERENCE_TRACE="$GC_REF/step$n"} \
-        timeout -k 5 "$glim" "$GC_BUILD/tests/grade/grade_step$n" "$S/bin/step$n" >"$S/grade$n.out" 2>&1
+        timeout -k 5 "$glim" "$GC_BUILD/tests/grade/grade_step$n" "$S/bin/step$n") >"$S/grade$n.out" 2>&1
     grc=$?
     secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
     { echo "== grader (outside the sandbox), exit $grc"; head -c 32768 "$S/grade$n.out"; } >>"$log"
