@@ -62,7 +62,8 @@ done
 # The masks: what differs from run to run by time or place alone.
 mask_lines() {
     sed -E -e "s|$work/[a-z]+-[a-z]+|RUN|g" \
-        -e 's/ETA: [0-9:hms]+/ETA: T/g' -e 's/ - [0-9.]+(h|m|s|ms|us)? [0-9.]+(ms|us|s)\/step/ - T T\/step/g' \
+        -e 's/ETA: [0-9:hms]+/ETA: T/g' \
+        -e 's/ - [0-9.]+(h|m|s|ms|us)? [0-9.]+(ms|us|s)\/step/ - T T\/step/g' \
         -e 's/(Images\/sec: )[0-9.]+/\1N/g' -e 's/(training time[^:]*: )[0-9.]+/\1T/g' "$@"
 }
 mask_trace() { mask_lines "$@" | sed -E -e 's/ pid=[0-9]+//' -e 's/ t=[0-9.]+//'; }

@@ -38,7 +38,8 @@ typedef enum {
 /* Collective over comm (hvd_init): finds the hosts. hierarchical: HVD_HIERARCHICAL_ALLREDUCE;
  * group_size: HVD_HOST_GROUP_SIZE, tests only (hier.h), 0 = real hosts; buffers_mixed: 1 when
  * some ranks' groups lie in staging buffers and others' in the callers' memory (the same on
- * every rank: gpu_ops_ranks_mixed), so that a rank's own buffer never picks the single copy. */
+ * every rank; hvd_init passes what the GPU collectives found), so that a rank's own buffer
+ * never picks the single copy. */
 void allreduce_init(MPI_Comm comm, int hierarchical, int group_size, int buffers_mixed);
 /* Collective (hvd_shutdown): frees the communicators and the shared window, after the window's
  * user (allreduce_set_window_user) has let go of it. */
@@ -47,9 +48,9 @@ void allreduce_free(void);
  * found again too), by a layer above that maps the window for itself (NULL: none). */
 void allreduce_set_window_user(void (*release)(void));
 
-/* Collective over comm, in place: what fusion.c runs for a host group of len entries (their
- * timeline marks). fp16: buf holds IEEE half values. A comm other than allreduce_init's goes
- * round the ring. */
+/* Collective over comm, in place: what the host's way (host_backend.c) and the staged one run
+ * for a group of len entries (their timeline marks). fp16: buf holds IEEE half values. A comm
+ * other than allreduce_init's goes round the ring. */
 void allreduce_run(MPI_Comm comm, void *buf, size_t n, int fp16, float scale, ring_workspace *ws,
                    const fusion_entry *e, size_t len);
 

@@ -94,7 +94,8 @@ int hvd_pin_device(int local_rank, device_binding *out)
     b.gpu = -1;
     int ngpu = 0;
     /* both read first, so that a misspelt one stops the job before anything is bound */
-    const int forced_cpu = compute_device_forced_cpu(), report = env_switch_on(SWITCH_REPORT_BINDINGS);
+    const int forced_cpu = compute_device_forced_cpu();
+    const int report = env_switch_on(SWITCH_REPORT_BINDINGS);
 #ifdef HVDLAB_CUDA
     char why[256];
     ngpu = forced_cpu ? 0 : device_cuda_count(why, sizeof why);
