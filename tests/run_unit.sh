@@ -5,9 +5,15 @@
 # blocking CI. A run that exits 77 could not run here (e.g. the CUDA suite without a GPU): it
 # counts as skipped, neither passed nor failed. Ends with one "runs: N passed, N failed, N
 # skipped" line.
-# Env: MPIRUN (mpirun with its flags), TEST_TIMEOUT (s), MPI_NPS (the ranks of tests/mpi/ runs).
+# Env: MPIRUN (mpirun with its flags), TEST_TIMEOUT (s, before the load's factor), MPI_NPS (the
+# ranks of tests/mpi/ runs), TIMEOUT_SCALE.
 set -u
-timeout_s=${TEST_TIMEOUT:-300}
+# The limits (TEST_TIMEOUT, each Check case's tcase_set_timeout) were set on a quiet machine:
+# scaled by the load when the run starts, as tools/load_timeout.sh does (TIMEOUT_SCALE=N fixes
+# the factor; CK_TIMEOUT_MULTIPLIER is Check's own knob for its cases).
+k=$(sh "$(dirname "$0")/../tools/load_timeout.sh" --factor)
+timeout_s=$((${TEST_TIMEOUT:-300} * k))
+export CK_TIMEOUT_MULTIPLIER=${CK_TIMEOUT_MULTIPLIER:-$k}
 nps=${MPI_NPS:-1 2 3 4}
 pass=0
 fail=0

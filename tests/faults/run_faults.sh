@@ -45,8 +45,7 @@ LONG="--train-subset 4096 --test-subset 128 --batch-size 32 --val-batch-size 64 
 # Every time limit below (each run's timeout, row 5's "within 10 s") was set on a quiet machine:
 # it is scaled by the load when the script starts, as tools/load_timeout.sh scales the stages of
 # make test (the 1-minute load average per core, rounded up, 1 to 8; TIMEOUT_SCALE=N fixes it).
-SCALE=${TIMEOUT_SCALE:-$(awk -v n="$(nproc)" '{ f = int($1 / n + 0.999); print (f < 1 ? 1 : (f > 8 ? 8 : f)) }' /proc/loadavg)}
-case $SCALE in '' | *[!0-9]* | 0) SCALE=1 ;; esac
+SCALE=$(sh tools/load_timeout.sh --factor)
 LOAD0=$(cut -d' ' -f1 /proc/loadavg)
 [ "$SCALE" -gt 1 ] && echo "run_faults: load $(cut -d' ' -f1 /proc/loadavg) on $(nproc) core(s): time limits x$SCALE" >&2
 

@@ -19,8 +19,7 @@ fail() { echo "signals: $*"; bad=1; }
 # tools/load_timeout.sh does (TIMEOUT_SCALE=N fixes the factor). mpirun gives the ranks
 # odls_base_sigkill_timeout (1 s) between its SIGTERM and its SIGKILL: a step of a loaded
 # machine takes longer, so that grace is scaled too (1 s quiet, as before).
-k=${TIMEOUT_SCALE:-$(awk -v n="$(nproc)" '{ f = int($1 / n + 0.999); print (f < 1 ? 1 : (f > 8 ? 8 : f)) }' /proc/loadavg)}
-case $k in '' | *[!0-9]* | 0) k=1 ;; esac
+k=$(sh "$(dirname "$0")/../../tools/load_timeout.sh" --factor)
 mpirun="$mpirun --mca odls_base_sigkill_timeout $k"
 # 6 epochs: mpirun passes SIGTERM on to the ranks about 1.0 s after it gets it (measured: the
 # mid-epoch checkpoints are written 1.02 s after the kill), and once blocked activations and
