@@ -18,7 +18,7 @@
 # Env: KIT (the bench binary, build/cuda/bench/train_speed_gpu), PEER (python3
 # bench/peer_torch.py), MODELS (wrn-16-4 wrn-16-10), BATCHES (128 512), BENCH_DIR (build/cuda:
 # the raw rows go to BENCH_DIR/bench_gpu.kit and BENCH_DIR/bench_gpu.torch, where make
-# bench-train-gpu-compile reads the kit's; not OUT, which the GPU machine's `run` sets).
+# bench-train-gpu-compile reads the kit's; a folder of the build, not the caller's current one).
 # tests/bench/bench_train_gpu_rows.sh runs it with stand-ins.
 set -u
 KIT=${KIT:-build/cuda/bench/train_speed_gpu}
