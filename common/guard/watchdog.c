@@ -438,7 +438,7 @@ void watchdog_stop(void)
 {
     if (!wd.on || getpid() != wd.owner)
         return;
-    watchdog_await_counts(); /* rank 0 after hvd_shutdown without the handshake */
+    watchdog_await_counts(); /* after hvd_shutdown without the handshake */
     ssize_t r = write(wd.wake[1], "x", 1);
     (void)r;
     pthread_join(wd.thread, NULL);

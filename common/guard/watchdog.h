@@ -52,8 +52,10 @@
  * Rank 0 hears every rank's count and the others rank 0's. Until rank 0 shuts down it is in
  * every later call and says the line; from then on it passes every count on, and stays on the
  * star until each rank has told its count or gone, for a rank may be left in a call rank 0 could
- * finish alone (a broadcast it roots). Where rank 0 is the one gone, each rank left waiting says
- * it. A peer whose count came and whose socket then ends has gone, not died.
+ * finish alone (a broadcast it roots); the others wait for its goodbye before MPI_Finalize, so
+ * no rank has finalized when a peer stops the job (Open MPI 4.1's mpirun may hang then). Where
+ * rank 0 is the one gone, each rank left waiting says it. A peer whose count came and whose
+ * socket then ends has gone, not died.
  *
  * HVD_DEAD_RANK_CHECK_DISABLE=1 turns it off (it is agreed across ranks at hvd_init).
  * Public: watchdog_start, watchdog_stop, watchdog_set_context, watchdog_note_fatal,

@@ -76,18 +76,23 @@ void watchdog_heard_shutdown(int r, const note *n)
     pthread_mutex_unlock(&wd.lock);
 }
 
-/* Rank 0, from watchdog_stop, once it has shut down under the rule: it is the one that passes
+/* From watchdog_stop, once this rank has shut down under the rule. Rank 0 is the one that passes
  * the counts on, so it stays on the star until every other rank has told its count or gone (as
  * MPI_Finalize waits for them anyway). A rank whose count comes late (it worked on after skipping
- * a call rank 0 has finished) is still heard by the one left waiting in that call. */
+ * a call rank 0 has finished) is still heard by the one left waiting in that call.
+ * Every other rank stays until rank 0 has done so (its goodbye, or its end): no rank is inside
+ * MPI_Finalize while a peer may still stop the job, for Open MPI 4.1's mpirun can hang for ever
+ * when some ranks have finalized and another then exits non-zero. The stop (NOTE_ABORT) or a
+ * death still reaches a rank here, on the watchdog's thread. */
 void watchdog_await_counts(void)
 {
-    if (!wd.on || wd.rank != 0)
+    if (!wd.on)
         return;
     pthread_mutex_lock(&wd.lock);
-    for (int r = 1; wd.shutting && r < wd.size;) {
-        if (wd.shut_calls[r] >= 0 || wd.left[r]) {
-            r++;
+    for (int r = wd.rank == 0 ? 1 : 0; wd.shutting && r < wd.size;) {
+        int told = wd.rank == 0 ? wd.shut_calls[r] >= 0 : 0; /* rank 0's goodbye: left[0] */
+        if (told || wd.left[r] || wd.fd[r] < 0) {
+            r = wd.rank == 0 ? r + 1 : wd.size;
             continue;
         }
         pthread_mutex_unlock(&wd.lock);

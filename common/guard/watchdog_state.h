@@ -90,7 +90,8 @@ void watchdog_progress_tick(void);
 /* On the watchdog's thread: peer r's NOTE_SHUTDOWN (watchdog_leave.c). */
 void watchdog_heard_shutdown(int r, const note *n);
 
-/* Rank 0 in watchdog_stop: waits for every count the shutdown rule needs (watchdog_leave.c). */
+/* In watchdog_stop after a shutdown under the rule: rank 0 waits for every count, the others for
+ * rank 0's goodbye (watchdog_leave.c). */
 void watchdog_await_counts(void);
 
 #endif
