@@ -33,7 +33,6 @@
 #include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 
-#include "base/compute_device.h"
 #include "base/timer.h"
 #include "nn/gpu_context.h"
 #include "nn/gpu_marks.h"
@@ -105,7 +104,7 @@ static void profile(wrn_model *m, optimizer *opt, const float *x, const int *y, 
 
 static void one(const char *name, int batch, int iters, int prof_steps)
 {
-    wrn_config cfg = {.dropout = 0.01f};
+    wrn_config cfg = {.dropout = 0.01f, .device = wrn_device_of(0)}; /* CUDA's current device */
     char err[256];
     if (wrn_config_parse(name, &cfg, err, sizeof err) != 0)
         fatal_error("%s", err);
@@ -186,7 +185,6 @@ int main(int argc, char **argv)
         printf("train_speed_gpu: skipped, no GPU\n");
         return 77;
     }
-    compute_device_set(0); /* as hvd_pin_device would */
     char ml[256], bl[64];
     snprintf(ml, sizeof ml, "%s", models);
     for (char *sm = NULL, *mname = strtok_r(ml, ",", &sm); mname; mname = strtok_r(NULL, ",", &sm)) {

@@ -54,8 +54,8 @@ const char *staged_reduce_name(staged_reduce r)
 
 #ifdef HVDLAB_CUDA
 
-#include "base/compute_device.h"
 #include "base/cuda_check.h"
+#include "base/device_env.h"
 #include "coll_gpu/gpu_keep.h"
 #include "coll_gpu/gpu_wait.h"
 #include "coll_gpu/nccl.h"
@@ -91,7 +91,7 @@ static void identify(int local_rank, gpu_id *me, int *device)
     int len = 0;
     MPI_Get_processor_name(host, &len);
     snprintf(me->host, sizeof me->host, "%.63s", host); /* a name cut short still tells */
-    if (compute_device_forced_cpu())
+    if (device_env_forced_cpu())
         return;
     int n = 0;
     if (cudaGetDeviceCount(&n) != cudaSuccess) {

@@ -1,5 +1,5 @@
 /* device.c — bind ranks to cores (CPU) or GPUs (CUDA build). See device.h.
- * Public: hvd_pin_device, device_describe, device_cpu_share. */
+ * Public: hvd_pin_device, hvd_pinned_gpu, device_describe, device_cpu_share. */
 #include "hvd/device.h"
 
 #include <cblas.h>
@@ -8,11 +8,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/compute_device.h"
+#include "base/device_env.h"
 #include "base/env_switch.h"
 #include "base/fatal.h"
 #include "base/trace.h"
 #include "hvd/hvd.h"
+
+/* The GPU the last hvd_pin_device of this process pinned, -1 for the CPU (also before any).
+ * Owned by hvd_pin_device, which alone writes it; one process drives one device, as
+ * cudaSetDevice's own state is the process's. */
+static int pinned_gpu = -1;
+
+int hvd_pinned_gpu(void) { return pinned_gpu; }
 
 void device_cpu_share(int ncpus, int local_size, int local_rank, int *first, int *count)
 {
@@ -94,7 +101,7 @@ int hvd_pin_device(int local_rank, device_binding *out)
     b.gpu = -1;
     int ngpu = 0;
     /* both read first, so that a misspelt one stops the job before anything is bound */
-    const int forced_cpu = compute_device_forced_cpu();
+    const int forced_cpu = device_env_forced_cpu();
     const int report = env_switch_on(SWITCH_REPORT_BINDINGS);
 #ifdef HVDLAB_CUDA
     char why[256];
@@ -128,7 +135,7 @@ int hvd_pin_device(int local_rank, device_binding *out)
     }
     if (trace_enabled())
         trace_binding(local_rank, ngpu, &b);
-    compute_device_set(b.backend == DEVICE_CUDA ? b.gpu : -1); /* models built next live there */
+    pinned_gpu = b.backend == DEVICE_CUDA ? b.gpu : -1; /* args_defaults builds models there */
     if (out)
         *out = b;
     return 0;

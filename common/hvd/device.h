@@ -22,6 +22,10 @@ typedef struct {
 
 /* Returns 0; fills *out when out is not NULL. */
 int hvd_pin_device(int local_rank, device_binding *out);
+/* The GPU the last hvd_pin_device pinned this process to; -1 for the CPU, and before any
+ * pinning. The step programs' flags put it into their model's config (args_defaults,
+ * train/args.h): a model is built where it says, not where the rank was pinned later. */
+int hvd_pinned_gpu(void);
 /* "cores 0,1, 2 BLAS threads", "core 3, 1 BLAS thread" or "GPU 0" */
 void device_describe(const device_binding *b, char *out, size_t outlen);
 

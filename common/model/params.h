@@ -8,7 +8,7 @@
  * Non-trainable state (batch-norm running mean and variance) lives in a second pair, `state` /
  * `state_views`: it is not touched by optimizers but is broadcast and checkpointed.
  *
- * On a GPU model (wrn_create after hvd_pin_device chose a GPU) params, grads and state are
+ * On a GPU model (its config's device a GPU, wrn.h) params, grads and state are
  * device pointers and `device` is 1; the views and counts stay on the host. Code that reads the
  * numbers on the host goes through params_to_host / params_checksum_at.
  *

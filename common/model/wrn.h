@@ -1,5 +1,5 @@
 /* wrn.h — WideResNet-D-K (keras-contrib form) on 28x28x1 inputs, forward and backward on the CPU,
- * or on the GPU where hvd_pin_device chose one in a CUDA build (wrn_place.h).
+ * or on a GPU in a CUDA build: the one its config names (wrn_device; wrn_place.h).
  *
  * Network (NCHW float32): stem conv3x3(16)-BN-ReLU; three groups of (D-4)/6 blocks at widths
  * 16K, 32K, 64K; each block conv3x3-BN-ReLU-dropout-conv3x3-BN-ReLU added to the block input
@@ -21,13 +21,26 @@
 #define WRN_CLASSES 10
 #define WRN_NAME_LEN 32
 
+/* Where wrn_create builds a model. All zero, as in a config written {0} or {16, 1, 0.01f}, is
+ * the CPU: never GPU 0. The step programs take it from hvd_pin_device's choice (args_defaults,
+ * train/args.h); the model itself never asks where the rank was pinned. */
 typedef struct {
-    int depth;     /* D: (D-4) % 6 == 0, D >= 10 */
-    int width;     /* K >= 1 */
-    float dropout; /* block dropout rate, 0 <= p < 1 (lab: 0.01) */
+    int on_gpu; /* 1: on CUDA device gpu, which must be the current one (hvd_pin_device makes
+                   the rank's GPU current); a CPU build refuses it */
+    int gpu;    /* the device's index when on_gpu; 0 otherwise */
+} wrn_device;
+
+typedef struct {
+    int depth;         /* D: (D-4) % 6 == 0, D >= 10 */
+    int width;         /* K >= 1 */
+    float dropout;     /* block dropout rate, 0 <= p < 1 (lab: 0.01) */
+    wrn_device device; /* where the model is built (zero: the CPU) */
 } wrn_config;
 
-/* "wrn-16-4" -> {16, 4}; keeps cfg->dropout. -1 and one line in err on a bad name. */
+/* The device for a GPU index as hvd_pinned_gpu gives it: gpu >= 0 that GPU, -1 the CPU. */
+wrn_device wrn_device_of(int gpu);
+/* "wrn-16-4" -> {16, 4}; keeps cfg->dropout and cfg->device. -1 and one line in err on a bad
+ * name. */
 int wrn_config_parse(const char *name, wrn_config *cfg, char *err, size_t errlen);
 /* "wrn-16-4" */
 void wrn_config_name(const wrn_config *cfg, char *buf, size_t len);
@@ -38,9 +51,10 @@ typedef struct wrn_model wrn_model;
  * --val-batch-size are checked against it, train/args.c). */
 #define WRN_MAX_BATCH (1u << 20)
 
-/* Builds the model for batches of up to max_batch images; all work buffers are allocated here,
- * once. Weights: conv kernels he_normal, dense kernel glorot_uniform, biases 0, BN gamma 1 beta 0,
- * running mean 0 var 1 (Keras defaults); drawn from seed (which also seeds dropout).
+/* Builds the model on cfg->device for batches of up to max_batch images; all work buffers are
+ * allocated here, once. Weights: conv kernels he_normal, dense kernel glorot_uniform, biases 0,
+ * BN gamma 1 beta 0, running mean 0 var 1 (Keras defaults); drawn from seed (which also seeds
+ * dropout).
  * NULL and one line in err on failure. */
 wrn_model *wrn_create(const wrn_config *cfg, size_t max_batch, uint64_t seed, char *err,
                       size_t errlen);

@@ -1,6 +1,6 @@
 /* wrn_build.c — WideResNet configuration, parameter layout, initial weights and buffers.
- * Public: wrn_config_parse, wrn_config_name, wrn_create, wrn_free, wrn_params, wrn_get_config,
- *         wrn_param_count (wrn.h). Forward and backward are in wrn.c.
+ * Public: wrn_device_of, wrn_config_parse, wrn_config_name, wrn_create, wrn_free, wrn_params,
+ *         wrn_get_config, wrn_param_count (wrn.h). Forward and backward are in wrn.c.
  *
  * View names (model order; conv weights (Cout,Cin,k,k), dense (10, C), PyTorch order):
  *   stem.conv.w/.b  stem.bn.gamma/.beta
@@ -37,6 +37,11 @@ static int parse_num(const char **p, int *out)
     }
     *out = v;
     return digits >= 1 && digits <= 4;
+}
+
+wrn_device wrn_device_of(int gpu)
+{
+    return gpu < 0 ? (wrn_device){.on_gpu = 0, .gpu = 0} : (wrn_device){.on_gpu = 1, .gpu = gpu};
 }
 
 int wrn_config_parse(const char *name, wrn_config *cfg, char *err, size_t errlen)
@@ -423,7 +428,12 @@ wrn_model *wrn_create(const wrn_config *cfg, size_t max_batch, uint64_t seed, ch
     m->ps.n = t.total;
     m->ps.n_state_views = st.n;
     m->ps.n_state = st.total;
-    m->gpu = wrn_place_wanted();
+    m->gpu = wrn_place_wanted(cfg, name, err, errlen);
+    if (m->gpu < 0) {
+        m->gpu = 0; /* nothing is allocated yet: wrn_free frees host pointers, all NULL */
+        wrn_free(m);
+        return NULL;
+    }
 #ifdef HVDLAB_CUDA
     if (m->gpu)
         return create_on_gpu(m, seed, name, err, errlen);

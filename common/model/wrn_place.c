@@ -1,23 +1,34 @@
-/* wrn_place.c — where a model lives: the CPU, or the GPU hvd_pin_device chose
- * (base/compute_device.h): the layer table every layer of the model calls (wrn_ops.h), chosen
- * here once; for a GPU model cuDNN's workspace at the largest batch and the message when the
- * GPU is too small. Building itself is in
+/* wrn_place.c — where a model lives: the CPU, or the GPU its config names (wrn_device, wrn.h;
+ * the step programs put hvd_pin_device's choice there, train/args.h): the layer table every
+ * layer of the model calls (wrn_ops.h), chosen here once; for a GPU model cuDNN's workspace at
+ * the largest batch and the message when the GPU is too small. Building itself is in
  * wrn_build.c, which calls these.
  * Public (to model/): wrn_place_wanted, wrn_place_conv_work, wrn_place_mark, wrn_place_oom.
  */
 #include "model/wrn_place.h"
 
-#include "base/compute_device.h"
 #include "base/env_switch.h"
 #include "base/errmsg.h"
 #include "nn/gpu_context.h" /* declares nothing in a CPU build */
 
-int wrn_place_wanted(void)
+int wrn_place_wanted(const wrn_config *cfg, const char *name, char *err, size_t errlen)
 {
+    const wrn_device d = cfg->device;
+    if (!d.on_gpu)
+        return 0;
+    if (d.gpu < 0)
+        return errmsg_set(err, errlen, "wrn_create", "'%s': GPU %d is not a device index", name,
+                          d.gpu);
 #ifdef HVDLAB_CUDA
-    return compute_device_gpu() >= 0;
+    const int current = gpu_context_device();
+    if (d.gpu != current)
+        return errmsg_set(err, errlen, "wrn_create", "'%s' on GPU %d: GPU %d is the current "
+                          "device (hvd_pin_device makes the rank's GPU current)", name, d.gpu,
+                          current);
+    return 1;
 #else
-    return 0;
+    return errmsg_set(err, errlen, "wrn_create", "'%s' on GPU %d: this build has no CUDA "
+                      "(make CUDA=1)", name, d.gpu);
 #endif
 }
 
@@ -98,14 +109,12 @@ static double gib(size_t bytes) { return (double)bytes / (1024.0 * 1024.0 * 1024
 int wrn_place_oom(const wrn_model *m, const char *name, size_t bytes, char *err, size_t errlen)
 {
     size_t free_bytes = 0;
-    int dev = compute_device_gpu();
 #ifdef HVDLAB_CUDA
     free_bytes = params_cuda_free_bytes();
-    dev = gpu_context_device();
 #endif
     return errmsg_set(err, errlen, "wrn_create",
                       "'%s' at batch %zu: out of GPU memory: the model needs %.2f GiB (%zu "
                       "bytes: weights, gradients, statistics, activations, workspace, input) "
                       "and GPU %d has %.2f GiB free; try a smaller --batch-size",
-                      name, m->max_batch, gib(bytes), bytes, dev, gib(free_bytes));
+                      name, m->max_batch, gib(bytes), bytes, m->cfg.device.gpu, gib(free_bytes));
 }

@@ -8,8 +8,10 @@
 
 #include "model/wrn_internal.h"
 
-/* 1 when models built now go on the GPU: a CUDA build and hvd_pin_device chose a GPU. */
-int wrn_place_wanted(void);
+/* Where cfg->device puts the model named name: 1 on the GPU, 0 on the CPU; -1 and one line in
+ * err when it cannot be built there (a GPU in a CPU build, a negative index, or a GPU other than
+ * the current one: the layers' context serves the current device, nn/gpu_context.h). */
+int wrn_place_wanted(const wrn_config *cfg, const char *name, char *err, size_t errlen);
 /* GPU: the most workspace floats any of m's convolutions needs at m->max_batch (their cuDNN
  * plans are chosen now, once); 0 in a CPU build. Needs the layers' dims (wire's first pass). */
 size_t wrn_place_conv_work(wrn_model *m);

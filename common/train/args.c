@@ -16,6 +16,7 @@
 #include "base/early_signal.h"
 #include "base/errmsg.h"
 #include "ckpt/ckpt.h"
+#include "hvd/device.h"
 #include "hvd/hvd.h"
 #include "model/wrn.h"
 
@@ -137,7 +138,9 @@ void args_defaults(args *a)
     a->warmup_epochs = 5;
     a->train_subset = 12000;
     a->test_subset = 2000;
-    a->model = (wrn_config){.depth = 16, .width = 1, .dropout = 0.01f};
+    /* built where hvd_pin_device pinned this rank (the steps pin first), or on the CPU */
+    a->model = (wrn_config){.depth = 16, .width = 1, .dropout = 0.01f,
+                            .device = wrn_device_of(hvd_pinned_gpu())};
     snprintf(a->model_name, sizeof a->model_name, "wrn-16-1");
     snprintf(a->log_dir, sizeof a->log_dir, "./logs");
     a->seed = 42;

@@ -42,7 +42,8 @@ typedef struct {
     double momentum;        /* --momentum, in [0, 1) (0.9) */
     double wd;              /* --wd, >= 0 (5e-6; Keras L2: wd·Σw² in the loss) */
     int warmup_epochs;      /* --warmup-epochs, >= 0 (5; 0 = no warmup) */
-    wrn_config model;       /* --model wrn-D-K (wrn-16-1) with --dropout (0.01) */
+    wrn_config model;       /* --model wrn-D-K (wrn-16-1) with --dropout (0.01); its device
+                               is the GPU hvd_pin_device pinned, else the CPU (no flag) */
     char model_name[WRN_NAME_LEN];   /* "wrn-16-1" as given */
     char data_dir[ARGS_PATH_LEN];    /* --data-dir, "" = the default search (dataset.h) */
     size_t train_subset;    /* --train-subset, 0 = all 60,000 (default 12,000) */
@@ -59,6 +60,10 @@ typedef struct {
                                to the layers then (precision_apply, model/precision.h) */
 } args;
 
+/* The defaults. The model's device (a.model.device) is where hvd_pin_device pinned this rank
+ * when it runs (hvd_pinned_gpu): the step programs pin first, then parse, so their model is
+ * built on the rank's GPU. Before any pinning it is the CPU, and a program that pins only after
+ * parsing still builds its model on the CPU (its collectives then take host tensors). */
 void args_defaults(args *a);
 
 /* Fills *a from the defaults and argv[1..argc-1]. Returns 0 on success; 1 after --help, once

@@ -5,6 +5,9 @@
 # Each way runs the same short job twice, with the emulated GPU and with the CPU build, and
 # checks from the HVDLAB_TRACE files:
 #   - both ranks ran on the GPU (pin device=cuda) and staged through the host (rank 0's line);
+#   - the model was built there: rank 0's gradients took a way only device tensors take (the
+#     host buffer, MEMCPY_IN_HOST_BUFFER, or the GPUs' sum, STAGED_GPU_ALLREDUCE or
+#     IPC_GPU_ALLREDUCE, in the HVD_TIMELINE file; a CPU model's take CMA or SHM alone);
 #   - at every step both ranks applied the same averaged gradients and hold the same weights
 #     (step grad_sum, param_sum), after the same broadcast (params sum);
 #   - rank 0's loss at every step and the final val_loss are the CPU build's within 1 %: the
@@ -63,8 +66,9 @@ do
         [ $mixed = 1 ] && set -- -n 1 "$bin" $flags --log-dir "$dir/$build/logs" : \
             -n 1 env HVDLAB_DEVICE=cpu "$bin"
         # shellcheck disable=SC2086 # flags and the launcher are word lists
-        env $opt HVDLAB_TRACE="$dir/$build/trace" timeout "$timeout_s" $mpirun "$@" \
-            $flags --log-dir "$dir/$build/logs" >"$dir/$build/out" 2>&1
+        env $opt HVDLAB_TRACE="$dir/$build/trace" HVD_TIMELINE="$dir/$build/timeline.json" \
+            timeout "$timeout_s" $mpirun "$@" $flags --log-dir "$dir/$build/logs" \
+            >"$dir/$build/out" 2>&1
         rc=$?
         [ $rc = 0 ] || { check "the $build build's job exited $rc"; tail -5 "$dir/$build/out"; }
     done
@@ -77,6 +81,10 @@ do
             grep -q "event=pin .*device=$want" "$t" ||
                 check "$(basename "$t"): not pinned to the $want device"
         done
+        # a model built on the CPU would pass every other check here (its losses are the CPU's)
+        grep -Eq '"name": "(MEMCPY_IN_HOST_BUFFER|STAGED_GPU_ALLREDUCE|IPC_GPU_ALLREDUCE)"' \
+            "$dir/emu/timeline.json" ||
+            check "rank 0's gradients never took a device tensor's way: its model is not on the GPU"
         grep -q 'GPU collectives: host-staged' "$dir/emu/out" ||
             check "rank 0 does not say the gradients go host-staged"
         [ $mixed = 0 ] || grep -q 'host-staged through MPI (rank 1 has no GPU)' "$dir/emu/out" ||

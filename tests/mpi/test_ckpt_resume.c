@@ -70,7 +70,8 @@ static void train(wrn_model *m, optimizer *opt, int step)
 static wrn_model *make(int width, uint64_t seed, optimizer **opt)
 {
     char err[256];
-    wrn_config cfg = {10, width, 0.0f}; /* no dropout: the two runs seed their masks apart */
+    /* no dropout: the two runs seed their masks apart */
+    wrn_config cfg = {.depth = 10, .width = width, .dropout = 0.0f};
     wrn_model *m = wrn_create(&cfg, B, seed, err, sizeof err);
     if (!m)
         fatal_error("%s", err);

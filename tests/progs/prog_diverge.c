@@ -31,7 +31,7 @@ int main(int argc, char **argv)
     const char *mode = argc > 1 ? argv[1] : "finite";
     int nan_rank = argc > 2 ? atoi(argv[2]) : 1;
     char err[256];
-    wrn_config cfg = {10, 1, 0.0f};
+    wrn_config cfg = {.depth = 10, .width = 1, .dropout = 0.0f};
     wrn_model *m = wrn_create(&cfg, B, 7, err, sizeof err);
     if (!m)
         fatal_error("%s", err);

@@ -46,6 +46,9 @@ START_TEST(defaults_are_the_laptop_lab)
     ck_assert_int_eq(a.model.width, 1);
     ck_assert_float_eq(a.model.dropout, 0.01f);
     ck_assert_str_eq(a.model_name, "wrn-16-1");
+    /* nothing pinned a GPU (a CPU build never does): the model is built on the CPU */
+    ck_assert_msg(a.model.device.on_gpu == 0 && a.model.device.gpu == 0, "device %d, GPU %d",
+                  a.model.device.on_gpu, a.model.device.gpu);
     ck_assert_str_eq(a.data_dir, "");
     ck_assert_uint_eq(a.train_subset, 12000);
     ck_assert_uint_eq(a.test_subset, 2000);

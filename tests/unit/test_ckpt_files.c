@@ -673,7 +673,7 @@ START_TEST(param_set_layer_and_trace)
                     .state = f.state, .n_state = NS, .state_views = f.sviews, .n_state_views = 2};
     optimizer opt = {.kind = &sgd_kind, .state = f.opt, .n_state = NO, .iterations = 77,
                      .last_lr = 0.5f};
-    wrn_config cfg = {16, 2, 0.01f};
+    wrn_config cfg = {.depth = 16, .width = 2, .dropout = 0.01f};
     ck_assert_msg(ckpt_save_params(tmp_path("log"), 4, &cfg, &ps, &opt, err, sizeof err) == 0,
                   "%s", err);
     float p2[NP] = {0}, s2[NS] = {0}, o2[NO] = {0};

@@ -253,6 +253,33 @@ START_TEST(config_parse)
 }
 END_TEST
 
+/* Where a model is built is its config's device: zero is the CPU, never GPU 0; wrn_config_parse
+ * keeps it, as it keeps the dropout; a device the build cannot serve is refused with one line. */
+START_TEST(device_in_the_config)
+{
+    const wrn_device cpu = wrn_device_of(-1), gpu3 = wrn_device_of(3);
+    ck_assert_msg(cpu.on_gpu == 0 && cpu.gpu == 0, "-1: on_gpu %d gpu %d", cpu.on_gpu, cpu.gpu);
+    ck_assert_msg(gpu3.on_gpu == 1 && gpu3.gpu == 3, "3: on_gpu %d gpu %d", gpu3.on_gpu, gpu3.gpu);
+    char err[256];
+    wrn_config c = {.dropout = 0.0f, .device = gpu3};
+    ck_assert_int_eq(wrn_config_parse("wrn-10-1", &c, err, sizeof err), 0);
+    ck_assert_msg(c.device.on_gpu == 1 && c.device.gpu == 3, "parse changed the device");
+    c.device = (wrn_device){0};
+    wrn_model *m = wrn_create(&c, 2, 1, err, sizeof err);
+    ck_assert_msg(m != NULL, "%s", err);
+    ck_assert_int_eq(wrn_params(m)->device, 0);
+    wrn_free(m);
+    c.device = (wrn_device){.on_gpu = 1, .gpu = -1};
+    ck_assert_ptr_null(wrn_create(&c, 2, 1, err, sizeof err));
+    ck_assert_str_eq(err, "wrn_create: 'wrn-10-1': GPU -1 is not a device index");
+#ifndef HVDLAB_CUDA
+    c.device = wrn_device_of(0);
+    ck_assert_ptr_null(wrn_create(&c, 2, 1, err, sizeof err));
+    ck_assert_str_eq(err, "wrn_create: 'wrn-10-1' on GPU 0: this build has no CUDA (make CUDA=1)");
+#endif
+}
+END_TEST
+
 /* Views tile the buffers in order, names are unique, shapes and decay flags as documented. */
 START_TEST(view_table)
 {
@@ -525,7 +552,7 @@ END_TEST
  * killer, which ends the process without a word. */
 START_TEST(too_large_a_batch_is_named)
 {
-    wrn_config c = {28, 10, 0.0f};
+    wrn_config c = {.depth = 28, .width = 10, .dropout = 0.0f};
     char e[1024];
     ck_assert_ptr_null(wrn_create(&c, WRN_MAX_BATCH, 1, e, sizeof e));
     ck_assert_msg(strstr(e, "wrn_create: 'wrn-28-10' for batches of 1048576 images: its "
@@ -565,6 +592,7 @@ static Suite *suite(void)
     tcase_add_test(t, against_pytorch);
     tcase_add_test(t, param_counts_match_pytorch);
     tcase_add_test(t, config_parse);
+    tcase_add_test(t, device_in_the_config);
     tcase_add_test(t, view_table);
     tcase_add_test(t, initial_weights);
     tcase_add_test(t, batch_size_dropout_and_modes);

@@ -4,8 +4,8 @@
  * exits 77 (counted as skipped), by the rule of test_twins_cuda.c: 77 only when there is no GPU
  * to use, 1 when a GPU is there but CUDA cannot use it. TF32 is off.
  *
- * Two models from one seed, one built with compute_device_set(-1) (CPU) and one with
- * compute_device_set(0) (GPU), fed the same batches. The CPU reference is pinned to NCHW
+ * Two models from one seed, one built on the CPU (a config's device left zero) and one on GPU 0
+ * (wrn_device_of(0)), fed the same batches. The CPU reference is pinned to NCHW
  * activations and oneDNN's direct convolutions (HVDLAB_ACTIVATION_LAYOUT=nchw, algorithm
  * direct), not the default of an AVX-512 machine (nChw16c + Winograd): its activations (r1
  * below) compare element by element with the GPU model's, and direct convolutions add no
@@ -75,7 +75,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "base/compute_device.h"
 #include "ckpt/ckpt.h"
 #include "lib/ck_mpi.h"
 #include "lib/fill.h"
@@ -116,9 +115,9 @@ static int gpu_layout_nhwc(void)
 
 static wrn_model *model(int gpu, float dropout)
 {
-    wrn_config cfg = {.depth = 16, .width = 2, .dropout = dropout};
+    wrn_config cfg = {.depth = 16, .width = 2, .dropout = dropout,
+                      .device = wrn_device_of(gpu ? 0 : -1)};
     char err[256];
-    compute_device_set(gpu ? 0 : -1);
     /* the CPU reference NCHW (see the top); the GPU model as the suite was started */
     if (!gpu)
         setenv("HVDLAB_ACTIVATION_LAYOUT", "nchw", 1);
@@ -126,7 +125,6 @@ static wrn_model *model(int gpu, float dropout)
         setenv("HVDLAB_ACTIVATION_LAYOUT", gpu_layout, 1);
     wrn_model *m = wrn_create(&cfg, NB, 7, err, sizeof err);
     unsetenv("HVDLAB_ACTIVATION_LAYOUT");
-    compute_device_set(-1);
     ck_assert_msg(m != NULL, "%s", err);
     ck_assert_int_eq(wrn_params(m)->device, gpu);
     return m;

@@ -1,18 +1,13 @@
-/* compute_device.c — the device models are built on. See compute_device.h.
- * Public: compute_device_set, compute_device_gpu, compute_device_forced_cpu. */
-#include "base/compute_device.h"
+/* device_env.c — HVDLAB_DEVICE. See device_env.h.
+ * Public: device_env_forced_cpu. */
+#include "base/device_env.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/fatal.h"
 
-static int gpu = -1;
-
-void compute_device_set(int g) { gpu = g < 0 ? -1 : g; }
-int compute_device_gpu(void) { return gpu; }
-
-int compute_device_forced_cpu(void)
+int device_env_forced_cpu(void)
 {
     const char *v = getenv("HVDLAB_DEVICE");
     if (!v || !*v || strcmp(v, "auto") == 0)
