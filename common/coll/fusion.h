@@ -28,11 +28,11 @@ typedef struct {
     size_t n;
     hvd_op op;
     int fp16;
-    int gpu; /* FUSION_HOST, or where a device tensor goes: FUSION_STAGED, FUSION_NCCL */
+    int gpu; /* FUSION_HOST (0): host memory; else a device tensor, its way tagged by hvd/ */
     char name[FUSION_NAME_MAX];
 } fusion_entry;
 
-enum { FUSION_HOST = 0, FUSION_STAGED = 1, FUSION_NCCL = 2 };
+enum { FUSION_HOST = 0 }; /* the device ways' tags: coll_gpu/fusion_gpu.h */
 
 typedef struct {
     size_t allreduce_calls; /* allreduces run, one per group (ring, shm, cma, hier, NCCL) */

@@ -14,6 +14,10 @@
 
 #include "coll/fusion.h"
 
+/* fusion_entry.gpu of a device tensor: the way hvd/ chose for it (coll/ tells only host from
+ * device). */
+enum { FUSION_STAGED = 1, FUSION_NCCL = 2 };
+
 /* scale: 1 for SUM, 1/size for AVERAGE. */
 void fusion_gpu_reduce(MPI_Comm comm, const fusion_entry *e, size_t len, float scale,
                        ring_workspace *ws, fusion_stats *st);

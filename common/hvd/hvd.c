@@ -24,6 +24,7 @@
 #include "coll/backend.h"
 #include "coll/fusion.h"
 #include "coll/host_backend.h"
+#include "coll_gpu/fusion_gpu.h"
 #include "coll_gpu/gpu_backend.h"
 #include "coll_gpu/gpu_ops.h"
 #include "guard/agree.h"
