@@ -314,7 +314,9 @@ FORCE:
 .SECONDARY:
 
 # The targets of one folder each (bench/, the lab's steps/ and solutions/, notebooks-md/, …).
--include $(wildcard mk/*.mk)
+# mk/lab.mk first: the others name its variables (GRADER_BIN, SOLUTION_BIN) as prerequisites,
+# which make expands as it reads each rule.
+-include mk/lab.mk $(filter-out mk/lab.mk,$(wildcard mk/*.mk))
 -include $(shell find build -name '*.d' 2>/dev/null)
 
 .PHONY: test-build-flags
