@@ -127,6 +127,10 @@ mkdir -p "$scr/src" "$scr/s" "$out/+partial"
 chmod 700 "$scr/src" "$out/+partial"
 printf '%s' "$ignored" | sed 's/$/\tnot a student folder/' | sed '/^\t/d' >"$out/ignored.txt"
 commit=$(git -C "$kit" rev-parse HEAD 2>/dev/null || echo unknown)
+# The headers and library the students compile against, where their uid can read them.
+if [ "$sandbox" != none ]; then
+    sh "$kit/tools/sandbox/stage_kit.sh" "$kit" "$build/libhvdlab.a" "$scr/kit" || die "staging the kit for the sandbox failed"
+fi
 
 # Collect every student's files first (the screen compares each with all the others).
 for id in $ids; do

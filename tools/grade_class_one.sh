@@ -76,10 +76,11 @@ if [ "$GC_SANDBOX" = none ]; then
     wrap=""
     box() { w=$1; shift 2; (cd "$w" && "$@"); }
 else
-    wrap="$kit/tools/sandbox/run.sh --kit $kit --kit-lib $GC_BUILD/libhvdlab.a ${uid:+--uid $uid} --bind-ro $S/src --bind-ro $S/bin"
+    # --kit: the copy tools/grade_class.sh made in the scratch (tools/sandbox/stage_kit.sh)
+    wrap="$kit/tools/sandbox/run.sh --kit $scr/kit ${uid:+--uid $uid} --bind-ro $S/src --bind-ro $S/bin"
     box() { # box WORKDIR -- COMMAND...
         w=$1; shift 2
-        "$kit/tools/sandbox/run.sh" --kit "$kit" --kit-lib "$GC_BUILD/libhvdlab.a" ${uid:+--uid "$uid"} --bind-ro "$S/src" --work "$w" -- "$@"
+        "$kit/tools/sandbox/run.sh" --kit "$scr/kit" ${uid:+--uid "$uid"} --bind-ro "$S/src" --work "$w" -- "$@"
     }
 fi
 if [ "$GC_SANDBOX" = none ]; then inc="$kit/common" lib="$GC_BUILD/libhvdlab.a"

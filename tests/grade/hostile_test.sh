@@ -118,6 +118,12 @@ mkdir -p "$T/decoy/other" "$T/decoy/out" "$T/decoy/build"
 for d in other out build; do echo keep >"$T/decoy/$d/file"; done
 chmod -R go-w "$T/decoy"
 uid=61099 # the test's own; tools/grade_class.sh takes 61000-61063
+# The solution run_solution tries: a copy outside the allow-list that the uid could run were the
+# file system not sealed (the kit's own may sit in a folder closed to it, such as /root).
+mkdir -p "$T/solution" && cp "$BUILD/solutions/step01" "$T/solution/" && chmod -R a+rX "$T/solution"
+export HVDLAB_HOSTILE_SOLUTION="$T/solution/step01"
+# The kit where that uid can read it, as tools/grade_class.sh stages it.
+sh tools/sandbox/stage_kit.sh "$kit" "$BUILD/libhvdlab.a" "$T/kit" || bad "stage the kit"
 export HVDLAB_SANDBOX_TEST=1
 # sb [drop] -- cmd...: the program in the sandbox as the runner starts it, its folder a fresh
 # 32 MiB tmpfs; stderr to $T/err.
@@ -125,7 +131,7 @@ sb() {
     drop=$1; shift 2
     umount "$T/work" 2>/dev/null
     mount -t tmpfs -o size=32m,mode=0777 tmpfs "$T/work"
-    SANDBOX_DROP=$drop timeout 60 tools/sandbox/run.sh --kit "$kit" --uid $uid --tmp-size 67108864 \
+    SANDBOX_DROP=$drop timeout 60 tools/sandbox/run.sh --kit "$T/kit" --uid $uid --tmp-size 67108864 \
         --bind-ro "$T/bin" --work "$T/work" -- "$@" 2>"$T/err"
 }
 reaped() { # no process of the uid within 5 s
@@ -209,7 +215,7 @@ unset SANDBOX_BACKEND
 # The run's time limit (the grader's): a rank that sleeps for ever is stopped at the limit; with
 # no limit the run would go on (the outer 12 s timeout stops it).
 mkdir -p "$T/g" && chmod 711 "$T/g"
-wrap="$kit/tools/sandbox/run.sh --kit $kit --uid $uid --bind-ro $T/bin"
+wrap="$kit/tools/sandbox/run.sh --kit $T/kit --uid $uid --bind-ro $T/bin"
 t0=$(date +%s)
 TMPDIR="$T/g" MPIRUN="mpirun --oversubscribe" GRADE_TIMEOUT_S=3 GRADE_WRAP="$wrap" \
     timeout 12 "$BUILD/tests/grade/grade_step01" "$T/bin/sleep_forever" >/dev/null 2>&1
