@@ -47,7 +47,7 @@ LONG="--train-subset 4096 --test-subset 128 --batch-size 32 --val-batch-size 64 
 # make test (the 1-minute load average per core, rounded up, 1 to 8; TIMEOUT_SCALE=N fixes it).
 SCALE=$(sh tools/load_timeout.sh --factor)
 LOAD0=$(cut -d' ' -f1 /proc/loadavg)
-[ "$SCALE" -gt 1 ] && echo "run_faults: load $(cut -d' ' -f1 /proc/loadavg) on $(nproc) core(s): time limits x$SCALE" >&2
+[ "$SCALE" -gt 1 ] && echo "run_faults: load $LOAD0 on $(nproc) core(s): time limits x$SCALE" >&2
 
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f s", b - a }'; }
