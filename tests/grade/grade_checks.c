@@ -5,6 +5,7 @@
 #include "grade/grade_checks.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,6 +138,33 @@ static const char same_calls_hint[] =
     "made on some ranks only (inside if (hvd_rank() == 0)), or ranks that run a different "
     "number of epochs or steps.";
 
+/* The kit's own line for a rank killed by a signal (guard/watchdog.c), printed by a survivor
+ * whichever exit mpirun reports first: "hvdlab: error: [rank 0] rank 1 (pid N on HOST) died:
+ * killed by SIGSEGV; ...". 1 with *rank, *sig and its description (strsignal) when err has one. */
+static int watchdog_death(const char *err, int *rank, int *sig, char *name, size_t len)
+{
+    const char *k = err ? strstr(err, ") died: killed by SIG") : NULL;
+    if (!k)
+        return 0;
+    const char *line = k;
+    while (line > err && line[-1] != '\n')
+        line--;
+    const char *r = strstr(line, "] rank ");
+    char abbrev[16] = "";
+    if (!r || r > k || sscanf(r, "] rank %d (pid", rank) != 1 ||
+        sscanf(k, ") died: killed by SIG%15[A-Z0-9]", abbrev) != 1)
+        return 0;
+    for (int s = 1; s < NSIG; s++) {
+        const char *a = sigabbrev_np(s);
+        if (a && strcmp(a, abbrev) == 0) {
+            *sig = s;
+            snprintf(name, len, "%s", strsignal(s));
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* The run r did not end well: what happened, in the student's terms. */
 static int explain_run(grade_run *r, const char *which, char *msg, size_t len)
 {
@@ -189,9 +217,10 @@ static int explain_run(grade_run *r, const char *which, char *msg, size_t len)
     int rank = -1, sig = 0;
     char signame[64] = "";
     const char *d = r->err ? strstr(r->err, "process rank ") : NULL;
-    if (d && strstr(d, "exited on signal") &&
-        sscanf(d, "process rank %d", &rank) == 1 &&
-        sscanf(strstr(d, "exited on signal"), "exited on signal %d (%63[^)])", &sig, signame) >= 1)
+    if ((d && strstr(d, "exited on signal") &&
+         sscanf(d, "process rank %d", &rank) == 1 &&
+         sscanf(strstr(d, "exited on signal"), "exited on signal %d (%63[^)])", &sig, signame) >= 1) ||
+        watchdog_death(r->err, &rank, &sig, signame, sizeof signame))
         return fail(msg, len, "the %s run crashed: rank %d died: %s (signal %d) after %.0f s.\n"
                     "%s  Last lines of its output:\n%s%s  Hint: run it yourself, e.g. %s; a crash "
                     "on one rank only often means a rank-dependent branch (if (hvd_rank() …)) "
